@@ -1,0 +1,1 @@
+"""world-aws: durable async Python workflows on AWS serverless."""

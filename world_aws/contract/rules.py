@@ -1,0 +1,286 @@
+"""The event rules of SPEC §3 as pure functions: one source of truth for every World.
+
+``judge_*`` functions look at the current state (as read, or as returned by a
+failed conditional write) and either return normally (the event is accepted)
+or raise the SPEC §3 rejection kind. ``apply_*`` functions compute the entity
+after an accepted event. The in-memory World calls both under its lock; the
+DynamoDB World encodes the same rules as condition expressions and calls the
+``judge_*`` functions on the ``ALL_OLD`` images of a failed condition to name
+the rejection without a second read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from datetime import datetime
+
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    Hook,
+    Run,
+    RunStatus,
+    Step,
+    StepStatus,
+    Wait,
+    WaitStatus,
+)
+from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
+
+CLIENT_EVENT_TYPES = frozenset(EventType) - {EventType.HOOK_CONFLICT, EventType.NOOP}
+RESERVED_ATTRIBUTE_PREFIX = "$"
+
+
+def validate_request(request: EventRequest) -> None:
+    """Reject a request whose shape is wrong before anything is read or written.
+
+    Raises:
+        BadInput: naming the missing or forbidden field.
+    """
+    etype = request.type
+    data = request.data
+    if etype not in CLIENT_EVENT_TYPES:
+        raise BadInput(f"event type {etype.value!r} is written by the World only")
+    if etype.is_run_event:
+        if request.correlation_id is not None:
+            raise BadInput(f"{etype.value} takes no correlation id")
+    elif not request.correlation_id:
+        raise BadInput(f"{etype.value} needs a correlation id")
+    if etype is EventType.RUN_CREATED and data.creation is None:
+        raise BadInput("run_created needs creation data (workflow_name, deployment_id, input)")
+    if etype is EventType.STEP_CREATED and (not data.step_name or data.input is None):
+        raise BadInput("step_created needs step_name and input")
+    if etype is EventType.HOOK_CREATED and not data.token:
+        raise BadInput("hook_created needs a token")
+    if etype is EventType.HOOK_RECEIVED and data.payload is None:
+        raise BadInput("hook_received needs a payload")
+    if etype is EventType.WAIT_CREATED and data.resume_at is None:
+        raise BadInput("wait_created needs resume_at")
+    if etype in (EventType.RUN_FAILED, EventType.STEP_FAILED, EventType.STEP_RETRYING) and data.error is None:
+        raise BadInput(f"{etype.value} needs an error")
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def judge_run_event(request: EventRequest, run: Run | None) -> bool:
+    """Judge a run-level event against the run as it is.
+
+    Returns:
+        True if the event changes the run, False for the accepted no-op
+        (``run_started`` on a running run).
+
+    Raises:
+        NotFound, Conflict: as SPEC §2.1 and §3 say.
+    """
+    etype = request.type
+    if etype is EventType.RUN_CREATED:
+        if run is not None:
+            raise Conflict(f"run {run.run_id} already exists")
+        return True
+    if run is None:
+        if etype is EventType.RUN_STARTED and request.data.creation is not None:
+            return True
+        raise NotFound("run not found")
+    if run.status.terminal:
+        raise Conflict(f"run {run.run_id} is {run.status.value}: no transition out of a terminal run")
+    if etype is EventType.RUN_STARTED:
+        return run.status is RunStatus.PENDING
+    if etype is EventType.RUN_CANCELLED:
+        return True
+    if run.status is not RunStatus.RUNNING:
+        raise Conflict(f"run {run.run_id} is {run.status.value}, not running: cannot apply {etype.value}")
+    return True
+
+
+def new_run(run_id: str, request: EventRequest, now: datetime) -> Run:
+    """The run that ``run_created`` (or a creating ``run_started``) makes, still pending."""
+    creation = request.data.creation
+    assert creation is not None  # validate_request / judge_run_event guarantee it
+    return Run(
+        run_id=run_id,
+        workflow_name=creation.workflow_name,
+        status=RunStatus.PENDING,
+        deployment_id=creation.deployment_id,
+        spec_version=creation.spec_version,
+        input=creation.input,
+        attributes=dict(creation.attributes),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def apply_run_event(request: EventRequest, run: Run, now: datetime) -> Run:
+    """The run after an accepted run-level transition."""
+    etype = request.type
+    data = request.data
+    if etype is EventType.RUN_STARTED:
+        return replace(run, status=RunStatus.RUNNING, started_at=run.started_at or now, updated_at=now)
+    if etype is EventType.RUN_COMPLETED:
+        return replace(run, status=RunStatus.COMPLETED, output=data.output, completed_at=now, updated_at=now)
+    if etype is EventType.RUN_FAILED:
+        return replace(
+            run,
+            status=RunStatus.FAILED,
+            error=data.error,
+            error_code=data.error_code,
+            completed_at=now,
+            updated_at=now,
+        )
+    if etype is EventType.RUN_CANCELLED:
+        return replace(run, status=RunStatus.CANCELLED, completed_at=now, updated_at=now)
+    raise BadInput(f"{etype.value} is not a run transition")
+
+
+# ----------------------------------------------------------------------------- children
+
+
+def judge_child_create(request: EventRequest, run: Run | None, existing: object | None) -> None:
+    """Judge ``step_created`` / ``hook_created`` / ``wait_created``.
+
+    Raises:
+        NotFound: the run is missing.
+        RunExpired: the run is terminal (SPEC §3.1).
+        Conflict: the entity already exists.
+    """
+    if run is None:
+        raise NotFound("run not found")
+    if run.status.terminal:
+        raise RunExpired(f"run {run.run_id} is {run.status.value}: cannot create {request.correlation_id}")
+    if existing is not None:
+        raise Conflict(f"{request.correlation_id} already exists in run {run.run_id}")
+
+
+def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, now: datetime) -> None:
+    """Judge a step transition (started, retrying, completed, failed), fence included.
+
+    Raises:
+        NotFound: run or step missing.
+        Conflict: the step is terminal, or not running for an outcome.
+        RunExpired: the terminal-run fence (SPEC §3.1).
+        TooEarly: ``step_started`` before ``retry_after``; carries the seconds left.
+    """
+    etype = request.type
+    if run is None:
+        raise NotFound("run not found")
+    if step is None:
+        raise NotFound(f"step {request.correlation_id} not found in run {run.run_id}")
+    if step.status.terminal:
+        raise Conflict(f"step {step.step_id} is already {step.status.value}")
+    if run.status.terminal:
+        if etype is EventType.STEP_STARTED:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: step {step.step_id} may not start")
+        if step.status is not StepStatus.RUNNING:
+            raise RunExpired(f"run {run.run_id} is {run.status.value} and step {step.step_id} is not running")
+        if etype is EventType.STEP_RETRYING:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: step {step.step_id} may not retry")
+    if etype is EventType.STEP_STARTED:
+        if step.retry_after is not None and step.retry_after > now:
+            left = (step.retry_after - now).total_seconds()
+            raise TooEarly(
+                f"step {step.step_id} may not start for {left:.3f}s", retry_after=float(math.ceil(left))
+            )
+        return
+    if step.status is not StepStatus.RUNNING:
+        raise Conflict(f"step {step.step_id} is {step.status.value}, not running: cannot apply {etype.value}")
+
+
+def new_step(run_id: str, request: EventRequest, now: datetime) -> Step:
+    data = request.data
+    assert request.correlation_id is not None and data.step_name is not None
+    return Step(
+        run_id=run_id,
+        step_id=request.correlation_id,
+        step_name=data.step_name,
+        status=StepStatus.PENDING,
+        attempt=0,
+        input=data.input,
+        created_at=now,
+    )
+
+
+def apply_step_event(request: EventRequest, step: Step, now: datetime) -> Step:
+    """The step after an accepted transition (SPEC §2.2)."""
+    etype = request.type
+    data = request.data
+    if etype is EventType.STEP_STARTED:
+        return replace(
+            step,
+            status=StepStatus.RUNNING,
+            attempt=step.attempt + 1,
+            started_at=step.started_at or now,
+            retry_after=None,
+        )
+    if etype is EventType.STEP_RETRYING:
+        return replace(step, status=StepStatus.PENDING, error=data.error, retry_after=data.retry_after)
+    if etype is EventType.STEP_COMPLETED:
+        return replace(step, status=StepStatus.COMPLETED, output=data.output, completed_at=now)
+    if etype is EventType.STEP_FAILED:
+        return replace(step, status=StepStatus.FAILED, error=data.error, completed_at=now)
+    raise BadInput(f"{etype.value} is not a step transition")
+
+
+# ----------------------------------------------------------------------------- hooks
+
+
+def judge_hook_event(request: EventRequest, run: Run | None, hook: Hook | None) -> None:
+    """Judge ``hook_received`` / ``hook_disposed``.
+
+    Raises:
+        NotFound: the run or the live hook is missing.
+        RunExpired: the run is terminal (its hooks are gone).
+    """
+    if run is None:
+        raise NotFound("run not found")
+    if hook is None:
+        raise NotFound(f"hook {request.correlation_id} not found in run {run.run_id}")
+    if run.status.terminal:
+        raise RunExpired(f"run {run.run_id} is {run.status.value}: its hooks are gone")
+
+
+def new_hook(run_id: str, request: EventRequest, now: datetime) -> Hook:
+    assert request.correlation_id is not None and request.data.token is not None
+    return Hook(
+        run_id=run_id,
+        hook_id=request.correlation_id,
+        token=request.data.token,
+        metadata=request.data.metadata,
+        created_at=now,
+    )
+
+
+# ----------------------------------------------------------------------------- waits
+
+
+def judge_wait_completed(request: EventRequest, run: Run | None, wait: Wait | None) -> None:
+    """Judge ``wait_completed``: exactly once per wait.
+
+    Raises:
+        NotFound: run or wait missing.
+        Conflict: the wait is already completed.
+        RunExpired: the run is terminal.
+    """
+    if run is None:
+        raise NotFound("run not found")
+    if wait is None:
+        raise NotFound(f"wait {request.correlation_id} not found in run {run.run_id}")
+    if wait.status is WaitStatus.COMPLETED:
+        raise Conflict(f"wait {wait.wait_id} is already completed")
+    if run.status.terminal:
+        raise RunExpired(f"run {run.run_id} is {run.status.value}: wait {wait.wait_id} will not complete")
+
+
+def new_wait(run_id: str, request: EventRequest, now: datetime) -> Wait:
+    assert request.correlation_id is not None and request.data.resume_at is not None
+    return Wait(
+        run_id=run_id,
+        wait_id=request.correlation_id,
+        status=WaitStatus.WAITING,
+        resume_at=request.data.resume_at,
+        created_at=now,
+    )
+
+
+def complete_wait(wait: Wait, now: datetime) -> Wait:
+    return replace(wait, status=WaitStatus.COMPLETED, completed_at=now)

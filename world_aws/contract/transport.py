@@ -1,0 +1,84 @@
+"""Queue message transport (SPEC §4.1): CBOR, base64-encoded in the SQS text body.
+
+The body of every queue message is ``base64(cbor(payload))``. CBOR keeps bytes
+as bytes; base64 keeps the body inside the characters SQS accepts. Decoding is
+strict: bad base64, trailing bytes, truncated CBOR, a non-map top level or a
+field of the wrong type is a ``BadInput`` that names what is wrong.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import io
+from typing import Any
+
+import cbor2
+from pydantic import ValidationError
+
+from world_aws.contract.payload import HealthCheck, InvokePayload
+from world_aws.errors import BadInput
+
+
+def encode_payload(payload: InvokePayload | HealthCheck) -> bytes:
+    """CBOR bytes of a payload (fields left at their defaults are omitted)."""
+    return cbor2.dumps(payload.model_dump(exclude_defaults=True))
+
+
+def encode_body(payload: InvokePayload | HealthCheck) -> str:
+    """The SQS body text of a payload."""
+    return base64.b64encode(encode_payload(payload)).decode("ascii")
+
+
+def strict_cbor_loads(data: bytes) -> Any:
+    """Decode exactly one CBOR item that spans all of ``data``.
+
+    Raises:
+        BadInput: truncated, malformed, or followed by trailing bytes.
+    """
+    if not data:
+        raise BadInput("empty message: no CBOR item")
+    stream = io.BytesIO(data)
+    try:
+        value = cbor2.CBORDecoder(stream).decode()
+    except cbor2.CBORDecodeEOF as exc:
+        raise BadInput(f"truncated CBOR: {exc}") from exc
+    except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError) as exc:
+        raise BadInput(f"malformed CBOR: {exc}") from exc
+    if stream.tell() != len(data):
+        raise BadInput(f"CBOR has {len(data) - stream.tell()} trailing byte(s) after the message")
+    return value
+
+
+def decode_payload(data: bytes) -> InvokePayload | HealthCheck:
+    """Parse CBOR bytes into a validated payload.
+
+    Raises:
+        BadInput: naming the field and what was wrong with it.
+    """
+    value = strict_cbor_loads(data)
+    if not isinstance(value, dict):
+        raise BadInput(f"message must be a CBOR map, got {type(value).__name__}")
+    try:
+        if value.get("health_check") is True:
+            return HealthCheck.model_validate(value)
+        return InvokePayload.model_validate(value)
+    except ValidationError as exc:
+        raise BadInput(f"invalid invoke payload: {_describe(exc)}") from exc
+
+
+def decode_body(body: str | bytes) -> InvokePayload | HealthCheck:
+    """Parse an SQS body (base64 text) into a validated payload."""
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadInput(f"message body is not base64: {exc}") from exc
+    return decode_payload(raw)
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err["loc"]) or "<message>"
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)

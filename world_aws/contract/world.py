@@ -1,0 +1,227 @@
+"""The World contract: the storage, queue and blob backend behind the runtime.
+
+A World is a set of small protocols. The runtime receives a ``World`` and never
+imports a concrete backend; ``MemoryWorld`` and the AWS World both implement it,
+and one conformance suite (``world_aws.testing``) checks them alike.
+
+Every method is synchronous and thread-safe: boto3 is synchronous, and the
+runtime gets parallelism (fan-out dispatch, parallel create + publish) from
+threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Protocol
+
+from world_aws.contract.clock import Clock
+from world_aws.contract.records import (
+    Event,
+    EventRequest,
+    EventResult,
+    Hook,
+    ResolveData,
+    Run,
+    RunStatus,
+    Step,
+    Wait,
+)
+
+# The spec version this code mints for new runs. Resilient step dispatch (raw
+# bytes on the queue) needs runs of version >= SPEC_VERSION_BINARY_TRANSPORT.
+SPEC_VERSION_CURRENT = 3
+SPEC_VERSION_BINARY_TRANSPORT = 3
+
+
+class EventStore(Protocol):
+    def create(self, run_id: str, request: EventRequest) -> EventResult:
+        """Append one event and apply its entity change atomically (SPEC §3).
+
+        Raises:
+            NotFound, Conflict, RunExpired, TooEarly, Throttled, Transient, BadInput.
+        """
+        ...
+
+    def list(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> list[Event]:
+        """The gap-free log of a run from position ``after + 1`` on, in position order.
+
+        Includes everything committed before the call began (SPEC §3.2).
+        An unknown run gives an empty list.
+        """
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RunPage:
+    runs: list[Run]
+    cursor: str | None = None
+
+
+class RunStore(Protocol):
+    def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
+        """Raises NotFound."""
+        ...
+
+    def list(
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow_name: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Runs, newest first, optionally filtered."""
+        ...
+
+
+class StepStore(Protocol):
+    def get(self, run_id: str, step_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Step:
+        """Raises NotFound."""
+        ...
+
+    def list(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> list[Step]: ...
+
+
+class HookStore(Protocol):
+    def get_by_token(self, token: str) -> Hook:
+        """The live hook holding ``token``. Raises NotFound."""
+        ...
+
+    def list(self, run_id: str) -> list[Hook]:
+        """The live hooks of a run."""
+        ...
+
+
+class WaitStore(Protocol):
+    def get(self, run_id: str, wait_id: str) -> Wait:
+        """Raises NotFound."""
+        ...
+
+    def list(self, run_id: str) -> list[Wait]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BlobRef:
+    """A content-addressed payload in blob storage (S3 above 128 KiB, SPEC §7.3)."""
+
+    key: str
+    size: int
+    sha256: str
+
+
+class BlobStore(Protocol):
+    def put(self, data: bytes) -> BlobRef:
+        """Store ``data`` under its content address; idempotent."""
+        ...
+
+    def get(self, ref: BlobRef) -> bytes:
+        """The bytes behind ``ref``, checked against its sha256.
+
+        Raises:
+            NotFound: the object is missing.
+            BadInput: the object does not match its digest.
+        """
+        ...
+
+
+class QueueName(StrEnum):
+    WORKFLOW = "workflow"
+    STEP = "step"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One delivery of a queue message to a handler (SPEC §4.3)."""
+
+    queue: QueueName
+    message_id: str
+    attempt: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Done with this message: delete it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Redeliver:
+    """Deliver this same message again after ``seconds`` (attempt + 1)."""
+
+    seconds: float
+
+
+HandlerResult = Ack | Redeliver
+MessageHandler = Callable[[Delivery], HandlerResult]
+
+
+class Queue(Protocol):
+    def publish(
+        self,
+        queue: QueueName,
+        body: bytes,
+        *,
+        delay_seconds: float = 0,
+        idempotency_key: str | None = None,
+    ) -> str:
+        """Publish ``body`` (an encoded invoke payload); returns the message id.
+
+        Delays beyond the backend's limit are chained until due (SPEC §4.3). A
+        second publish with the same ``idempotency_key`` while the first is
+        retained is a no-op returning the first message id (SPEC §4.4).
+        """
+        ...
+
+
+class Consumers(Protocol):
+    def stop(self) -> None:
+        """Stop consuming; in-flight messages finish or become visible again."""
+        ...
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no message is queued or in flight; False on timeout."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorldCapabilities:
+    """What a World guarantees beyond the base contract. Every member fails closed."""
+
+    deployment_affinity: bool = False
+    hook_resume_dedup: bool = True
+
+
+class World(Protocol):
+    events: EventStore
+    runs: RunStore
+    steps: StepStore
+    hooks: HookStore
+    waits: WaitStore
+    blobs: BlobStore
+    queue: Queue
+    clock: Clock
+
+    @property
+    def capabilities(self) -> WorldCapabilities: ...
+
+    def deployment_id(self) -> str:
+        """The deployment this process serves (ambient; no backend call)."""
+        ...
+
+    def start_consumers(self, handler: MessageHandler) -> Consumers:
+        """Deliver both queues' messages to ``handler`` in background threads (local use)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class WorldOptions:
+    """Construction options common to every World."""
+
+    deployment_id: str = "dpl_local"
+    capabilities: WorldCapabilities = field(default_factory=WorldCapabilities)

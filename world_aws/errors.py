@@ -1,0 +1,169 @@
+"""The one error hierarchy of world-aws, grouped by what the caller must do.
+
+Every rejection a World makes is one of the SPEC §3 kinds below, with a stable
+``kind`` and HTTP-like ``code``. The runtime reacts to the class (or ``kind``),
+never to a message string. Control-flow signals that user code must not catch
+live in the runtime and derive from ``BaseException``; everything here is an
+ordinary ``Exception``.
+
+This module imports nothing but the standard library.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorKind(StrEnum):
+    """Stable names of the error kinds (SPEC §3)."""
+
+    NOT_FOUND = "NotFound"
+    CONFLICT = "Conflict"
+    RUN_EXPIRED = "RunExpired"
+    TOO_EARLY = "TooEarly"
+    THROTTLED = "Throttled"
+    TRANSIENT = "Transient"
+    BAD_INPUT = "BadInput"
+    NON_DETERMINISM = "NonDeterminism"
+    USER_FAILURE = "UserFailure"
+
+
+class WorldAwsError(Exception):
+    """Base of every error raised by world-aws."""
+
+    kind: ErrorKind = ErrorKind.TRANSIENT
+    code: int | None = None
+
+
+# --- The World refused the operation: the answer is final for this request. ---
+
+
+class WorldRejection(WorldAwsError):
+    """A World refused an event or lookup for a reason that retrying will not change."""
+
+
+class NotFound(WorldRejection):
+    """The run, step or hook the operation names does not exist (404)."""
+
+    kind = ErrorKind.NOT_FOUND
+    code = 404
+
+
+class Conflict(WorldRejection):
+    """Already done: a duplicate create, or a transition out of a terminal state (409)."""
+
+    kind = ErrorKind.CONFLICT
+    code = 409
+
+
+class RunExpired(WorldRejection):
+    """Gone: the run is terminal, so this operation may not happen (410). See SPEC §3.1."""
+
+    kind = ErrorKind.RUN_EXPIRED
+    code = 410
+
+
+# --- Retry later: the same request may succeed after a delay. ---
+
+
+class RetryLater(WorldAwsError):
+    """The operation may succeed if retried after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class TooEarly(RetryLater):
+    """``step_started`` while the step's ``retry_after`` is in the future (425).
+
+    ``retry_after`` carries the seconds left.
+    """
+
+    kind = ErrorKind.TOO_EARLY
+    code = 425
+
+
+class Throttled(RetryLater):
+    """The backend is throttling (429); ``retry_after`` says when to try again."""
+
+    kind = ErrorKind.THROTTLED
+    code = 429
+
+
+class Transient(RetryLater):
+    """Any other backend or network failure: safe to retry."""
+
+    kind = ErrorKind.TRANSIENT
+
+
+# --- The caller's input is wrong. ---
+
+
+class BadInput(WorldAwsError, ValueError):
+    """Input that can never be accepted: a malformed message, argument or payload."""
+
+    kind = ErrorKind.BAD_INPUT
+    code = 400
+
+
+class SerializationError(BadInput):
+    """A value cannot be serialized (or deserialized); the message names the type."""
+
+
+class UnknownWorkflow(BadInput):
+    """No workflow (or step) of that name is registered."""
+
+
+# --- The workflow code itself. ---
+
+
+class NonDeterminismError(WorldAwsError):
+    """The workflow code no longer matches the run's event log."""
+
+    kind = ErrorKind.NON_DETERMINISM
+
+
+class FatalError(WorldAwsError):
+    """Raised by a step to fail at once, without retries."""
+
+    kind = ErrorKind.USER_FAILURE
+
+
+class RetryableError(WorldAwsError):
+    """Raised by a step to be retried no earlier than ``retry_after`` seconds from now."""
+
+    kind = ErrorKind.USER_FAILURE
+
+    def __init__(self, message: str = "", *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class StepFailedError(WorldAwsError):
+    """A step failed for good; raised inside the workflow at the step's await.
+
+    Attributes keep the original failure: ``step_name``, ``error_type`` (the
+    exception class name) and ``error_message``.
+    """
+
+    kind = ErrorKind.USER_FAILURE
+
+    def __init__(self, step_name: str, error_type: str, error_message: str) -> None:
+        super().__init__(f"step {step_name!r} failed: {error_type}: {error_message}")
+        self.step_name = step_name
+        self.error_type = error_type
+        self.error_message = error_message
+
+
+class WorkflowFailedError(WorldAwsError):
+    """The run ended as failed; raised by ``RunHandle.result()``."""
+
+    kind = ErrorKind.USER_FAILURE
+
+    def __init__(self, run_id: str, error_type: str, error_message: str, error_code: str | None) -> None:
+        super().__init__(f"run {run_id} failed: {error_type}: {error_message}")
+        self.run_id = run_id
+        self.error_type = error_type
+        self.error_message = error_message
+        self.error_code = error_code
