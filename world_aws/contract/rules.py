@@ -155,6 +155,12 @@ def judge_child_create(request: EventRequest, run: Run | None, existing: object 
 def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, now: datetime) -> None:
     """Judge a step transition (started, retrying, completed, failed), fence included.
 
+    The order is part of the contract, so that every World names the same kind:
+    ``step_started`` and ``step_retrying`` check the run first (starting or
+    re-queueing work on a finished run is never valid, SPEC §3.1); the outcomes
+    ``step_completed`` / ``step_failed`` check the step first, because a running
+    step may still report its outcome after its run ended.
+
     Raises:
         NotFound: run or step missing.
         Conflict: the step is terminal, or not running for an outcome.
@@ -164,17 +170,13 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
     etype = request.type
     if run is None:
         raise NotFound("run not found")
+    fence_first = etype in (EventType.STEP_STARTED, EventType.STEP_RETRYING)
+    if fence_first and run.status.terminal:
+        raise RunExpired(f"run {run.run_id} is {run.status.value}: {etype.value} refused")
     if step is None:
         raise NotFound(f"step {request.correlation_id} not found in run {run.run_id}")
     if step.status.terminal:
         raise Conflict(f"step {step.step_id} is already {step.status.value}")
-    if run.status.terminal:
-        if etype is EventType.STEP_STARTED:
-            raise RunExpired(f"run {run.run_id} is {run.status.value}: step {step.step_id} may not start")
-        if step.status is not StepStatus.RUNNING:
-            raise RunExpired(f"run {run.run_id} is {run.status.value} and step {step.step_id} is not running")
-        if etype is EventType.STEP_RETRYING:
-            raise RunExpired(f"run {run.run_id} is {run.status.value}: step {step.step_id} may not retry")
     if etype is EventType.STEP_STARTED:
         if step.retry_after is not None and step.retry_after > now:
             left = (step.retry_after - now).total_seconds()
@@ -183,6 +185,8 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
             )
         return
     if step.status is not StepStatus.RUNNING:
+        if run.status.terminal:
+            raise RunExpired(f"run {run.run_id} is {run.status.value} and step {step.step_id} is not running")
         raise Conflict(f"step {step.step_id} is {step.status.value}, not running: cannot apply {etype.value}")
 
 
@@ -229,14 +233,14 @@ def judge_hook_event(request: EventRequest, run: Run | None, hook: Hook | None) 
 
     Raises:
         NotFound: the run or the live hook is missing.
-        RunExpired: the run is terminal (its hooks are gone).
+        RunExpired: the run is terminal (its hooks are gone); checked before the hook.
     """
     if run is None:
         raise NotFound("run not found")
-    if hook is None:
-        raise NotFound(f"hook {request.correlation_id} not found in run {run.run_id}")
     if run.status.terminal:
         raise RunExpired(f"run {run.run_id} is {run.status.value}: its hooks are gone")
+    if hook is None:
+        raise NotFound(f"hook {request.correlation_id} not found in run {run.run_id}")
 
 
 def new_hook(run_id: str, request: EventRequest, now: datetime) -> Hook:
@@ -258,17 +262,19 @@ def judge_wait_completed(request: EventRequest, run: Run | None, wait: Wait | No
 
     Raises:
         NotFound: run or wait missing.
+        RunExpired: the run is terminal (checked before the wait).
         Conflict: the wait is already completed.
-        RunExpired: the run is terminal.
     """
     if run is None:
         raise NotFound("run not found")
+    if run.status.terminal:
+        raise RunExpired(
+            f"run {run.run_id} is {run.status.value}: wait {request.correlation_id} will not complete"
+        )
     if wait is None:
         raise NotFound(f"wait {request.correlation_id} not found in run {run.run_id}")
     if wait.status is WaitStatus.COMPLETED:
         raise Conflict(f"wait {wait.wait_id} is already completed")
-    if run.status.terminal:
-        raise RunExpired(f"run {run.run_id} is {run.status.value}: wait {wait.wait_id} will not complete")
 
 
 def new_wait(run_id: str, request: EventRequest, now: datetime) -> Wait:
