@@ -1,0 +1,218 @@
+"""``MemoryEventStore``: ``events.create`` and ``events.list`` of the in-memory World.
+
+This is the reference model of SPEC §3: every decision is one of the pure
+``judge_*`` / ``apply_*`` / ``new_*`` rules of :mod:`world_aws.contract.rules`,
+taken under the state lock together with the entity change and the append, so
+the log gets dense positions 1..n and the terminal-run fence is exact.
+
+What only a World does, and therefore lives here rather than in the rules:
+* a creating ``run_started`` on a missing run writes ``run_created`` (position
+  1) before itself (SPEC §6.1); its creation data is bootstrap-only and is not
+  kept on the logged ``run_started``;
+* ``hook_created`` on a token held by another live hook appends a
+  ``hook_conflict`` event instead of failing (SPEC §3);
+* ``hook_received`` is deduplicated on (run, ``resume_id``): a repeat returns the
+  first event and appends nothing (SPEC §6.2). The repeat is recognised before
+  the hook is looked up, so a retried resume stays idempotent even after the
+  hook was disposed;
+* a run that becomes terminal loses its live hooks, and their tokens are freed.
+"""
+
+from __future__ import annotations
+
+import builtins
+from dataclasses import replace
+from datetime import datetime
+from typing import NoReturn
+
+from world_aws.contract import rules
+from world_aws.contract.clock import Clock
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    EventRequest,
+    EventResult,
+    EventType,
+    ResolveData,
+)
+from world_aws.errors import BadInput
+from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
+from world_aws.local.memory_stats import Stat, WorldStats
+
+
+class MemoryEventStore:
+    """The event log of every run, with the entity changes each event makes."""
+
+    def __init__(self, state: MemoryState, clock: Clock, stats: WorldStats) -> None:
+        self._state = state
+        self._clock = clock
+        self._stats = stats
+
+    def create(self, run_id: str, request: EventRequest) -> EventResult:
+        """Append one event and apply its entity change atomically (SPEC §3).
+
+        Raises:
+            NotFound, Conflict, RunExpired, TooEarly, BadInput: as the rules say.
+        """
+        self._stats.incr(Stat.EVENTS_CREATED)
+        rules.validate_request(request)
+        etype = request.type
+        with self._state.lock:
+            now = self._clock.now()
+            record = self._state.runs.get(run_id)
+            if etype.is_run_event:
+                return self._run_event(run_id, record, request, now)
+            if record is None:
+                # Every non-run event needs the run: let the rules name the rejection.
+                self._judge_missing_run(request, now)
+            if etype.is_step_event:
+                return self._step_event(record, request, now)
+            if etype.is_hook_event:
+                return self._hook_event(record, request, now)
+            return self._wait_event(record, request, now)
+
+    def list(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> builtins.list[Event]:
+        """The run's log from position ``after + 1`` on; an unknown run gives ``[]``."""
+        self._stats.incr(Stat.EVENT_LISTS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            stored = record.events[max(0, after) :] if record is not None else []
+            events = [event_out(event, resolve_data) for event in stored]
+        self._stats.incr(Stat.EVENT_ITEMS_READ, len(events))
+        return events
+
+    # ------------------------------------------------------------------------- internals
+
+    def _append(
+        self, record: RunRecord, etype: EventType, correlation_id: str | None, data: EventData, now: datetime
+    ) -> Event:
+        event = Event(
+            run_id=record.run.run_id,
+            position=len(record.events) + 1,
+            type=etype,
+            correlation_id=correlation_id,
+            created_at=now,
+            data=own_data(data),
+        )
+        record.events.append(event)
+        self._stats.incr(Stat.EVENTS_APPENDED)
+        return event
+
+    def _append_request(self, record: RunRecord, request: EventRequest, now: datetime) -> Event:
+        return self._append(record, request.type, request.correlation_id, request.data, now)
+
+    def _judge_missing_run(self, request: EventRequest, now: datetime) -> NoReturn:
+        etype = request.type
+        if etype.is_step_event and etype is not EventType.STEP_CREATED:
+            rules.judge_step_event(request, None, None, now)
+        elif etype is EventType.WAIT_COMPLETED:
+            rules.judge_wait_completed(request, None, None)
+        elif etype in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
+            rules.judge_hook_event(request, None, None)
+        else:
+            rules.judge_child_create(request, None, None)
+        raise AssertionError("the rules accept no event on a missing run")  # pragma: no cover
+
+    def _run_event(
+        self, run_id: str, record: RunRecord | None, request: EventRequest, now: datetime
+    ) -> EventResult:
+        run = record.run if record is not None else None
+        if not rules.judge_run_event(request, run):
+            assert run is not None
+            return EventResult(event=None, run=run_out(run))
+        if record is None:
+            # run_created, or run_started carrying creation data on a missing run (SPEC §6.1).
+            record = RunRecord(run=rules.new_run(run_id, request, now), seq=self._state.next_seq())
+            self._state.runs[run_id] = record
+            created = self._append(
+                record, EventType.RUN_CREATED, None, EventData(creation=request.data.creation), now
+            )
+            if request.type is EventType.RUN_CREATED:
+                return EventResult(event=created, run=run_out(record.run))
+        record.run = rules.apply_run_event(request, record.run, now)
+        # Creation data on run_started is bootstrap-only: the run_created event keeps it.
+        data = replace(request.data, creation=None)
+        event = self._append(record, request.type, None, data, now)
+        if record.run.status.terminal:
+            self._release_hooks(record)
+        return EventResult(event=event, run=run_out(record.run))
+
+    def _release_hooks(self, record: RunRecord) -> None:
+        """A terminal run keeps no live hook: free every token it held (SPEC §3.1)."""
+        for hook in record.hooks.values():
+            if self._state.tokens.get(hook.token) == (hook.run_id, hook.hook_id):
+                del self._state.tokens[hook.token]
+        record.hooks.clear()
+
+    def _step_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
+        step_id = _correlation(request)
+        step = record.steps.get(step_id)
+        if request.type is EventType.STEP_CREATED:
+            rules.judge_child_create(request, record.run, step)
+            new = rules.new_step(record.run.run_id, request, now)
+        else:
+            rules.judge_step_event(request, record.run, step, now)
+            assert step is not None
+            new = rules.apply_step_event(request, step, now)
+        record.steps[step_id] = new
+        return EventResult(event=self._append_request(record, request, now), step=new)
+
+    def _hook_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
+        hook_id = _correlation(request)
+        hook = record.hooks.get(hook_id)
+        if request.type is EventType.HOOK_CREATED:
+            return self._hook_created(record, request, now)
+        if request.type is EventType.HOOK_RECEIVED:
+            resume_id = request.data.resume_id
+            first = record.resumes.get(resume_id) if resume_id is not None else None
+            if first is not None:
+                return EventResult(event=event_out(first, ResolveData.ALL), hook=hook)
+            rules.judge_hook_event(request, record.run, hook)
+            event = self._append_request(record, request, now)
+            if resume_id is not None:
+                record.resumes[resume_id] = event
+            return EventResult(event=event, hook=hook)
+        if request.type is EventType.HOOK_DISPOSED:
+            rules.judge_hook_event(request, record.run, hook)
+            assert hook is not None
+            del record.hooks[hook_id]
+            if self._state.tokens.get(hook.token) == (hook.run_id, hook.hook_id):
+                del self._state.tokens[hook.token]
+            return EventResult(event=self._append_request(record, request, now), hook=hook)
+        raise BadInput(f"{request.type.value} is not a hook event a client may write")
+
+    def _hook_created(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
+        hook_id = _correlation(request)
+        seen = record.hooks.get(hook_id) or (hook_id if hook_id in record.hook_ids else None)
+        rules.judge_child_create(request, record.run, seen)
+        token = request.data.token
+        assert token is not None  # validate_request guarantees it
+        holder = self._state.tokens.get(token)
+        if holder is not None:
+            conflict = EventData(token=token, conflicting_run_id=holder[0])
+            return EventResult(event=self._append(record, EventType.HOOK_CONFLICT, hook_id, conflict, now))
+        hook = rules.new_hook(record.run.run_id, request, now)
+        record.hooks[hook_id] = hook
+        record.hook_ids.add(hook_id)
+        self._state.tokens[token] = (hook.run_id, hook_id)
+        return EventResult(event=self._append_request(record, request, now), hook=hook)
+
+    def _wait_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
+        wait_id = _correlation(request)
+        wait = record.waits.get(wait_id)
+        if request.type is EventType.WAIT_CREATED:
+            rules.judge_child_create(request, record.run, wait)
+            new = rules.new_wait(record.run.run_id, request, now)
+        else:
+            rules.judge_wait_completed(request, record.run, wait)
+            assert wait is not None
+            new = rules.complete_wait(wait, now)
+        record.waits[wait_id] = new
+        return EventResult(event=self._append_request(record, request, now), wait=new)
+
+
+def _correlation(request: EventRequest) -> str:
+    assert request.correlation_id is not None  # validate_request guarantees it for child events
+    return request.correlation_id

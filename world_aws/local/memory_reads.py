@@ -1,0 +1,151 @@
+"""The read-side stores of the in-memory World: runs, steps, hooks and waits.
+
+Entities change only through ``events.create`` (:mod:`memory_events`); these
+classes read the shared :class:`MemoryState` under its lock and hand out
+detached copies, with payloads left out when asked for ``ResolveData.NONE``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+
+from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.world import RunPage
+from world_aws.errors import BadInput, NotFound
+from world_aws.local.memory_state import MemoryState, RunRecord, run_out, step_out
+from world_aws.local.memory_stats import Stat, WorldStats
+
+_CURSOR_PREFIX = "mem1:"
+
+
+class _Reader:
+    def __init__(self, state: MemoryState, stats: WorldStats) -> None:
+        self._state = state
+        self._stats = stats
+
+    def _record(self, run_id: str) -> RunRecord:
+        record = self._state.runs.get(run_id)
+        if record is None:
+            raise NotFound(f"run {run_id} not found")
+        return record
+
+
+class MemoryRunStore(_Reader):
+    """``runs.get`` / ``runs.list``."""
+
+    def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
+        """The run. Raises NotFound."""
+        self._stats.incr(Stat.RUN_READS)
+        with self._state.lock:
+            return run_out(self._record(run_id).run, resolve_data)
+
+    def list(
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow_name: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Runs newest first (by creation order), filtered; ``cursor`` continues a previous page.
+
+        Raises:
+            BadInput: ``limit`` below 1, or a cursor this store did not make.
+        """
+        self._stats.incr(Stat.RUN_LISTS)
+        if limit < 1:
+            raise BadInput(f"limit must be at least 1, not {limit}")
+        before = _decode_cursor(cursor) if cursor is not None else None
+        with self._state.lock:
+            records = sorted(self._state.runs.values(), key=lambda r: r.seq, reverse=True)
+            matching = [
+                record
+                for record in records
+                if (before is None or record.seq < before)
+                and (status is None or record.run.status is status)
+                and (workflow_name is None or record.run.workflow_name == workflow_name)
+            ]
+            page = matching[:limit]
+            runs = [run_out(record.run) for record in page]
+        more = len(matching) > limit
+        return RunPage(runs=runs, cursor=_encode_cursor(page[-1].seq) if more else None)
+
+
+def _encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{seq}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> int:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not text.startswith(_CURSOR_PREFIX):
+            raise ValueError(cursor)
+        return int(text.removeprefix(_CURSOR_PREFIX))
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise BadInput(f"not a runs.list cursor: {cursor!r}") from exc
+
+
+class MemoryStepStore(_Reader):
+    """``steps.get`` / ``steps.list``."""
+
+    def get(self, run_id: str, step_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Step:
+        """The step. Raises NotFound (run or step missing)."""
+        self._stats.incr(Stat.STEP_READS)
+        with self._state.lock:
+            step = self._record(run_id).steps.get(step_id)
+            if step is None:
+                raise NotFound(f"step {step_id} not found in run {run_id}")
+            return step_out(step, resolve_data)
+
+    def list(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> builtins.list[Step]:
+        """Every step of the run in creation order; an unknown run gives ``[]``."""
+        self._stats.incr(Stat.STEP_LISTS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            steps = builtins.list(record.steps.values()) if record is not None else []
+        return [step_out(step, resolve_data) for step in steps]
+
+
+class MemoryHookStore(_Reader):
+    """``hooks.get_by_token`` / ``hooks.list``: live hooks only."""
+
+    def get_by_token(self, token: str) -> Hook:
+        """The live hook holding ``token``. Raises NotFound."""
+        self._stats.incr(Stat.HOOK_READS)
+        with self._state.lock:
+            holder = self._state.tokens.get(token)
+            hook = None
+            if holder is not None:
+                hook = self._state.runs[holder[0]].hooks.get(holder[1])
+            if hook is None:
+                raise NotFound(f"no live hook holds token {token!r}")
+            return hook
+
+    def list(self, run_id: str) -> builtins.list[Hook]:
+        """The live hooks of a run, in creation order; an unknown run gives ``[]``."""
+        self._stats.incr(Stat.HOOK_LISTS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            return builtins.list(record.hooks.values()) if record is not None else []
+
+
+class MemoryWaitStore(_Reader):
+    """``waits.get`` / ``waits.list``."""
+
+    def get(self, run_id: str, wait_id: str) -> Wait:
+        """The wait. Raises NotFound (run or wait missing)."""
+        self._stats.incr(Stat.WAIT_READS)
+        with self._state.lock:
+            wait = self._record(run_id).waits.get(wait_id)
+            if wait is None:
+                raise NotFound(f"wait {wait_id} not found in run {run_id}")
+            return wait
+
+    def list(self, run_id: str) -> builtins.list[Wait]:
+        """Every wait of the run in creation order; an unknown run gives ``[]``."""
+        self._stats.incr(Stat.WAIT_LISTS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            return builtins.list(record.waits.values()) if record is not None else []
