@@ -167,3 +167,31 @@ class WorkflowFailedError(WorldAwsError):
         self.error_type = error_type
         self.error_message = error_message
         self.error_code = error_code
+
+
+class HookConflictError(WorldAwsError):
+    """The hook's token is held by another live hook; raised at the hook's await."""
+
+    kind = ErrorKind.CONFLICT
+    code = 409
+
+    def __init__(self, token: str, conflicting_run_id: str | None) -> None:
+        super().__init__(f"hook token {token!r} is already in use by run {conflicting_run_id}")
+        self.token = token
+        self.conflicting_run_id = conflicting_run_id
+
+
+class RunCancelledError(WorldAwsError):
+    """The run was cancelled; raised by ``RunHandle.result()``."""
+
+    kind = ErrorKind.USER_FAILURE
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id} was cancelled")
+        self.run_id = run_id
+
+
+class ResultTimeout(WorldAwsError, TimeoutError):
+    """``RunHandle.result(timeout=...)`` ran out before the run ended."""
+
+    kind = ErrorKind.TRANSIENT

@@ -1,0 +1,169 @@
+"""Step dispatch (SPEC §5.1, §5.2): creating steps and publishing their messages.
+
+Resilient mode (default): per new step, ``step_created`` and the step message
+are written in parallel, the message carrying the serialized input (inline up
+to 128 KiB, else an S3 claim check) and the run's immutable identity
+(``run_context``). A failed publish fails the pass (its workflow message is
+redelivered, and creates are idempotent); a create that fails transiently is
+fine, because the consumer materialises the step from the message.
+
+Sequential mode (``WORKFLOW_RESILIENT_STEP_DISPATCH=0``, or a run whose spec
+version predates binary transport): create first, then publish a message
+without ``step_input``.
+
+Every step message carries the idempotency key ``<step_id>:<fnv1a32(step_name)>``
+so redundant publishes of one step collapse (SPEC §4.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from functools import partial
+from typing import Any
+
+from world_aws.contract.clock import epoch_ms
+from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
+from world_aws.contract.payload import InlineStepInput, InvokePayload, RunContext, StepInputRef
+from world_aws.contract.records import EventData, EventRequest, EventType, Run
+from world_aws.contract.transport import encode_payload
+from world_aws.contract.world import SPEC_VERSION_BINARY_TRANSPORT, BlobRef, QueueName, World
+from world_aws.errors import Conflict, RetryLater
+from world_aws.runtime import ids
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.replay import StepRequest
+
+
+def run_context_of(run: Run) -> RunContext:
+    """The immutable identity of ``run`` that step messages carry (never its status)."""
+    started = run.started_at or run.created_at
+    return RunContext(
+        deployment_id=run.deployment_id,
+        spec_version=run.spec_version,
+        started_at=epoch_ms(started),
+        root_run_id=run.root_run_id,
+    )
+
+
+def run_parallel(pool: Executor, calls: Sequence[Callable[[], Any]]) -> list[Any]:
+    """Run ``calls`` on ``pool``; each result is the return value or the exception raised."""
+    if len(calls) == 1:
+        return [_capture(calls[0])]
+    futures = [pool.submit(_capture, call) for call in calls]
+    return [f.result() for f in futures]
+
+
+def _capture(call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except Exception as exc:
+        return exc
+
+
+class StepDispatcher:
+    """Creates steps and publishes their messages for one suspension pass."""
+
+    def __init__(self, world: World, config: RuntimeConfig, pool: Executor) -> None:
+        self._world = world
+        self._config = config
+        self._pool = pool
+
+    def resilient_for(self, run: Run) -> bool:
+        return self._config.resilient_step_dispatch and run.spec_version >= SPEC_VERSION_BINARY_TRANSPORT
+
+    def dispatch(self, run: Run, new_steps: list[StepRequest], undispatched: list[StepRequest]) -> None:
+        """Create and publish ``new_steps``; re-publish ``undispatched`` ones (idempotent).
+
+        Raises:
+            WorldAwsError: the pass failed and must be redone (its message redelivered).
+        """
+        if self.resilient_for(run):
+            self._dispatch_resilient(run, new_steps, undispatched)
+            return
+        creates = run_parallel(self._pool, [partial(self._create, run, s) for s in new_steps])
+        for result in creates:
+            if isinstance(result, Exception):
+                _tolerate_create_error(result, transient_ok=False)
+        publishes = run_parallel(
+            self._pool, [partial(self.publish, run, s, with_input=False) for s in [*new_steps, *undispatched]]
+        )
+        for result in publishes:
+            if isinstance(result, Exception):
+                raise result
+
+    def _dispatch_resilient(
+        self, run: Run, new_steps: list[StepRequest], undispatched: list[StepRequest]
+    ) -> None:
+        creates: list[Callable[[], Any]] = [partial(self._create, run, s) for s in new_steps]
+        publishes: list[Callable[[], Any]] = [
+            partial(self.publish, run, s, with_input=True) for s in [*new_steps, *undispatched]
+        ]
+        results = run_parallel(self._pool, creates + publishes)
+        create_results, publish_results = results[: len(creates)], results[len(creates) :]
+        for result in publish_results:
+            if isinstance(result, Exception):
+                raise result  # the pass fails; its message is redelivered (SPEC §5.2)
+        for result in create_results:
+            if isinstance(result, Exception):
+                _tolerate_create_error(result, transient_ok=True)
+
+    def publish(
+        self,
+        run: Run,
+        step: StepRequest,
+        *,
+        with_input: bool,
+        delay_seconds: float = 0,
+        reroutes: int = 0,
+    ) -> str:
+        """Publish one step message (also used for delayed retries and re-routes)."""
+        payload = InvokePayload(
+            run_id=run.run_id,
+            step_id=step.step_id,
+            step_name=step.step_name,
+            step_input=self._step_input(step.input) if with_input else None,
+            run_context=run_context_of(run),
+            requested_at=self._world.clock.now(),
+            deployment_mismatch_retry_count=reroutes,
+        )
+        return self._world.queue.publish(
+            QueueName.STEP,
+            encode_payload(payload),
+            delay_seconds=delay_seconds,
+            idempotency_key=None if reroutes else ids.step_idempotency_key(step.step_id, step.step_name),
+        )
+
+    def republish(self, payload: InvokePayload, *, delay_seconds: float) -> str:
+        """Publish an existing step message again, unchanged but for what the caller updated."""
+        return self._world.queue.publish(QueueName.STEP, encode_payload(payload), delay_seconds=delay_seconds)
+
+    def _step_input(self, data: bytes) -> InlineStepInput | StepInputRef:
+        if len(data) <= MAX_INLINE_PAYLOAD_BYTES:
+            return InlineStepInput(input=data)
+        ref = self._world.blobs.put(data)
+        return StepInputRef(ref=ref.key, size=ref.size, sha256=ref.sha256)
+
+    def _create(self, run: Run, step: StepRequest) -> None:
+        self._world.events.create(
+            run.run_id,
+            EventRequest(
+                EventType.STEP_CREATED,
+                step.step_id,
+                EventData(step_name=step.step_name, input=step.input),
+            ),
+        )
+
+
+def resolve_step_input(world: World, step_input: InlineStepInput | StepInputRef) -> bytes:
+    """The input bytes a step message carries, following a claim check."""
+    if isinstance(step_input, InlineStepInput):
+        return step_input.input
+    return world.blobs.get(BlobRef(key=step_input.ref, size=step_input.size, sha256=step_input.sha256))
+
+
+def _tolerate_create_error(error: Exception, *, transient_ok: bool) -> None:
+    if isinstance(error, Conflict):
+        return  # someone created it already
+    if transient_ok and isinstance(error, RetryLater):
+        return  # the consumer materialises it from the message (SPEC §5.2)
+    raise error

@@ -1,0 +1,275 @@
+"""The step consumer (SPEC §5.1, §5.2, §8.2): claim, execute, record, and maybe continue.
+
+Prologue with ``run_context`` on the message: no run read before the claim; the
+World's terminal-run fence on ``step_started`` is the liveness check. Without it
+(an older producer): read the run without payloads and stop unless it runs.
+
+After a terminal outcome, the branch that finds no other step pending is the
+last completer: it alone reads the run (once) and, if the run still runs,
+continues the workflow inline.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+from opentelemetry.trace import Span
+
+from world_aws.contract.payload import InvokePayload, RunContext
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Step, StepStatus
+from world_aws.contract.world import Ack, Delivery, HandlerResult, Redeliver, World
+from world_aws.errors import (
+    Conflict,
+    FatalError,
+    NotFound,
+    RetryableError,
+    RunExpired,
+    SerializationError,
+    Throttled,
+    TooEarly,
+    Transient,
+)
+from world_aws.runtime import context, telemetry
+from world_aws.runtime.dispatch import StepDispatcher, resolve_step_input, run_context_of
+from world_aws.runtime.orchestrator import Orchestrator
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.serde import encode_error
+
+# In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
+# a failed record is an infrastructure error, never a step retry).
+RECORD_ATTEMPTS = 4
+DEFAULT_RETRY_SECONDS = 1.0
+
+
+class StepExecutor:
+    def __init__(
+        self,
+        world: World,
+        app: Workflows,
+        orchestrator: Orchestrator,
+        dispatcher: StepDispatcher,
+        max_deployment_reroutes: int,
+    ) -> None:
+        self._world = world
+        self._app = app
+        self._orchestrator = orchestrator
+        self._dispatcher = dispatcher
+        self._max_reroutes = max_deployment_reroutes
+
+    def handle(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        assert payload.step_id is not None
+        attributes = {
+            telemetry.RUN_ID: payload.run_id,
+            telemetry.STEP_ID: payload.step_id,
+            telemetry.STEP_NAME: payload.step_name or "",
+        }
+        with telemetry.TRACER.start_as_current_span("world_aws.step", attributes=attributes) as span:
+            result, outcome = self._handle(payload, delivery, span)
+            span.set_attribute(telemetry.OUTCOME, outcome)
+            telemetry.LOG.info(
+                "step %s",
+                outcome,
+                extra={"run_id": payload.run_id, "step_id": payload.step_id, "outcome": outcome},
+            )
+            return result
+
+    def _handle(self, payload: InvokePayload, delivery: Delivery, span: Span) -> tuple[HandlerResult, str]:
+        run_id, step_id = payload.run_id, payload.step_id
+        assert step_id is not None
+        # 1. prologue
+        run_context = payload.run_context
+        if run_context is not None:
+            span.set_attribute(telemetry.DISPATCH_PROLOGUE, "run_context")
+        else:
+            span.set_attribute(telemetry.DISPATCH_PROLOGUE, "runs_get")
+            try:
+                run = self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
+            except NotFound:
+                return Ack(), "gone"
+            if run.status.terminal or run.status.value != "running":
+                return Ack(), "gone"
+            run_context = run_context_of(run)
+        # 2. eager re-ensure on a redelivery of a resilient message
+        materialized = False
+        if payload.step_input is not None and delivery.attempt > 1:
+            try:
+                materialized = self._materialize(payload)
+            except RunExpired:
+                return Ack(), "gone"
+        # 3. deployment guard
+        if (
+            self._world.capabilities.deployment_affinity
+            and run_context.deployment_id != self._world.deployment_id()
+        ):
+            return self._reroute(payload, run_context), "rerouted"
+        # 4. claim
+        try:
+            step = self._claim(payload)
+        except NotFound:
+            if payload.step_input is None:
+                raise
+            try:
+                materialized = self._materialize(payload) or materialized
+            except RunExpired:
+                return Ack(), "gone"
+            try:
+                step = self._claim(payload)
+            except _ClaimRefused as refused:
+                return refused.result, refused.outcome
+        except _ClaimRefused as refused:
+            return refused.result, refused.outcome
+        span.set_attribute(telemetry.MATERIALIZED, materialized)
+        span.set_attribute(telemetry.STEP_ATTEMPT, step.attempt)
+        # 5. execute
+        return self._execute(run_id, step, run_context)
+
+    def _claim(self, payload: InvokePayload) -> Step:
+        assert payload.step_id is not None
+        request = EventRequest(
+            EventType.STEP_STARTED, payload.step_id, EventData(step_name=payload.step_name)
+        )
+        try:
+            result = self._world.events.create(payload.run_id, request)
+        except RunExpired as exc:
+            raise _ClaimRefused(Ack(), "gone") from exc
+        except Conflict as exc:
+            raise _ClaimRefused(Ack(), "skipped") from exc
+        except TooEarly as exc:
+            raise _ClaimRefused(Redeliver(max(1.0, exc.retry_after)), "too_early") from exc
+        except Throttled as exc:
+            raise _ClaimRefused(Redeliver(max(1.0, exc.retry_after)), "throttled") from exc
+        assert result.step is not None
+        return result.step
+
+    def _materialize(self, payload: InvokePayload) -> bool:
+        """Ensure ``step_created`` from the message; True if this call created it."""
+        assert payload.step_id is not None and payload.step_input is not None and payload.step_name
+        data = resolve_step_input(self._world, payload.step_input)
+        request = EventRequest(
+            EventType.STEP_CREATED,
+            payload.step_id,
+            EventData(step_name=payload.step_name, input=data, via_step_dispatch=True),
+        )
+        try:
+            self._world.events.create(payload.run_id, request)
+        except Conflict:
+            return False
+        return True
+
+    def _execute(self, run_id: str, step: Step, run_context: RunContext) -> tuple[HandlerResult, str]:
+        fn = self._app.get_step(step.step_name)
+        max_attempts = (fn.options.max_retries if fn is not None else 0) + 1
+        if fn is None:
+            error: BaseException = FatalError(f"step {step.step_name!r} is not registered in this deployment")
+            return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(error))
+        step_input = step.input
+        if step_input is None:
+            step_input = self._world.steps.get(run_id, step.step_id).input or b""
+        meta = context.StepMetadata(run_id, step.step_id, step.step_name, step.attempt)
+        token = context.set_step_metadata(meta)
+        try:
+            value = self._app.serializer.loads(step_input)
+            result = fn.run_body(tuple(value.get("args", ())), dict(value.get("kwargs", {})))
+            output = self._app.serializer.dumps(result, context=f"result of step {step.step_name!r}")
+        except FatalError as exc:
+            return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
+        except SerializationError as exc:
+            return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
+        except Exception as exc:
+            if step.attempt >= max_attempts:
+                return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
+            return self._retry(run_id, step, exc)
+        finally:
+            context.reset_step_metadata(token)
+        return self._record_terminal(run_id, step, EventType.STEP_COMPLETED, output=output)
+
+    def _retry(self, run_id: str, step: Step, exc: Exception) -> tuple[HandlerResult, str]:
+        delay = DEFAULT_RETRY_SECONDS
+        retry_after = None
+        if isinstance(exc, RetryableError) and exc.retry_after is not None:
+            delay = max(0.0, exc.retry_after)
+            retry_after = self._world.clock.now() + timedelta(seconds=delay)
+        request = EventRequest(
+            EventType.STEP_RETRYING, step.step_id, EventData(error=encode_error(exc), retry_after=retry_after)
+        )
+        outcome = self._record(run_id, request)
+        if outcome is not None:
+            return Ack(), outcome
+        return Redeliver(max(1.0, float(math.ceil(delay)))), "retrying"
+
+    def _record_terminal(
+        self,
+        run_id: str,
+        step: Step,
+        etype: EventType,
+        *,
+        output: bytes | None = None,
+        error: bytes | None = None,
+    ) -> tuple[HandlerResult, str]:
+        request = EventRequest(etype, step.step_id, EventData(output=output, error=error))
+        refused = self._record(run_id, request)
+        if refused is not None:
+            return Ack(), refused
+        label = "completed" if etype is EventType.STEP_COMPLETED else "failed"
+        return self._maybe_continue(run_id, step.step_id), label
+
+    def _record(self, run_id: str, request: EventRequest) -> str | None:
+        """Write an outcome; None when recorded, else why it was refused ("skipped" / "gone")."""
+        for attempt in range(RECORD_ATTEMPTS):
+            try:
+                self._world.events.create(run_id, request)
+                return None
+            except Conflict:
+                return "skipped"
+            except RunExpired:
+                return "gone"
+            except (Transient, Throttled) as exc:
+                if attempt == RECORD_ATTEMPTS - 1:
+                    raise
+                backoff = exc.retry_after if isinstance(exc, Throttled) else 0.05 * 2**attempt
+                self._world.clock.sleep(min(2.0, backoff))
+        return None  # pragma: no cover - the loop always returns or raises
+
+    def _maybe_continue(self, run_id: str, step_id: str) -> HandlerResult:
+        """The last-completer check (SPEC §5.1 step 6)."""
+        steps = self._world.steps.list(run_id, resolve_data=ResolveData.NONE)
+        if any(s.step_id != step_id and not s.status.terminal for s in steps):
+            return Ack()
+        run = self._world.runs.get(run_id)
+        if run.status.terminal:
+            return Ack()
+        try:
+            return self._orchestrator.continue_run(run)
+        except Exception:
+            telemetry.LOG.exception("inline continuation failed; queueing it", extra={"run_id": run_id})
+            self._orchestrator.wake(run_id, delay_seconds=0, key=None)
+            return Ack()
+
+    def _reroute(self, payload: InvokePayload, run_context: RunContext) -> HandlerResult:
+        """Deployment guard (SPEC §5.4): re-enqueue toward the pinned deployment, or give up."""
+        count = payload.deployment_mismatch_retry_count
+        if count >= self._max_reroutes:
+            error = FatalError(
+                f"step {payload.step_id} of run {payload.run_id} is pinned to deployment "
+                f"{run_context.deployment_id!r} but was delivered to {self._world.deployment_id()!r} "
+                f"{count + 1} times"
+            )
+            self._orchestrator.fail_run(payload.run_id, encode_error(error), "DEPLOYMENT_MISMATCH")
+            return Ack()
+        rerouted = payload.model_copy(
+            update={"deployment_mismatch_retry_count": count + 1, "requested_at": self._world.clock.now()}
+        )
+        self._dispatcher.republish(rerouted, delay_seconds=min(2 ** (count + 1), 8))
+        return Ack()
+
+
+class _ClaimRefused(Exception):
+    def __init__(self, result: HandlerResult, outcome: str) -> None:
+        super().__init__(outcome)
+        self.result = result
+        self.outcome = outcome
+
+
+def step_is_pending(step: Step) -> bool:
+    return step.status in (StepStatus.PENDING, StepStatus.RUNNING)

@@ -1,0 +1,77 @@
+"""``RunHandle``: a client's view of one run — status, result, events, cancellation."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from world_aws.contract.records import Event, EventRequest, EventType, ResolveData, Run, RunStatus
+from world_aws.contract.world import World
+from world_aws.errors import Conflict, ResultTimeout, RunCancelledError, WorkflowFailedError
+from world_aws.runtime.serde import Serializer, decode_error
+
+POLL_MIN_SECONDS = 0.02
+POLL_MAX_SECONDS = 0.5
+
+
+class RunHandle:
+    def __init__(self, world: World, serializer: Serializer, run_id: str) -> None:
+        self._world = world
+        self._serializer = serializer
+        self.run_id = run_id
+
+    def __repr__(self) -> str:
+        return f"RunHandle({self.run_id!r})"
+
+    def run(self, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
+        return self._world.runs.get(self.run_id, resolve_data=resolve_data)
+
+    def status(self) -> RunStatus:
+        return self.run(resolve_data=ResolveData.NONE).status
+
+    def events(self, *, resolve_data: ResolveData = ResolveData.NONE) -> list[Event]:
+        """The run's log as records (position, type, correlation id, created_at, data)."""
+        return self._world.events.list(self.run_id, resolve_data=resolve_data)
+
+    def wait(self, timeout: float | None = None) -> Run:
+        """Block (real time) until the run is terminal; returns it with payloads.
+
+        Raises:
+            ResultTimeout: ``timeout`` seconds passed first.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        interval = POLL_MIN_SECONDS
+        while True:
+            run = self.run(resolve_data=ResolveData.NONE)
+            if run.status.terminal:
+                return self.run()
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ResultTimeout(f"run {self.run_id} is still {run.status.value} after {timeout}s")
+            time.sleep(interval)
+            interval = min(POLL_MAX_SECONDS, interval * 1.5)
+
+    def result(self, timeout: float | None = None) -> Any:
+        """The workflow's return value, once the run ends.
+
+        Raises:
+            WorkflowFailedError: the run failed (type, message and error code kept).
+            RunCancelledError: the run was cancelled.
+            ResultTimeout: ``timeout`` seconds passed first.
+        """
+        return self.outcome_of(self.wait(timeout))
+
+    def outcome_of(self, run: Run) -> Any:
+        if run.status is RunStatus.COMPLETED:
+            return self._serializer.loads(run.output or b"")
+        if run.status is RunStatus.CANCELLED:
+            raise RunCancelledError(self.run_id)
+        info = decode_error(run.error or b"")
+        raise WorkflowFailedError(self.run_id, info.type, info.message, run.error_code)
+
+    def cancel(self, reason: str | None = None) -> bool:
+        """Cancel the run; False if it had already ended."""
+        try:
+            self._world.events.create(self.run_id, EventRequest(EventType.RUN_CANCELLED))
+        except Conflict:
+            return False
+        return True

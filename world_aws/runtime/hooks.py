@@ -1,0 +1,61 @@
+"""The workflow side of a hook: an awaitable for one payload, an async iterator for many."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import Any
+
+from world_aws.errors import HookConflictError
+
+
+class Hook:
+    """A durable hook created inside a workflow by ``create_hook()``.
+
+    ``await hook`` returns the next payload; ``async for payload in hook`` yields
+    payloads in the order they were received. A token held by another live hook
+    raises ``HookConflictError`` at the await.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, hook_id: str, token: str, metadata: bytes) -> None:
+        self._loop = loop
+        self.hook_id = hook_id
+        self.token = token
+        self.metadata = metadata
+        self._payloads: deque[Any] = deque()
+        self._waiters: deque[asyncio.Future[Any]] = deque()
+        self._conflict: HookConflictError | None = None
+
+    def next_payload(self) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self._loop.create_future()
+        if self._payloads:
+            future.set_result(self._payloads.popleft())
+        elif self._conflict is not None:
+            future.set_exception(self._conflict)
+        else:
+            self._waiters.append(future)
+        return future
+
+    def __await__(self) -> Any:
+        return self.next_payload().__await__()
+
+    def __aiter__(self) -> Hook:
+        return self
+
+    async def __anext__(self) -> Any:
+        return await self.next_payload()
+
+    def deliver(self, payload: Any) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(payload)
+                return
+        self._payloads.append(payload)
+
+    def conflict(self, error: HookConflictError) -> None:
+        self._conflict = error
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(error)

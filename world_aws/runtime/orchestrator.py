@@ -1,0 +1,146 @@
+"""Continuing a run: replay its workflow and act on the outcome (SPEC §8.1–§8.5).
+
+One continuation = read the log (only what is new to this warm handler), replay,
+then either record the run's end (``run_completed`` / ``run_failed``) or run a
+suspension pass: hooks first, then steps and waits, then dispatch (SPEC §8.4).
+The pass raises if any create or publish it needs failed, so the message that
+triggered it is redelivered and the pass redone (every create is idempotent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from concurrent.futures import Executor
+from datetime import datetime
+from functools import partial
+
+from world_aws.contract.payload import InvokePayload
+from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
+from world_aws.contract.transport import encode_payload
+from world_aws.contract.world import Ack, HandlerResult, QueueName, World
+from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
+from world_aws.runtime.dispatch import StepDispatcher, run_parallel
+from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.replay import Completed, Failed, Replay, Suspended, WaitRequest
+from world_aws.runtime.serde import encode_error
+from world_aws.runtime.telemetry import LOG
+
+# Rounds of replay within one continuation: each round after the first follows
+# something the pass itself produced (a due wait completed, a hook conflict).
+MAX_ROUNDS = 16
+
+
+class Orchestrator:
+    def __init__(
+        self, world: World, app: Workflows, dispatcher: StepDispatcher, logs: LogCache, pool: Executor
+    ) -> None:
+        self._world = world
+        self._app = app
+        self._dispatcher = dispatcher
+        self._logs = logs
+        self._pool = pool
+
+    def continue_run(self, run: Run) -> HandlerResult:
+        """Replay ``run`` and record what it reached. ``run`` must carry its input."""
+        try:
+            workflow = self._app.get_workflow(run.workflow_name)
+        except UnknownWorkflow as err:
+            self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW")
+            return Ack()
+        replay = Replay(run, workflow, self._app.serializer)
+        try:
+            for _ in range(MAX_ROUNDS):
+                log = self._logs.read(run.run_id)
+                replay.feed([e for e in log if e.position > replay.last_position])
+                outcome = replay.outcome()
+                if isinstance(outcome, Completed):
+                    self._end(
+                        run.run_id,
+                        EventRequest(EventType.RUN_COMPLETED, data=EventData(output=outcome.output)),
+                    )
+                    return Ack()
+                if isinstance(outcome, Failed):
+                    self.fail_run(run.run_id, outcome.error, outcome.error_code)
+                    return Ack()
+                if not self._suspend(run, outcome):
+                    return Ack()
+            LOG.warning("continuation stopped after %d rounds", MAX_ROUNDS, extra={"run_id": run.run_id})
+            self.wake(run.run_id, delay_seconds=1, key=None)
+            return Ack()
+        except RunExpired:
+            return Ack()  # the run ended while this pass ran: nothing more to do
+        finally:
+            replay.close()
+
+    def fail_run(self, run_id: str, error: bytes, error_code: str) -> None:
+        self._end(
+            run_id, EventRequest(EventType.RUN_FAILED, data=EventData(error=error, error_code=error_code))
+        )
+
+    def wake(self, run_id: str, *, delay_seconds: float, key: str | None) -> str:
+        """Publish a continuation message for ``run_id``."""
+        body = encode_payload(InvokePayload(run_id=run_id, requested_at=self._world.clock.now()))
+        return self._world.queue.publish(
+            QueueName.WORKFLOW, body, delay_seconds=delay_seconds, idempotency_key=key
+        )
+
+    # --- internals ------------------------------------------------------------------
+
+    def _end(self, run_id: str, request: EventRequest) -> None:
+        try:
+            self._world.events.create(run_id, request)
+        except (Conflict, NotFound):
+            pass  # already terminal (a concurrent continuation or a cancellation won)
+        self._logs.forget(run_id)
+
+    def _suspend(self, run: Run, outcome: Suspended) -> bool:
+        """Run one suspension pass. Returns True if the replay should go another round."""
+        now = self._world.clock.now()
+        again = False
+        events = self._world.events
+        # 1. hooks first, so a resume can find them as early as possible
+        for hook in outcome.new_hooks:
+            try:
+                result = events.create(
+                    run.run_id,
+                    EventRequest(
+                        EventType.HOOK_CREATED,
+                        hook.hook_id,
+                        EventData(token=hook.token, metadata=hook.metadata),
+                    ),
+                )
+                again = again or (result.event is not None and result.event.type is EventType.HOOK_CONFLICT)
+            except Conflict:
+                pass
+        # 2. waits (steps are created by the dispatcher, in parallel with their messages)
+        for wait in outcome.new_waits:
+            with contextlib.suppress(Conflict):
+                events.create(
+                    run.run_id,
+                    EventRequest(EventType.WAIT_CREATED, wait.wait_id, EventData(resume_at=wait.resume_at)),
+                )
+        due = [w for w in outcome.pending_waits if w.resume_at <= now]
+        for wait in due:
+            with contextlib.suppress(Conflict):
+                events.create(run.run_id, EventRequest(EventType.WAIT_COMPLETED, wait.wait_id))
+        # 3. dispatch
+        self._dispatcher.dispatch(run, outcome.new_steps, outcome.undispatched_steps)
+        later = [w for w in outcome.pending_waits if w.resume_at > now]
+        self._wake_for(run.run_id, later, now)
+        return again or bool(due)
+
+    def _wake_for(self, run_id: str, waits: list[WaitRequest], now: datetime) -> None:
+        calls = [
+            partial(
+                self.wake, run_id, delay_seconds=(w.resume_at - now).total_seconds(), key=f"{w.wait_id}:wake"
+            )
+            for w in waits
+        ]
+        for result in run_parallel(self._pool, calls):
+            if isinstance(result, Exception):
+                raise result
+
+
+def is_running(run: Run) -> bool:
+    return run.status is RunStatus.RUNNING

@@ -1,0 +1,172 @@
+"""The ``Workflows`` registry: where a user's workflows and steps are declared.
+
+The registry lives on an instance (SPEC §8.1, §9), never in module globals, so
+two apps in one process do not see each other's functions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+
+from world_aws.errors import BadInput, UnknownWorkflow
+from world_aws.runtime import context
+from world_aws.runtime.serde import Serializer
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+DEFAULT_MAX_RETRIES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class StepOptions:
+    max_retries: int = DEFAULT_MAX_RETRIES
+
+
+class StepFunction(Generic[P, R]):
+    """A registered step. Inside a workflow a call is a durable step; outside it runs directly."""
+
+    def __init__(self, fn: Callable[P, Any], name: str, options: StepOptions) -> None:
+        self.fn = fn
+        self.name = name
+        self.options = options
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = inspect.signature(fn)
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        replay = context.current_replay()
+        if replay is not None:
+            return cast(Awaitable[R], replay.call_step(self, args, kwargs))
+        return _run_directly(self, args, kwargs)
+
+    def run_body(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Execute the body on the calling thread (a step consumer); returns its result."""
+        if self.is_async:
+            return asyncio.run(self.fn(*args, **kwargs))
+        return self.fn(*args, **kwargs)
+
+
+async def _run_directly(step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    if step.is_async:
+        return await step.fn(*args, **kwargs)
+    return step.fn(*args, **kwargs)
+
+
+class WorkflowFunction(Generic[P, R]):
+    """A registered workflow: an ``async def`` replayed from its run's event log."""
+
+    def __init__(self, fn: Callable[P, Awaitable[R]], name: str, app: Workflows) -> None:
+        if not inspect.iscoroutinefunction(fn):
+            raise BadInput(f"workflow {name!r} must be an async def function")
+        self.fn = fn
+        self.name = name
+        self.app = app
+        self.signature = inspect.signature(fn)
+        functools.update_wrapper(self, fn)
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Check that the arguments fit the workflow's signature.
+
+        Raises:
+            BadInput: naming the workflow and the problem.
+        """
+        try:
+            self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise BadInput(f"arguments do not fit workflow {self.name!r}{self.signature}: {exc}") from exc
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        return self.fn(*args, **kwargs)
+
+
+class Workflows:
+    """A set of workflows and steps, and the serializer for the values they pass.
+
+    Example::
+
+        app = Workflows()
+
+        @app.step(max_retries=5)
+        async def charge(order_id: str) -> str: ...
+
+        @app.workflow
+        async def checkout(order_id: str) -> str:
+            return await charge(order_id)
+    """
+
+    def __init__(self, *, types: Iterable[type] = ()) -> None:
+        self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
+        self._steps: dict[str, StepFunction[Any, Any]] = {}
+        self.serializer = Serializer(types)
+
+    # --- declaration ----------------------------------------------------------------
+
+    @overload
+    def workflow(self, fn: Callable[P, Awaitable[R]], /) -> WorkflowFunction[P, R]: ...
+
+    @overload
+    def workflow(
+        self, *, name: str | None = None
+    ) -> Callable[[Callable[P, Awaitable[R]]], WorkflowFunction[P, R]]: ...
+
+    def workflow(self, fn: Any = None, /, *, name: str | None = None) -> Any:  # type: ignore[misc]
+        def register(f: Callable[P, Awaitable[R]]) -> WorkflowFunction[P, R]:
+            wf_name = name or f.__name__
+            if wf_name in self._workflows:
+                raise BadInput(f"a workflow named {wf_name!r} is already registered")
+            wf = WorkflowFunction(f, wf_name, self)
+            self._workflows[wf_name] = wf
+            return wf
+
+        return register(fn) if fn is not None else register
+
+    @overload
+    def step(self, fn: Callable[P, R], /) -> StepFunction[P, Any]: ...
+
+    @overload
+    def step(
+        self, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None
+    ) -> Callable[[Callable[P, R]], StepFunction[P, Any]]: ...
+
+    def step(  # type: ignore[misc]
+        self, fn: Any = None, /, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None
+    ) -> Any:
+        if max_retries < 0:
+            raise BadInput(f"max_retries must be >= 0, got {max_retries}")
+
+        def register(f: Callable[P, R]) -> StepFunction[P, Any]:
+            step_name = name or f"{f.__module__}.{f.__qualname__}"
+            if step_name in self._steps:
+                raise BadInput(f"a step named {step_name!r} is already registered")
+            st: StepFunction[P, Any] = StepFunction(f, step_name, StepOptions(max_retries=max_retries))
+            self._steps[step_name] = st
+            return st
+
+        return register(fn) if fn is not None else register
+
+    def register_type(self, cls: type[R]) -> type[R]:
+        """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator)."""
+        self.serializer.register(cls)
+        return cls
+
+    # --- lookup ---------------------------------------------------------------------
+
+    def get_workflow(self, name: str) -> WorkflowFunction[Any, Any]:
+        try:
+            return self._workflows[name]
+        except KeyError:
+            known = ", ".join(sorted(self._workflows)) or "none"
+            raise UnknownWorkflow(f"unknown workflow {name!r} (registered: {known})") from None
+
+    def get_step(self, name: str) -> StepFunction[Any, Any] | None:
+        return self._steps.get(name)
+
+    @property
+    def workflow_names(self) -> list[str]:
+        return sorted(self._workflows)

@@ -1,0 +1,341 @@
+"""Replay: run a workflow function against its run's event log (SPEC §8.3).
+
+A ``Replay`` starts the workflow coroutine on a ``ReplayLoop`` and feeds it the
+log in position order. Each awaited step, hook or timer gets a deterministic
+correlation id from a per-kind counter; its outcome is delivered when the replay
+reaches the event that recorded it, one event at a time with the loop run to
+quiescence in between, so a race (``asyncio.wait(..., FIRST_COMPLETED)``)
+resolves the same way on every replay. When the log is exhausted and the
+workflow is still waiting, the replay is *suspended* and reports what the code
+asked for that the log does not have yet.
+
+A replay is incremental: feeding it more events continues from where it
+stopped, which is how a warm handler continues a run without re-reading or
+re-running what it already has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from world_aws.contract.records import Event, EventType, Run
+from world_aws.errors import HookConflictError, NonDeterminismError, SerializationError, StepFailedError
+from world_aws.runtime import context, ids
+from world_aws.runtime.hooks import Hook
+from world_aws.runtime.loop import ReplayLoop
+from world_aws.runtime.registry import StepFunction, WorkflowFunction
+from world_aws.runtime.serde import Serializer, decode_error, encode_error
+
+ERROR_CODE_USER = "USER_ERROR"
+ERROR_CODE_NON_DETERMINISM = "NON_DETERMINISM"
+ERROR_CODE_SERIALIZATION = "SERIALIZATION_ERROR"
+
+
+@dataclass(frozen=True, slots=True)
+class StepRequest:
+    step_id: str
+    step_name: str
+    input: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HookRequest:
+    hook_id: str
+    token: str
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class WaitRequest:
+    wait_id: str
+    resume_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    output: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    error: bytes
+    error_code: str
+
+
+@dataclass(frozen=True, slots=True)
+class Suspended:
+    """The workflow waits for outcomes the log does not have yet."""
+
+    new_steps: list[StepRequest] = field(default_factory=list)
+    undispatched_steps: list[StepRequest] = field(default_factory=list)
+    new_hooks: list[HookRequest] = field(default_factory=list)
+    new_waits: list[WaitRequest] = field(default_factory=list)
+    pending_waits: list[WaitRequest] = field(default_factory=list)
+
+
+Outcome = Completed | Failed | Suspended
+
+
+@dataclass(slots=True)
+class _StepCall:
+    name: str
+    future: asyncio.Future[Any]
+    input: bytes
+
+
+@dataclass(slots=True)
+class _Timer:
+    handle: asyncio.TimerHandle
+    resume_at: datetime
+    fired: bool = False
+
+
+@dataclass(slots=True)
+class _LogIndex:
+    """What the log holds per correlation id, over every event fed so far."""
+
+    step_names: dict[str, str] = field(default_factory=dict)
+    step_inputs: dict[str, bytes | None] = field(default_factory=dict)
+    steps_started: set[str] = field(default_factory=set)
+    steps_done: set[str] = field(default_factory=set)
+    hooks: dict[str, str] = field(default_factory=dict)
+    waits: dict[str, datetime] = field(default_factory=dict)
+    waits_done: set[str] = field(default_factory=set)
+
+    def add(self, event: Event) -> None:
+        cid = event.correlation_id or ""
+        etype = event.type
+        if etype is EventType.STEP_CREATED:
+            self.step_names.setdefault(cid, event.data.step_name or "")
+            self.step_inputs.setdefault(cid, event.data.input)
+        elif etype is EventType.STEP_STARTED:
+            self.steps_started.add(cid)
+        elif etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
+            self.steps_done.add(cid)
+        elif etype in (EventType.HOOK_CREATED, EventType.HOOK_CONFLICT):
+            self.hooks.setdefault(cid, event.data.token or "")
+        elif etype is EventType.WAIT_CREATED and event.data.resume_at is not None:
+            self.waits.setdefault(cid, event.data.resume_at)
+        elif etype is EventType.WAIT_COMPLETED:
+            self.waits_done.add(cid)
+
+
+class Replay:
+    """One run's workflow function, replayed incrementally from its log."""
+
+    def __init__(self, run: Run, workflow: WorkflowFunction[Any, Any], serializer: Serializer) -> None:
+        self.run_id = run.run_id
+        self.workflow_name = run.workflow_name
+        self.rng = random.Random(run.run_id)
+        self._run = run
+        self._workflow = workflow
+        self._serializer = serializer
+        self._time = run.started_at or run.created_at
+        self.loop = ReplayLoop(self._loop_time, timers=self)  # type: ignore[abstract]
+        self._counters = {"step": 0, "hook": 0, "wait": 0}
+        self._steps: dict[str, _StepCall] = {}
+        self._hooks: dict[str, Hook] = {}
+        self._timers: dict[str, _Timer] = {}
+        self._early: dict[str, list[Event]] = {}
+        self._index = _LogIndex()
+        self._fatal: NonDeterminismError | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self.last_position = 0
+
+    # --- driving --------------------------------------------------------------------
+
+    def feed(self, events: list[Event]) -> None:
+        """Deliver more of the log (positions after ``last_position``), in order."""
+        for event in events:
+            self._index.add(event)
+        if self._task is None:
+            self._start()
+        for event in events:
+            self.last_position = max(self.last_position, event.position)
+            if self.done:
+                continue
+            self._time = max(self._time, event.created_at)
+            self._apply(event)
+            self.loop.run_until_quiescent()
+
+    @property
+    def done(self) -> bool:
+        return self._fatal is not None or (self._task is not None and self._task.done())
+
+    def now(self) -> datetime:
+        return self._time
+
+    def outcome(self) -> Outcome:
+        """What the replay has reached: the workflow's result, its failure, or a suspension."""
+        if self._task is None:
+            self._start()
+        assert self._task is not None
+        if self._fatal is not None:
+            return Failed(encode_error(self._fatal), ERROR_CODE_NON_DETERMINISM)
+        if not self._task.done():
+            return self._suspension()
+        if self._task.cancelled():
+            return Failed(encode_error(asyncio.CancelledError("workflow task cancelled")), ERROR_CODE_USER)
+        exc = self._task.exception()
+        if exc is not None:
+            return Failed(encode_error(exc), ERROR_CODE_USER)
+        unreached = sorted(set(self._index.step_names) - set(self._steps))
+        if unreached:
+            names = ", ".join(f"{cid} ({self._index.step_names[cid]})" for cid in unreached)
+            return Failed(
+                encode_error(NonDeterminismError(f"the log has steps the code never called: {names}")),
+                ERROR_CODE_NON_DETERMINISM,
+            )
+        try:
+            return Completed(
+                self._serializer.dumps(self._task.result(), context=f"result of {self.workflow_name!r}")
+            )
+        except SerializationError as err:
+            return Failed(encode_error(err), ERROR_CODE_SERIALIZATION)
+
+    def close(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+            self.loop.run_until_quiescent()
+        self.loop.close()
+
+    # --- calls from workflow code ---------------------------------------------------
+
+    def call_step(self, step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        cid = self._next_id("step")
+        payload = self._serializer.dumps(
+            {"args": list(args), "kwargs": kwargs}, context=f"arguments of step {step.name!r}"
+        )
+        future: asyncio.Future[Any] = self.loop.create_future()
+        logged = self._index.step_names.get(cid)
+        if logged is not None and logged != step.name:
+            self._diverged(f"at {cid} the log has step {logged!r} but the code calls step {step.name!r}")
+            future.set_exception(self._fatal or NonDeterminismError("diverged"))
+            return future
+        self._steps[cid] = _StepCall(step.name, future, payload)
+        self._apply_early(cid)
+        return future
+
+    def create_hook(self, *, token: str | None, metadata: Any) -> Hook:
+        cid = self._next_id("hook")
+        hook_token = token or f"{cid}_{self.rng.getrandbits(64):016x}"
+        hook = Hook(self.loop, cid, hook_token, self._serializer.dumps(metadata, context="hook metadata"))
+        logged = self._index.hooks.get(cid)
+        if logged is not None and logged != hook_token:
+            self._diverged(f"at {cid} the log has hook token {logged!r} but the code creates {hook_token!r}")
+        self._hooks[cid] = hook
+        self._apply_early(cid)
+        return hook
+
+    def timer_created(self, handle: asyncio.TimerHandle, delay: float) -> None:
+        cid = self._next_id("wait")
+        resume_at = self._index.waits.get(cid) or self._time + timedelta(seconds=delay)
+        self._timers[cid] = _Timer(handle, resume_at)
+        self._apply_early(cid)
+
+    # --- internals ------------------------------------------------------------------
+
+    def _start(self) -> None:
+        args, kwargs = self._decode_input()
+        ctx = contextvars.copy_context()
+        ctx.run(context.set_replay, self)
+        self._task = self.loop.create_task(self._workflow.fn(*args, **kwargs), context=ctx)
+        self.loop.run_until_quiescent()
+
+    def _decode_input(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if self._run.input is None:
+            raise SerializationError(f"run {self.run_id} was read without its input")
+        value = self._serializer.loads(self._run.input)
+        return tuple(value.get("args", ())), dict(value.get("kwargs", {}))
+
+    def _loop_time(self) -> float:
+        return self._time.timestamp()
+
+    def _next_id(self, kind: str) -> str:
+        self._counters[kind] += 1
+        return ids.correlation_id(kind, self.run_id, self._counters[kind])
+
+    def _diverged(self, message: str) -> None:
+        if self._fatal is None:
+            self._fatal = NonDeterminismError(
+                f"workflow {self.workflow_name!r} no longer matches its log: {message}"
+            )
+
+    def _apply_early(self, cid: str) -> None:
+        for event in self._early.pop(cid, []):
+            self._apply(event)
+
+    def _apply(self, event: Event) -> None:
+        cid = event.correlation_id
+        if cid is None:
+            return
+        etype = event.type
+        if etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
+            call = self._steps.get(cid)
+            if call is None:
+                self._early.setdefault(cid, []).append(event)
+            elif not call.future.done():
+                self._settle_step(call, event)
+        elif etype in (EventType.HOOK_RECEIVED, EventType.HOOK_CONFLICT):
+            hook = self._hooks.get(cid)
+            if hook is None:
+                self._early.setdefault(cid, []).append(event)
+            elif etype is EventType.HOOK_CONFLICT:
+                hook.conflict(HookConflictError(hook.token, event.data.conflicting_run_id))
+            else:
+                hook.deliver(self._load(event.data.payload, f"payload of hook {hook.token!r}"))
+        elif etype is EventType.WAIT_COMPLETED:
+            timer = self._timers.get(cid)
+            if timer is None:
+                self._early.setdefault(cid, []).append(event)
+            elif not timer.fired:
+                timer.fired = True
+                self.loop.fire(timer.handle)
+
+    def _settle_step(self, call: _StepCall, event: Event) -> None:
+        if event.type is EventType.STEP_COMPLETED:
+            try:
+                call.future.set_result(self._load(event.data.output, f"result of step {call.name!r}"))
+            except SerializationError as err:
+                call.future.set_exception(err)
+            return
+        info = decode_error(event.data.error or b"")
+        call.future.set_exception(StepFailedError(call.name, info.type, info.message))
+
+    def _load(self, data: bytes | None, what: str) -> Any:
+        if data is None:
+            raise SerializationError(f"{what} is missing from the log")
+        return self._serializer.loads(data)
+
+    def _suspension(self) -> Suspended:
+        index = self._index
+        new_steps: list[StepRequest] = []
+        undispatched: list[StepRequest] = []
+        for cid, call in self._steps.items():
+            if call.future.done():
+                continue
+            request = StepRequest(cid, call.name, call.input)
+            if cid not in index.step_names:
+                new_steps.append(request)
+            elif cid not in index.steps_started and cid not in index.steps_done:
+                undispatched.append(request)
+        new_hooks = [
+            HookRequest(cid, hook.token, hook.metadata)
+            for cid, hook in self._hooks.items()
+            if cid not in index.hooks
+        ]
+        new_waits: list[WaitRequest] = []
+        pending_waits: list[WaitRequest] = []
+        for cid, timer in self._timers.items():
+            if timer.fired or timer.handle.cancelled() or cid in index.waits_done:
+                continue
+            wait = WaitRequest(cid, timer.resume_at)
+            pending_waits.append(wait)
+            if cid not in index.waits:
+                new_waits.append(wait)
+        return Suspended(new_steps, undispatched, new_hooks, new_waits, pending_waits)

@@ -1,0 +1,216 @@
+"""``Runtime``: a user's ``Workflows`` bound to a World — the client API and the queue handler.
+
+``start()`` implements resilient start (SPEC §6.1): the run id is minted here,
+then ``run_created`` and the first workflow message (carrying the creation data)
+are written in parallel; the consumer's first write, ``run_started`` with that
+data, creates the run if ``run_created`` never landed.
+
+``handle()`` is the one message handler for both queues: the local consumers,
+the local event source and the Lambda functions all call it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
+from world_aws.contract.payload import HealthCheck, InvokePayload, RunInput, StepInputRef
+from world_aws.contract.records import EventData, EventRequest, EventType, RunCreation, RunStatus
+from world_aws.contract.transport import decode_payload, encode_payload
+from world_aws.contract.world import (
+    SPEC_VERSION_CURRENT,
+    Ack,
+    BlobRef,
+    Delivery,
+    HandlerResult,
+    QueueName,
+    Redeliver,
+    World,
+)
+from world_aws.errors import BadInput, Conflict, NotFound, RetryLater
+from world_aws.runtime import ids
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.dispatch import StepDispatcher, run_parallel
+from world_aws.runtime.executor import StepExecutor
+from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.orchestrator import Orchestrator
+from world_aws.runtime.registry import WorkflowFunction, Workflows
+from world_aws.runtime.serde import encode_error
+from world_aws.runtime.telemetry import LOG
+
+# A first workflow message whose run never appeared is retried this many times.
+MISSING_RUN_DELIVERIES = 5
+
+
+class Runtime:
+    def __init__(self, world: World, app: Workflows, config: RuntimeConfig | None = None) -> None:
+        self.world = world
+        self.app = app
+        self.config = config or RuntimeConfig()
+        self._pool = ThreadPoolExecutor(
+            self.config.dispatch_parallelism, thread_name_prefix="world-aws-dispatch"
+        )
+        self.logs = LogCache(world, self.config.log_cache_runs)
+        self.dispatcher = StepDispatcher(world, self.config, self._pool)
+        self.orchestrator = Orchestrator(world, app, self.dispatcher, self.logs, self._pool)
+        self.executor = StepExecutor(
+            world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
+        )
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+    # --- client API -----------------------------------------------------------------
+
+    def start(
+        self,
+        workflow: WorkflowFunction[Any, Any] | str,
+        *args: Any,
+        idempotency_key: str | None = None,
+        attributes: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> RunHandle:
+        """Start a run of ``workflow``; the same ``idempotency_key`` returns the same run.
+
+        Raises:
+            BadInput: unknown workflow, arguments that do not bind or do not serialize.
+            WorldAwsError: the first message could not be published.
+        """
+        wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
+        wf.bind(args, kwargs)
+        data = self.app.serializer.dumps(
+            {"args": list(args), "kwargs": kwargs}, context=f"arguments of workflow {wf.name!r}"
+        )
+        run_id = _run_id_for(idempotency_key) if idempotency_key else ids.new_run_id()
+        creation = RunCreation(
+            workflow_name=wf.name,
+            deployment_id=self.world.deployment_id(),
+            spec_version=SPEC_VERSION_CURRENT,
+            input=data,
+            attributes=dict(attributes or {}),
+        )
+        message = InvokePayload(
+            run_id=run_id, run_input=self._run_input(creation), requested_at=self.world.clock.now()
+        )
+        created, published = run_parallel(
+            self._pool,
+            [
+                lambda: self.world.events.create(
+                    run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation))
+                ),
+                lambda: self.world.queue.publish(
+                    QueueName.WORKFLOW, encode_payload(message), idempotency_key=f"{run_id}:start"
+                ),
+            ],
+        )
+        if isinstance(published, Exception):
+            raise published
+        if isinstance(created, Exception) and not isinstance(created, Conflict | RetryLater):
+            raise created
+        return RunHandle(self.world, self.app.serializer, run_id)
+
+    def get_run(self, run_id: str) -> RunHandle:
+        """A handle on an existing run. Raises NotFound."""
+        self.world.runs.get(run_id)
+        return RunHandle(self.world, self.app.serializer, run_id)
+
+    def resume_hook(self, token: str, payload: Any) -> str:
+        """Deliver ``payload`` to the live hook holding ``token`` and wake its run (SPEC §6.2).
+
+        Returns the resume id. Raises NotFound for an unknown or disposed token.
+        """
+        hook = self.world.hooks.get_by_token(token)
+        data = self.app.serializer.dumps(payload, context=f"payload for hook {token!r}")
+        resume_id = f"resume_{ids.new_ulid()}"
+        self.world.events.create(
+            hook.run_id,
+            EventRequest(
+                EventType.HOOK_RECEIVED,
+                hook.hook_id,
+                EventData(token=token, payload=data, resume_id=resume_id),
+            ),
+        )
+        self.orchestrator.wake(hook.run_id, delay_seconds=0, key=f"{resume_id}:wake")
+        return resume_id
+
+    # --- the queue handler ------------------------------------------------------------
+
+    def handle(self, delivery: Delivery) -> HandlerResult:
+        """Handle one delivery from either queue (SPEC §4.3).
+
+        Raises:
+            BadInput: the message is malformed (the caller dead-letters it after its redrive count).
+            WorldAwsError: an infrastructure failure; the message is redelivered.
+        """
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, HealthCheck):
+            return Ack()
+        if delivery.attempt > self.config.max_queue_deliveries:
+            error = BadInput(
+                f"message {delivery.message_id} was delivered {delivery.attempt} times "
+                f"(cap WORKFLOW_MAX_QUEUE_DELIVERIES={self.config.max_queue_deliveries})"
+            )
+            self.orchestrator.fail_run(payload.run_id, encode_error(error), "MAX_DELIVERIES_EXCEEDED")
+            return Ack()
+        if payload.step_id is not None:
+            return self.executor.handle(payload, delivery)
+        return self._handle_workflow(payload, delivery)
+
+    def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        creation = self._creation(payload.run_input) if payload.run_input is not None else None
+        try:
+            result = self.world.events.create(
+                payload.run_id, EventRequest(EventType.RUN_STARTED, data=EventData(creation=creation))
+            )
+        except Conflict:
+            return Ack()  # terminal
+        except NotFound:
+            if delivery.attempt < MISSING_RUN_DELIVERIES:
+                return Redeliver(float(delivery.attempt))
+            LOG.error("workflow message for a run that does not exist", extra={"run_id": payload.run_id})
+            return Ack()
+        run = result.run
+        if run is None or run.input is None:
+            run = self.world.runs.get(payload.run_id)
+        if run.status is not RunStatus.RUNNING:
+            return Ack()
+        return self.orchestrator.continue_run(run)
+
+    def _run_input(self, creation: RunCreation) -> RunInput:
+        if len(creation.input) <= MAX_INLINE_PAYLOAD_BYTES:
+            data, ref = creation.input, None
+        else:
+            blob = self.world.blobs.put(creation.input)
+            data, ref = None, StepInputRef(ref=blob.key, size=blob.size, sha256=blob.sha256)
+        return RunInput(
+            workflow_name=creation.workflow_name,
+            deployment_id=creation.deployment_id,
+            spec_version=creation.spec_version,
+            input=data,
+            input_ref=ref,
+            attributes=creation.attributes,
+        )
+
+    def _creation(self, run_input: RunInput) -> RunCreation:
+        if run_input.input is not None:
+            data = run_input.input
+        elif run_input.input_ref is not None:
+            ref = run_input.input_ref
+            data = self.world.blobs.get(BlobRef(key=ref.ref, size=ref.size, sha256=ref.sha256))
+        else:
+            raise BadInput("run_input carries neither input nor input_ref")
+        return RunCreation(
+            workflow_name=run_input.workflow_name,
+            deployment_id=run_input.deployment_id,
+            spec_version=run_input.spec_version,
+            input=data,
+            attributes=dict(run_input.attributes),
+        )
+
+
+def _run_id_for(idempotency_key: str) -> str:
+    """A run id derived from a start idempotency key: the same key names the same run."""
+    return f"wrun_{ids.crockford(hashlib.sha256(idempotency_key.encode('utf-8')).digest()[:16])}"

@@ -1,0 +1,24 @@
+"""Spans and structured logs of the runtime (SPEC §5.3).
+
+Spans go through the OpenTelemetry API, which is a no-op unless the host
+configures an SDK. Logs are JSON (Powertools Logger in Lambda, stdlib logging
+elsewhere) and carry run_id and step_id as extra fields.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from opentelemetry import trace
+
+TRACER = trace.get_tracer("world_aws")
+LOG = logging.getLogger("world_aws")
+
+# Span attribute names (SPEC §5.3).
+RUN_ID = "workflow.run_id"
+STEP_ID = "workflow.step.id"
+STEP_NAME = "workflow.step.name"
+STEP_ATTEMPT = "workflow.step.attempt"
+DISPATCH_PROLOGUE = "workflow.step.dispatch_prologue"
+MATERIALIZED = "workflow.step.resilient_dispatch_materialized"
+OUTCOME = "workflow.step.outcome"
