@@ -30,6 +30,23 @@ def encode_body(payload: InvokePayload | HealthCheck) -> str:
     return base64.b64encode(encode_payload(payload)).decode("ascii")
 
 
+def encode_body_bytes(data: bytes) -> str:
+    """The SQS body text of CBOR bytes that are already encoded (base64, ASCII)."""
+    return base64.b64encode(data).decode("ascii")
+
+
+def decode_body_bytes(body: str | bytes) -> bytes:
+    """The CBOR bytes inside an SQS body, without validating them as a payload.
+
+    Raises:
+        BadInput: the body is not strict base64.
+    """
+    try:
+        return base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise BadInput(f"message body is not base64: {exc}") from exc
+
+
 def strict_cbor_loads(data: bytes) -> Any:
     """Decode exactly one CBOR item that spans all of ``data``.
 
@@ -69,11 +86,7 @@ def decode_payload(data: bytes) -> InvokePayload | HealthCheck:
 
 def decode_body(body: str | bytes) -> InvokePayload | HealthCheck:
     """Parse an SQS body (base64 text) into a validated payload."""
-    try:
-        raw = base64.b64decode(body, validate=True)
-    except (binascii.Error, ValueError) as exc:
-        raise BadInput(f"message body is not base64: {exc}") from exc
-    return decode_payload(raw)
+    return decode_payload(decode_body_bytes(body))
 
 
 def _describe(exc: ValidationError) -> str:
