@@ -1,1 +1,79 @@
-"""world-aws: durable async Python workflows on AWS serverless."""
+"""world-aws: durable async Python workflows on AWS serverless.
+
+Authoring::
+
+    from world_aws import Workflows, sleep, create_hook, FatalError, RetryableError
+
+    app = Workflows()
+
+    @app.step(max_retries=3)
+    async def charge(order_id: str, cents: int) -> str: ...
+
+    @app.workflow
+    async def checkout(order_id: str) -> dict: ...
+
+Running: bind the app to a World with ``Runtime(world, app)`` and call
+``runtime.start(checkout, "order-1")``; or use the ``world-aws`` CLI.
+"""
+
+from __future__ import annotations
+
+from world_aws.errors import (
+    BadInput,
+    Conflict,
+    FatalError,
+    HookConflictError,
+    NonDeterminismError,
+    NotFound,
+    RetryableError,
+    RunCancelledError,
+    RunExpired,
+    SerializationError,
+    StepFailedError,
+    WorkflowFailedError,
+    WorldAwsError,
+)
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.context import (
+    StepMetadata,
+    WorkflowMetadata,
+    create_hook,
+    get_step_metadata,
+    get_workflow_metadata,
+    now,
+    random,
+    sleep,
+    uuid4,
+)
+from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.runtime import Runtime
+
+__all__ = [
+    "BadInput",
+    "Conflict",
+    "FatalError",
+    "HookConflictError",
+    "NonDeterminismError",
+    "NotFound",
+    "RetryableError",
+    "RunCancelledError",
+    "RunExpired",
+    "RunHandle",
+    "Runtime",
+    "RuntimeConfig",
+    "SerializationError",
+    "StepFailedError",
+    "StepMetadata",
+    "WorkflowFailedError",
+    "WorkflowMetadata",
+    "Workflows",
+    "WorldAwsError",
+    "create_hook",
+    "get_step_metadata",
+    "get_workflow_metadata",
+    "now",
+    "random",
+    "sleep",
+    "uuid4",
+]

@@ -1,0 +1,1 @@
+"""Runnable example workflow apps (``world-aws run examples.<module>:app <workflow>``)."""
