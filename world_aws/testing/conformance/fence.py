@@ -1,0 +1,151 @@
+"""Conformance: the terminal-run fence, SPEC §3.1 (sequential cases; races are in ``concurrency``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.records import EventData, EventType, StepStatus, WaitStatus
+from world_aws.contract.world import World
+from world_aws.errors import NotFound, RunExpired
+from world_aws.testing.conformance.support import (
+    create_hook,
+    create_run,
+    create_step,
+    create_wait,
+    end_run,
+    new_id,
+    receive_hook,
+    running_step,
+    start_step,
+    types_of,
+    write,
+)
+
+_ENDINGS = (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
+
+
+def test_step_started_on_terminal_run_is_gone_even_when_step_row_says_running(world: World) -> None:
+    for ending in _ENDINGS:
+        # GIVEN a step that is running when its run ends (a redelivered start will come)
+        run_id = create_run(world)
+        step_id = running_step(world, run_id)
+        end_run(world, run_id, ending)
+        length = len(world.events.list(run_id))
+        # WHEN the redelivered step_started arrives
+        with pytest.raises(RunExpired):
+            start_step(world, run_id, step_id)
+        # THEN nothing was appended and the step row is unchanged
+        assert len(world.events.list(run_id)) == length
+        step = world.steps.get(run_id, step_id)
+        assert (step.status, step.attempt) == (StepStatus.RUNNING, 1)
+
+
+def test_step_started_of_pending_step_on_terminal_run_is_gone(world: World) -> None:
+    for ending in _ENDINGS:
+        run_id = create_run(world)
+        step_id = create_step(world, run_id)
+        end_run(world, run_id, ending)
+        with pytest.raises(RunExpired):
+            start_step(world, run_id, step_id)
+        assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
+
+
+def test_step_started_of_missing_step_on_terminal_run_is_gone(world: World) -> None:
+    # The fence is checked before the step: starting anything on a finished run is never valid.
+    run_id = create_run(world)
+    end_run(world, run_id)
+    with pytest.raises(RunExpired):
+        start_step(world, run_id, new_id("step"))
+
+
+def test_step_completed_of_running_step_is_accepted_after_run_completed(world: World) -> None:
+    # GIVEN a step that was executing when the run completed
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    end_run(world, run_id, EventType.RUN_COMPLETED)
+    # WHEN it reports its outcome
+    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"late"))
+    # THEN the outcome is recorded after run_completed
+    assert world.steps.get(run_id, step_id).status is StepStatus.COMPLETED
+    assert world.steps.get(run_id, step_id).output == b"late"
+    assert types_of(world, run_id)[-2:] == [EventType.RUN_COMPLETED, EventType.STEP_COMPLETED]
+    assert result.event is not None and result.event.type is EventType.STEP_COMPLETED
+
+
+def test_step_failed_of_running_step_is_accepted_after_run_ended(world: World) -> None:
+    for ending in _ENDINGS:
+        run_id = create_run(world)
+        step_id = running_step(world, run_id)
+        end_run(world, run_id, ending)
+        write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"late"))
+        assert world.steps.get(run_id, step_id).status is StepStatus.FAILED
+
+
+def test_step_outcome_of_pending_step_after_run_ended_is_gone(world: World) -> None:
+    run_id = create_run(world)
+    step_id = create_step(world, run_id)
+    end_run(world, run_id)
+    with pytest.raises(RunExpired):
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+    with pytest.raises(RunExpired):
+        write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"x"))
+    assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
+
+
+def test_step_retrying_on_terminal_run_is_gone(world: World) -> None:
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    end_run(world, run_id)
+    with pytest.raises(RunExpired):
+        write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"x"))
+    assert world.steps.get(run_id, step_id).status is StepStatus.RUNNING
+
+
+def test_step_created_on_terminal_run_is_gone(world: World) -> None:
+    for ending in _ENDINGS:
+        run_id = create_run(world)
+        end_run(world, run_id, ending)
+        step_id = new_id("step")
+        with pytest.raises(RunExpired):
+            create_step(world, run_id, step_id=step_id)
+        with pytest.raises(NotFound):
+            world.steps.get(run_id, step_id)
+
+
+def test_hook_created_on_terminal_run_is_gone(world: World) -> None:
+    run_id = create_run(world)
+    end_run(world, run_id)
+    token = new_id("tok")
+    with pytest.raises(RunExpired):
+        create_hook(world, run_id, token)
+    with pytest.raises(NotFound):
+        world.hooks.get_by_token(token)
+
+
+def test_hook_received_on_terminal_run_is_gone(world: World) -> None:
+    run_id = create_run(world)
+    hook = create_hook(world, run_id, new_id("tok")).hook
+    assert hook is not None
+    end_run(world, run_id)
+    with pytest.raises(RunExpired):
+        receive_hook(world, run_id, hook.hook_id, b"late")
+
+
+def test_wait_created_on_terminal_run_is_gone(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    end_run(world, run_id, EventType.RUN_CANCELLED)
+    with pytest.raises(RunExpired):
+        create_wait(world, run_id, clock.now() + timedelta(hours=1))
+    assert world.waits.list(run_id) == []
+
+
+def test_wait_completed_on_terminal_run_is_gone(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    wait_id = create_wait(world, run_id, clock.now() + timedelta(seconds=5))
+    end_run(world, run_id)
+    with pytest.raises(RunExpired):
+        write(world, run_id, EventType.WAIT_COMPLETED, wait_id)
+    assert world.waits.get(run_id, wait_id).status is WaitStatus.WAITING

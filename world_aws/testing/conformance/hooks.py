@@ -1,0 +1,199 @@
+"""Conformance: hooks (SPEC §2.3, §3, §6.2): token uniqueness, conflicts, release, resume dedup."""
+
+from __future__ import annotations
+
+import pytest
+
+from world_aws.contract.records import EventData, EventType
+from world_aws.contract.world import World
+from world_aws.errors import BadInput, Conflict, NotFound
+from world_aws.testing.conformance.support import (
+    create_hook,
+    create_run,
+    end_run,
+    new_id,
+    receive_hook,
+    types_of,
+    write,
+)
+
+
+def test_hook_created_makes_a_live_hook_found_by_token(world: World) -> None:
+    run_id = create_run(world)
+    token = new_id("tok")
+    hook_id = new_id("hook")
+    result = create_hook(world, run_id, token, hook_id=hook_id, metadata=b"\x00meta")
+    hook = world.hooks.get_by_token(token)
+    assert (hook.run_id, hook.hook_id, hook.token, hook.metadata) == (run_id, hook_id, token, b"\x00meta")
+    assert result.hook == hook
+    assert result.event is not None and result.event.type is EventType.HOOK_CREATED
+    assert world.hooks.list(run_id) == [hook]
+
+
+def test_hook_created_without_token_is_bad_input(world: World) -> None:
+    run_id = create_run(world)
+    with pytest.raises(BadInput):
+        write(world, run_id, EventType.HOOK_CREATED, new_id("hook"), EventData(metadata=b"m"))
+
+
+def test_hook_conflict_cannot_be_written_by_a_client(world: World) -> None:
+    run_id = create_run(world)
+    data = EventData(token=new_id("tok"), conflicting_run_id=run_id)
+    with pytest.raises(BadInput):
+        write(world, run_id, EventType.HOOK_CONFLICT, new_id("hook"), data)
+
+
+def test_duplicate_hook_created_is_conflict(world: World) -> None:
+    run_id = create_run(world)
+    token = new_id("tok")
+    hook_id = new_id("hook")
+    create_hook(world, run_id, token, hook_id=hook_id)
+    with pytest.raises(Conflict):
+        create_hook(world, run_id, token, hook_id=hook_id)
+    assert len(world.hooks.list(run_id)) == 1
+
+
+def test_hook_token_taken_yields_hook_conflict_event(world: World) -> None:
+    # GIVEN a live hook of one run holding a token
+    holder = create_run(world)
+    token = new_id("tok")
+    create_hook(world, holder, token)
+    # WHEN another run creates a hook with the same token
+    other = create_run(world)
+    hook_id = new_id("hook")
+    result = create_hook(world, other, token, hook_id=hook_id)
+    # THEN no error: a hook_conflict event naming the holder is appended and returned
+    assert result.hook is None
+    event = result.event
+    assert event is not None and event.type is EventType.HOOK_CONFLICT
+    assert (event.correlation_id, event.data.token, event.data.conflicting_run_id) == (hook_id, token, holder)
+    assert world.events.list(other)[-1] == event
+    # AND the token still belongs to the first hook; the second run has no hook
+    assert world.hooks.get_by_token(token).run_id == holder
+    assert world.hooks.list(other) == []
+
+
+def test_hook_disposed_frees_the_token(world: World) -> None:
+    run_id = create_run(world)
+    token = new_id("tok")
+    hook = create_hook(world, run_id, token).hook
+    assert hook is not None
+    write(world, run_id, EventType.HOOK_DISPOSED, hook.hook_id)
+    with pytest.raises(NotFound):
+        world.hooks.get_by_token(token)
+    assert world.hooks.list(run_id) == []
+    # the token is free again: another run takes it
+    other = create_run(world)
+    assert create_hook(world, other, token).hook is not None
+    assert world.hooks.get_by_token(token).run_id == other
+
+
+def test_run_end_frees_hook_tokens(world: World) -> None:
+    for ending in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+        # GIVEN a run holding two live hooks
+        run_id = create_run(world)
+        tokens = [new_id("tok"), new_id("tok")]
+        for token in tokens:
+            create_hook(world, run_id, token)
+        # WHEN the run ends
+        end_run(world, run_id, ending)
+        # THEN its hooks are gone and their tokens free for another run
+        assert world.hooks.list(run_id) == []
+        successor = create_run(world)
+        for token in tokens:
+            with pytest.raises(NotFound):
+                world.hooks.get_by_token(token)
+            assert create_hook(world, successor, token).hook is not None
+
+
+def test_hook_received_delivers_payloads_while_the_hook_stays_live(world: World) -> None:
+    run_id = create_run(world)
+    token = new_id("tok")
+    hook = create_hook(world, run_id, token).hook
+    assert hook is not None
+    for payload in (b"one", b"two", b"three"):
+        result = receive_hook(world, run_id, hook.hook_id, payload)
+        assert result.event is not None and result.event.data.payload == payload
+    received = [e for e in world.events.list(run_id) if e.type is EventType.HOOK_RECEIVED]
+    assert [e.data.payload for e in received] == [b"one", b"two", b"three"]
+    assert world.hooks.get_by_token(token) == hook
+
+
+def test_hook_received_is_deduplicated_on_resume_id(world: World) -> None:
+    # GIVEN a hook that received a payload under resume id R
+    run_id = create_run(world)
+    hook = create_hook(world, run_id, new_id("tok")).hook
+    assert hook is not None
+    resume_id = new_id("resume")
+    first = receive_hook(world, run_id, hook.hook_id, b"payload", resume_id=resume_id).event
+    assert first is not None
+    length = len(world.events.list(run_id))
+    # WHEN the same resume is written again (a retried resume_hook or a consumer re-ensure)
+    again = receive_hook(world, run_id, hook.hook_id, b"payload", resume_id=resume_id).event
+    # THEN the first event comes back and nothing is appended
+    assert again is not None
+    assert (again.position, again.type, again.data.payload, again.data.resume_id) == (
+        first.position,
+        EventType.HOOK_RECEIVED,
+        b"payload",
+        resume_id,
+    )
+    assert len(world.events.list(run_id)) == length
+
+
+def test_hook_received_with_distinct_resume_ids_appends_each(world: World) -> None:
+    run_id = create_run(world)
+    hook = create_hook(world, run_id, new_id("tok")).hook
+    assert hook is not None
+    events = [receive_hook(world, run_id, hook.hook_id, b"same").event for _ in range(3)]
+    assert len({event.position for event in events if event is not None}) == 3
+    assert types_of(world, run_id).count(EventType.HOOK_RECEIVED) == 3
+
+
+def test_hook_received_keeps_the_resume_id_in_the_log(world: World) -> None:
+    run_id = create_run(world)
+    hook = create_hook(world, run_id, new_id("tok")).hook
+    assert hook is not None
+    resume_id = new_id("resume")
+    receive_hook(world, run_id, hook.hook_id, b"p", resume_id=resume_id)
+    assert world.events.list(run_id)[-1].data.resume_id == resume_id
+
+
+def test_hook_received_on_missing_hook_is_not_found(world: World) -> None:
+    run_id = create_run(world)
+    with pytest.raises(NotFound):
+        receive_hook(world, run_id, new_id("hook"), b"p")
+    assert EventType.HOOK_RECEIVED not in types_of(world, run_id)
+
+
+def test_hook_received_after_dispose_is_not_found(world: World) -> None:
+    run_id = create_run(world)
+    hook = create_hook(world, run_id, new_id("tok")).hook
+    assert hook is not None
+    write(world, run_id, EventType.HOOK_DISPOSED, hook.hook_id)
+    with pytest.raises(NotFound):
+        receive_hook(world, run_id, hook.hook_id, b"late")
+
+
+def test_hook_disposed_twice_is_not_found(world: World) -> None:
+    run_id = create_run(world)
+    hook = create_hook(world, run_id, new_id("tok")).hook
+    assert hook is not None
+    write(world, run_id, EventType.HOOK_DISPOSED, hook.hook_id)
+    with pytest.raises(NotFound):
+        write(world, run_id, EventType.HOOK_DISPOSED, hook.hook_id)
+
+
+def test_hooks_list_returns_only_the_live_hooks_of_the_run(world: World) -> None:
+    run_id = create_run(world)
+    kept = create_hook(world, run_id, new_id("tok")).hook
+    gone = create_hook(world, run_id, new_id("tok")).hook
+    assert kept is not None and gone is not None
+    write(world, run_id, EventType.HOOK_DISPOSED, gone.hook_id)
+    create_hook(world, create_run(world), new_id("tok"))
+    assert world.hooks.list(run_id) == [kept]
+
+
+def test_get_by_unknown_token_is_not_found(world: World) -> None:
+    with pytest.raises(NotFound):
+        world.hooks.get_by_token(new_id("tok"))

@@ -1,0 +1,213 @@
+"""Conformance: the run state machine (SPEC §2.1) and ``runs.get`` / ``runs.list``."""
+
+from __future__ import annotations
+
+import pytest
+
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.records import EventData, EventType, RunStatus
+from world_aws.contract.world import World
+from world_aws.errors import BadInput, Conflict, NotFound
+from world_aws.testing.conformance.support import (
+    WORKFLOW,
+    create_run,
+    creation,
+    end_run,
+    new_id,
+    types_of,
+    write,
+)
+
+
+def test_run_created_makes_a_pending_run(world: World, clock: ManualClock) -> None:
+    # GIVEN a fresh run id
+    run_id = new_id("wrun")
+    # WHEN run_created is written
+    result = write(
+        world, run_id, EventType.RUN_CREATED, data=EventData(creation=creation(b"abc", attributes={"k": "v"}))
+    )
+    # THEN the run is pending with the creation data, and the log holds run_created at 1
+    run = world.runs.get(run_id)
+    assert run.status is RunStatus.PENDING
+    assert (run.workflow_name, run.deployment_id, run.input, run.attributes) == (
+        WORKFLOW,
+        "dpl_conformance",
+        b"abc",
+        {"k": "v"},
+    )
+    assert run.created_at == clock.now()
+    assert run.started_at is None and run.completed_at is None
+    assert result.event is not None and result.event.position == 1
+    assert result.run is not None and result.run.status is RunStatus.PENDING
+
+
+def test_run_created_with_existing_id_is_conflict(world: World) -> None:
+    run_id = create_run(world, input=b"first")
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.RUN_CREATED, data=EventData(creation=creation(b"second")))
+    assert world.runs.get(run_id).input == b"first"
+    assert types_of(world, run_id) == [EventType.RUN_CREATED, EventType.RUN_STARTED]
+
+
+def test_run_created_without_creation_data_is_bad_input(world: World) -> None:
+    with pytest.raises(BadInput):
+        write(world, new_id("wrun"), EventType.RUN_CREATED)
+
+
+def test_run_started_moves_pending_run_to_running(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world, started=False)
+    clock.advance(5)
+    result = write(world, run_id, EventType.RUN_STARTED)
+    run = world.runs.get(run_id)
+    assert run.status is RunStatus.RUNNING
+    assert run.started_at == clock.now()
+    assert result.event is not None and result.event.type is EventType.RUN_STARTED
+
+
+def test_run_started_on_running_run_changes_nothing(world: World, clock: ManualClock) -> None:
+    # GIVEN a running run
+    run_id = create_run(world)
+    before = world.runs.get(run_id)
+    clock.advance(5)
+    # WHEN run_started is written again
+    result = write(world, run_id, EventType.RUN_STARTED)
+    # THEN it is accepted as a no-op: no event, the run returned unchanged, nothing appended
+    assert result.event is None
+    assert result.run is not None and result.run.status is RunStatus.RUNNING
+    assert world.runs.get(run_id) == before
+    assert types_of(world, run_id) == [EventType.RUN_CREATED, EventType.RUN_STARTED]
+
+
+def test_run_started_with_creation_data_creates_missing_run(world: World) -> None:
+    # GIVEN no run_created ever landed (resilient start, SPEC §6.1)
+    run_id = new_id("wrun")
+    # WHEN run_started carries the creation data
+    result = write(world, run_id, EventType.RUN_STARTED, data=EventData(creation=creation(b"resilient")))
+    # THEN the run exists, running, and the log is run_created at 1, run_started at 2
+    run = world.runs.get(run_id)
+    assert run.status is RunStatus.RUNNING
+    assert run.input == b"resilient"
+    events = world.events.list(run_id)
+    assert [(e.position, e.type) for e in events] == [(1, EventType.RUN_CREATED), (2, EventType.RUN_STARTED)]
+    assert events[0].data.creation is not None and events[0].data.creation.input == b"resilient"
+    assert result.event is not None and result.event.position == 2
+
+
+def test_run_started_with_creation_data_on_pending_run_only_starts_it(world: World) -> None:
+    run_id = create_run(world, input=b"original", started=False)
+    write(world, run_id, EventType.RUN_STARTED, data=EventData(creation=creation(b"other")))
+    run = world.runs.get(run_id)
+    assert run.status is RunStatus.RUNNING and run.input == b"original"
+    assert types_of(world, run_id) == [EventType.RUN_CREATED, EventType.RUN_STARTED]
+
+
+def test_run_started_on_missing_run_without_creation_data_is_not_found(world: World) -> None:
+    with pytest.raises(NotFound):
+        write(world, new_id("wrun"), EventType.RUN_STARTED)
+
+
+def test_run_end_on_missing_run_is_not_found(world: World) -> None:
+    for how in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+        with pytest.raises(NotFound):
+            end_run(world, new_id("wrun"), how)
+
+
+def test_run_completed_records_output(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    clock.advance(3)
+    write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"done"))
+    run = world.runs.get(run_id)
+    assert (run.status, run.output, run.completed_at) == (RunStatus.COMPLETED, b"done", clock.now())
+
+
+def test_run_failed_records_error_and_code(world: World) -> None:
+    run_id = create_run(world)
+    write(world, run_id, EventType.RUN_FAILED, data=EventData(error=b"boom", error_code="E_X"))
+    run = world.runs.get(run_id)
+    assert (run.status, run.error, run.error_code) == (RunStatus.FAILED, b"boom", "E_X")
+    assert run.completed_at is not None
+
+
+def test_run_cancelled_ends_pending_and_running_runs(world: World) -> None:
+    for started in (False, True):
+        run_id = create_run(world, started=started)
+        end_run(world, run_id, EventType.RUN_CANCELLED)
+        assert world.runs.get(run_id).status is RunStatus.CANCELLED
+
+
+def test_run_completed_or_failed_on_pending_run_is_conflict(world: World) -> None:
+    run_id = create_run(world, started=False)
+    for how in (EventType.RUN_COMPLETED, EventType.RUN_FAILED):
+        with pytest.raises(Conflict):
+            end_run(world, run_id, how)
+    assert world.runs.get(run_id).status is RunStatus.PENDING
+
+
+def test_transition_out_of_terminal_run_is_conflict(world: World) -> None:
+    # GIVEN a run in each terminal state
+    for ending in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+        run_id = create_run(world)
+        end_run(world, run_id, ending)
+        status = world.runs.get(run_id).status
+        length = len(world.events.list(run_id))
+        # WHEN any run transition follows THEN Conflict, and nothing changes
+        for how in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+            with pytest.raises(Conflict):
+                end_run(world, run_id, how)
+        with pytest.raises(Conflict):
+            write(world, run_id, EventType.RUN_STARTED)
+        assert world.runs.get(run_id).status is status
+        assert len(world.events.list(run_id)) == length
+
+
+def test_runs_get_of_missing_run_is_not_found(world: World) -> None:
+    with pytest.raises(NotFound):
+        world.runs.get(new_id("wrun"))
+
+
+def test_run_attributes_round_trip_and_name_the_root_run(world: World) -> None:
+    root = new_id("wrun")
+    child = create_run(world, attributes={"$root_run_id": root, "$parent_run_id": root, "team": "a"})
+    run = world.runs.get(child)
+    assert run.attributes == {"$root_run_id": root, "$parent_run_id": root, "team": "a"}
+    assert run.root_run_id == root
+    assert world.runs.get(create_run(world)).root_run_id != root
+
+
+def test_mutating_a_returned_run_does_not_change_the_store(world: World) -> None:
+    run_id = create_run(world, attributes={"k": "v"})
+    world.runs.get(run_id).attributes["k"] = "changed"
+    assert world.runs.get(run_id).attributes == {"k": "v"}
+
+
+def test_runs_list_is_newest_first_and_pages_with_a_cursor(world: World, clock: ManualClock) -> None:
+    # GIVEN five runs created one second apart
+    workflow = new_id("wf")
+    made = []
+    for _ in range(5):
+        made.append(create_run(world, workflow_name=workflow))
+        clock.advance(1)
+    # WHEN listed two at a time
+    seen: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = world.runs.list(workflow_name=workflow, limit=2, cursor=cursor)
+        assert len(page.runs) <= 2
+        seen.extend(run.run_id for run in page.runs)
+        cursor = page.cursor
+        if cursor is None:
+            break
+    # THEN every run appears once, newest first
+    assert seen == list(reversed(made))
+
+
+def test_runs_list_filters_by_status_and_workflow_name(world: World) -> None:
+    workflow, other = new_id("wf"), new_id("wf")
+    running = create_run(world, workflow_name=workflow)
+    done = create_run(world, workflow_name=workflow)
+    end_run(world, done)
+    create_run(world, workflow_name=other)
+    assert {r.run_id for r in world.runs.list(workflow_name=workflow).runs} == {running, done}
+    completed = world.runs.list(workflow_name=workflow, status=RunStatus.COMPLETED).runs
+    assert [r.run_id for r in completed] == [done]
+    assert world.runs.list(workflow_name=new_id("wf")).runs == []

@@ -1,0 +1,218 @@
+"""Conformance: the step state machine (SPEC §2.2), its rejections (SPEC §3) and step reads."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.records import EventData, EventType, StepStatus
+from world_aws.contract.world import World
+from world_aws.errors import BadInput, Conflict, NotFound, TooEarly
+from world_aws.testing.conformance.support import (
+    STEP,
+    create_run,
+    create_step,
+    new_id,
+    running_step,
+    start_step,
+    types_of,
+    write,
+)
+
+
+def test_step_created_makes_a_pending_step(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    step_id = new_id("step")
+    result = write(world, run_id, EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in"))
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.attempt, step.input, step.step_name) == (StepStatus.PENDING, 0, b"in", STEP)
+    assert step.created_at == clock.now() and step.started_at is None
+    assert result.step == step
+    assert result.event is not None and result.event.correlation_id == step_id
+
+
+def test_duplicate_step_created_is_conflict(world: World) -> None:
+    run_id = create_run(world)
+    step_id = create_step(world, run_id, input=b"first")
+    with pytest.raises(Conflict):
+        create_step(world, run_id, input=b"second", step_id=step_id)
+    assert world.steps.get(run_id, step_id).input == b"first"
+    assert types_of(world, run_id).count(EventType.STEP_CREATED) == 1
+
+
+def test_step_created_on_missing_run_is_not_found(world: World) -> None:
+    with pytest.raises(NotFound):
+        create_step(world, new_id("wrun"))
+
+
+def test_step_created_without_input_is_bad_input(world: World) -> None:
+    run_id = create_run(world)
+    with pytest.raises(BadInput):
+        write(world, run_id, EventType.STEP_CREATED, new_id("step"), EventData(step_name=STEP))
+
+
+def test_step_created_via_step_dispatch_keeps_the_flag_in_the_log(world: World) -> None:
+    run_id = create_run(world)
+    step_id = new_id("step")
+    data = EventData(step_name=STEP, input=b"x", via_step_dispatch=True)
+    write(world, run_id, EventType.STEP_CREATED, step_id, data)
+    assert world.events.list(run_id)[-1].data.via_step_dispatch is True
+
+
+def test_step_started_runs_the_step_and_counts_the_attempt(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    step_id = create_step(world, run_id)
+    clock.advance(2)
+    result = start_step(world, run_id, step_id)
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.attempt, step.started_at) == (StepStatus.RUNNING, 1, clock.now())
+    assert result.step == step
+
+
+def test_step_started_again_while_running_adds_an_attempt_and_keeps_first_start(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a running step (its executor crashed)
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    first_start = world.steps.get(run_id, step_id).started_at
+    clock.advance(60)
+    # WHEN a redelivery starts it again
+    start_step(world, run_id, step_id)
+    # THEN attempt 2, still running, started_at from the first start
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.attempt, step.started_at) == (StepStatus.RUNNING, 2, first_start)
+
+
+def test_step_event_on_missing_step_is_not_found(world: World) -> None:
+    run_id = create_run(world)
+    with pytest.raises(NotFound):
+        start_step(world, run_id, new_id("step"))
+    for etype, data in (
+        (EventType.STEP_COMPLETED, EventData(output=b"x")),
+        (EventType.STEP_FAILED, EventData(error=b"x")),
+        (EventType.STEP_RETRYING, EventData(error=b"x")),
+    ):
+        with pytest.raises(NotFound):
+            write(world, run_id, etype, new_id("step"), data)
+
+
+def test_step_retrying_returns_running_step_to_pending_with_error_and_retry_after(
+    world: World, clock: ManualClock
+) -> None:
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    retry_at = clock.now() + timedelta(seconds=30)
+    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"oops", retry_after=retry_at))
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.error, step.retry_after, step.attempt) == (
+        StepStatus.PENDING,
+        b"oops",
+        retry_at,
+        1,
+    )
+
+
+def test_step_retrying_of_pending_step_is_conflict(world: World) -> None:
+    run_id = create_run(world)
+    step_id = create_step(world, run_id)
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"x"))
+
+
+def test_step_started_before_retry_after_is_too_early_with_seconds_left(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a step retrying no earlier than 30 s from now
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    retry_at = clock.now() + timedelta(seconds=30)
+    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"e", retry_after=retry_at))
+    clock.advance(10)
+    # WHEN it is started 10 s later
+    with pytest.raises(TooEarly) as caught:
+        start_step(world, run_id, step_id)
+    # THEN TooEarly carries the ~20 s left, and the step is untouched
+    assert caught.value.retry_after == pytest.approx(20, abs=1)
+    assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
+    assert types_of(world, run_id)[-1] is EventType.STEP_RETRYING
+
+
+def test_step_started_at_retry_after_is_accepted_and_clears_it(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    retry_at = clock.now() + timedelta(seconds=30)
+    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"e", retry_after=retry_at))
+    clock.advance(30)
+    start_step(world, run_id, step_id)
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.attempt, step.retry_after) == (StepStatus.RUNNING, 2, None)
+
+
+def test_step_completed_records_the_result(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"result"))
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.output, step.completed_at) == (StepStatus.COMPLETED, b"result", clock.now())
+
+
+def test_step_failed_records_the_error(world: World) -> None:
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"fatal"))
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.error) == (StepStatus.FAILED, b"fatal")
+    assert step.completed_at is not None
+
+
+def test_step_outcome_of_pending_step_is_conflict(world: World) -> None:
+    run_id = create_run(world)
+    step_id = create_step(world, run_id)
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"x"))
+    assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
+
+
+def test_any_step_event_on_terminal_step_is_conflict(world: World) -> None:
+    # GIVEN a completed step and a failed step
+    run_id = create_run(world)
+    completed = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_COMPLETED, completed, EventData(output=b"1"))
+    failed = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_FAILED, failed, EventData(error=b"2"))
+    length = len(world.events.list(run_id))
+    # WHEN any step event follows THEN Conflict, and the step keeps its outcome
+    for step_id in (completed, failed):
+        for etype, data in (
+            (EventType.STEP_STARTED, EventData(step_name=STEP)),
+            (EventType.STEP_COMPLETED, EventData(output=b"late")),
+            (EventType.STEP_FAILED, EventData(error=b"late")),
+            (EventType.STEP_RETRYING, EventData(error=b"late")),
+        ):
+            with pytest.raises(Conflict):
+                write(world, run_id, etype, step_id, data)
+    assert world.steps.get(run_id, completed).output == b"1"
+    assert world.steps.get(run_id, failed).status is StepStatus.FAILED
+    assert len(world.events.list(run_id)) == length
+
+
+def test_steps_list_returns_every_step_of_the_run(world: World) -> None:
+    run_id = create_run(world)
+    step_ids = {create_step(world, run_id) for _ in range(3)}
+    other_run = create_run(world)
+    create_step(world, other_run)
+    assert {step.step_id for step in world.steps.list(run_id)} == step_ids
+    assert world.steps.list(new_id("wrun")) == []
+
+
+def test_steps_get_of_missing_step_is_not_found(world: World) -> None:
+    run_id = create_run(world)
+    with pytest.raises(NotFound):
+        world.steps.get(run_id, new_id("step"))
+    with pytest.raises(NotFound):
+        world.steps.get(new_id("wrun"), new_id("step"))

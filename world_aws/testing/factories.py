@@ -1,0 +1,62 @@
+"""The registry of named World factories that the conformance suite runs against.
+
+A factory is a context manager ``(clock) -> Iterator[World]``: it builds a fresh,
+empty World on the given ``ManualClock`` and tears it down afterwards. The
+registry is built by a function on each call (no mutable module state):
+
+* ``memory`` is always there;
+* ``aws`` is added when ``world_aws.testing.aws_factory`` exists; it defines
+  ``aws_world(clock)``. Adding another backend is one more entry in
+  :func:`world_factories`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.world import World
+from world_aws.local.memory import create_memory_world
+
+WorldFactory = Callable[[ManualClock], AbstractContextManager[World]]
+
+_AWS_FACTORY_MODULE = "world_aws.testing.aws_factory"
+
+
+@contextmanager
+def memory_world(clock: ManualClock) -> Iterator[World]:
+    """A fresh in-memory World on ``clock``; its consumers are stopped afterwards."""
+    world = create_memory_world(clock=clock)
+    try:
+        yield world
+    finally:
+        world.close()
+
+
+def world_factories() -> dict[str, WorldFactory]:
+    """Every World the conformance suite knows, by name (the name shows in test ids).
+
+    Returns:
+        ``{"memory": ..., "aws": ...}``; ``aws`` only when its factory module imports.
+    """
+    factories: dict[str, WorldFactory] = {"memory": memory_world}
+    aws = _optional_factory(_AWS_FACTORY_MODULE, "aws_world")
+    if aws is not None:
+        factories["aws"] = aws
+    return factories
+
+
+def _optional_factory(module_name: str, attribute: str) -> WorldFactory | None:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        # The module not existing yet is expected; any other import failure
+        # inside it would silently drop a backend from the suite, so say so.
+        if not (isinstance(exc, ModuleNotFoundError) and exc.name == module_name):
+            warnings.warn(f"{module_name} failed to import, skipping it: {exc}", stacklevel=2)
+        return None
+    factory: WorldFactory = getattr(module, attribute)
+    return factory
