@@ -1,0 +1,1 @@
+"""Runtime scenario tests: workflows run end to end through a World's real queues."""
