@@ -1,0 +1,115 @@
+"""``EmbeddedAws``: moto's server in-process on loopback, provisioned from ``template.yaml``.
+
+The embedded default of world-aws: no Docker, no AWS account, no network. It
+starts ``ThreadedMotoServer`` on ``127.0.0.1`` (never ``0.0.0.0``: nothing outside
+this machine may reach it) on a free port, serialises request handling with one
+lock (``SerializedApp``: moto's conditional writes are not atomic otherwise),
+builds boto3 clients with fake credentials, and creates the template's table,
+queues and bucket with ``infra.provision``.
+
+moto is imported here and nowhere else in the package: it is only in the
+``local``/``dev`` extras. Note that moto's state is process-wide: two
+``EmbeddedAws`` in one process share it (use distinct ``name_prefix`` values),
+and ``mock_aws`` resets it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+
+from moto.server import ThreadedMotoServer
+
+from infra.provision import ProvisionedResources, provision
+from infra.template import DEFAULT_TEMPLATE
+from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, EndpointClients
+from world_aws.local.serial_wsgi import SerializedApp
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_REGION = "us-east-1"
+
+
+class EmbeddedAws:
+    """A provisioned, serialised moto server in this process. Usable as a context manager.
+
+    Args:
+        region: the region the endpoint plays.
+        name_prefix: prefix of every created resource name.
+        template_path: the SAM template to provision from.
+        parameters: template parameter overrides (e.g. ``{"DeploymentId": "dpl_1"}``).
+    """
+
+    def __init__(
+        self,
+        *,
+        region: str = DEFAULT_REGION,
+        name_prefix: str = "world-aws",
+        template_path: Path | str = DEFAULT_TEMPLATE,
+        parameters: Mapping[str, str] | None = None,
+    ) -> None:
+        # werkzeug logs one line per request at INFO; verbose=False does not stop it.
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self.region = region
+        self._template_path = template_path
+        self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
+        self._server.start()
+        try:
+            self.app = _serialise(self._server)
+            host, port = self._server.get_host_and_port()
+            self.endpoint_url = f"http://{host}:{port}"
+            self.clients = EndpointClients.for_endpoint(self.endpoint_url, region)
+            self.resources: ProvisionedResources = provision(
+                self.clients, template_path, name_prefix=name_prefix, parameters=parameters
+            )
+        except BaseException:
+            self._server.stop()
+            raise
+        self._stopped = False
+
+    def env(self) -> dict[str, str]:
+        """Environment variables for a process that should use this endpoint and its resources."""
+        return {
+            **self.resources.to_env(),
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_REGION": self.region,
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_ACCESS_KEY_ID": FAKE_ACCESS_KEY_ID,
+            "AWS_SECRET_ACCESS_KEY": FAKE_SECRET_ACCESS_KEY,
+        }
+
+    def provision(
+        self, name_prefix: str, *, parameters: Mapping[str, str] | None = None
+    ) -> ProvisionedResources:
+        """Create another copy of the template's resources on this endpoint (e.g. one per test)."""
+        return provision(self.clients, self._template_path, name_prefix=name_prefix, parameters=parameters)
+
+    def stop(self) -> None:
+        """Stop the server and close the clients. Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.clients.close()
+        self._server.stop()
+
+    def __enter__(self) -> EmbeddedAws:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _serialise(server: ThreadedMotoServer) -> SerializedApp:
+    """Wrap the running server's WSGI app so that requests run one at a time.
+
+    ``ThreadedMotoServer`` builds its app (``DomainDispatcherApplication``) inside
+    its thread and hands it to werkzeug's ``make_server``; werkzeug's handler reads
+    ``server.app`` for every request, so replacing that attribute wraps them all.
+    No request can arrive before this: the endpoint is not known to anyone yet.
+    """
+    wsgi_server = server._server  # moto keeps the werkzeug server here; no public accessor
+    if wsgi_server is None or not hasattr(wsgi_server, "app"):
+        raise RuntimeError("ThreadedMotoServer has no running werkzeug server to wrap")
+    wrapped = SerializedApp(wsgi_server.app)
+    wsgi_server.app = wrapped
+    return wrapped
