@@ -23,7 +23,7 @@ from moto.server import ThreadedMotoServer
 
 from infra.provision import ProvisionedResources, provision
 from infra.template import DEFAULT_TEMPLATE
-from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, EndpointClients
+from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, clients_for_endpoint
 from world_aws.local.serial_wsgi import SerializedApp
 
 LOOPBACK = "127.0.0.1"
@@ -58,7 +58,7 @@ class EmbeddedAws:
             self.app = _serialise(self._server)
             host, port = self._server.get_host_and_port()
             self.endpoint_url = f"http://{host}:{port}"
-            self.clients = EndpointClients.for_endpoint(self.endpoint_url, region)
+            self.clients = clients_for_endpoint(self.endpoint_url, region)
             self.resources: ProvisionedResources = provision(
                 self.clients, template_path, name_prefix=name_prefix, parameters=parameters
             )
