@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Protocol
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
@@ -23,6 +23,7 @@ from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName, World
 from world_aws.local.memory import MemoryWorld
+from world_aws.local.memory_queue import PendingMessage
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
@@ -170,6 +171,11 @@ class Harness:
     def event_types(self, run_id: str) -> list[EventType]:
         return [e.type for e in self.events(run_id, resolve_data=ResolveData.NONE)]
 
+    def pending_messages(self, queue: QueueName) -> list[PendingMessage]:
+        """The queued messages of ``queue``, due ones first (in-memory World only)."""
+        assert isinstance(self.world, MemoryWorld), "pending_messages needs the in-memory World"
+        return self.world.memory_queue.pending(queue)
+
     def step_deliveries(self) -> list[DeliveryRecord]:
         return [d for d in self.deliveries if d.step_id is not None]
 
@@ -202,8 +208,3 @@ class Harness:
             return result
 
         return record
-
-
-def payload_of(detail: Any) -> InvokePayload:
-    assert isinstance(detail, InvokePayload)
-    return detail

@@ -1,0 +1,153 @@
+"""Issue 5: durable sleep, hooks and cancellation (SPEC §6.2, §8.5).
+
+Sleeps wake by a delayed workflow message, so they run on ``memory_harness``
+(moto delays SQS messages in wall-clock time). Hooks wake at once and run on
+every World.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from world_aws import NotFound, RunCancelledError, Workflows, create_hook, sleep
+from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus
+from world_aws.contract.world import QueueName
+
+from .harness import Harness
+
+DAY = 86_400.0
+
+
+def reminder_app(sent: list[str]) -> Workflows:
+    app = Workflows()
+
+    @app.step
+    def notify(user: str) -> str:
+        sent.append(user)
+        return f"reminded {user}"
+
+    @app.workflow
+    async def remind(user: str, delay: str) -> str:
+        await sleep(delay)
+        return await notify(user)
+
+    return app
+
+
+def test_three_day_sleep_runs_on_the_injected_clock(memory_harness: Harness) -> None:
+    # GIVEN a workflow that sleeps 3 days before its step
+    h = memory_harness
+    sent: list[str] = []
+    runtime = h.runtime_for(reminder_app(sent))
+    started = h.clock.now()
+    handle = runtime.start("remind", "ada", "3d")
+    h.drain()
+    # WHEN 2 days pass
+    h.advance(2 * DAY)
+    h.drain()
+    # THEN the run is still asleep, its wake-up still queued for day 3
+    assert handle.status() is RunStatus.RUNNING
+    assert sent == []
+    assert EventType.WAIT_COMPLETED not in h.event_types(handle.run_id)
+    [wake] = h.pending_messages(QueueName.WORKFLOW)
+    assert wake.due == started + timedelta(days=3)
+    # WHEN the third day passes
+    h.advance(DAY)
+    h.drain()
+    # THEN it woke, ran its step and completed
+    assert handle.status() is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == "reminded ada"
+    events = h.events(handle.run_id)
+    created = next(e for e in events if e.type is EventType.WAIT_CREATED)
+    completed = next(e for e in events if e.type is EventType.WAIT_COMPLETED)
+    assert created.data.resume_at == started + timedelta(days=3)
+    assert completed.created_at - created.created_at == timedelta(days=3)
+
+
+def test_cancelled_sleeping_run_ignores_its_wake_up(memory_harness: Harness) -> None:
+    # GIVEN a run asleep for an hour
+    h = memory_harness
+    sent: list[str] = []
+    runtime = h.runtime_for(reminder_app(sent))
+    handle = runtime.start("remind", "bob", "1h")
+    h.drain()
+    assert handle.status() is RunStatus.RUNNING
+    # WHEN it is cancelled, and its wake-up is delivered an hour later
+    assert handle.cancel() is True
+    cancelled_log = h.event_types(handle.run_id)
+    h.advance(3600)
+    delivered = h.drain()
+    # THEN the wake-up was acked without doing anything: no step ran, the log did not grow
+    assert delivered == 1
+    assert sent == []
+    assert h.event_types(handle.run_id) == cancelled_log
+    assert cancelled_log[-1] is EventType.RUN_CANCELLED
+    assert h.pending_messages(QueueName.WORKFLOW) == []
+    # AND the run reads as cancelled; its result raises; a second cancel is refused
+    assert handle.status() is RunStatus.CANCELLED
+    with pytest.raises(RunCancelledError):
+        handle.result(timeout=0)
+    assert handle.cancel() is False
+
+
+def approvals_app() -> Workflows:
+    app = Workflows()
+
+    @app.workflow
+    async def approvals(doc: str) -> list[str]:
+        hook = create_hook(token=f"approve:{doc}")
+        received: list[str] = []
+        async for payload in hook:
+            received.append(payload)
+            if len(received) == 3:
+                break
+        return received
+
+    return app
+
+
+def test_hook_resumed_three_times_delivers_each_payload_once_in_order(harness: Harness) -> None:
+    # GIVEN a run waiting on a hook for three payloads
+    runtime = harness.runtime_for(approvals_app())
+    handle = runtime.start("approvals", "doc-1")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    token = "approve:doc-1"
+    hook = harness.world.hooks.get_by_token(token)
+    # WHEN it is resumed three times, the second resume retried with the same resume id
+    runtime.resume_hook(token, "legal")
+    harness.settle(handle)
+    second = runtime.resume_hook(token, "finance")
+    retried = harness.world.events.create(
+        handle.run_id,
+        EventRequest(
+            EventType.HOOK_RECEIVED,
+            hook.hook_id,
+            EventData(token=token, payload=runtime.app.serializer.dumps("finance"), resume_id=second),
+        ),
+    )
+    runtime.resume_hook(token, "ceo")
+    # THEN the retry returned the first event instead of appending a new one
+    assert retried.event is not None
+    assert retried.event.data.resume_id == second
+    # AND the run completes with the three payloads in resume order
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == ["legal", "finance", "ceo"]
+    received = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]
+    assert len(received) == 3
+    assert len({e.data.resume_id for e in received}) == 3
+    # AND once the run ended its token is free: a late resume is NotFound
+    with pytest.raises(NotFound):
+        runtime.resume_hook(token, "late")
+
+
+def test_resume_of_an_unknown_token_is_not_found_and_writes_nothing(harness: Harness) -> None:
+    # GIVEN a runtime with no hook holding the token
+    runtime = harness.runtime_for(approvals_app())
+    # WHEN a client resumes it
+    with pytest.raises(NotFound):
+        runtime.resume_hook("approve:nobody", {"ok": True})
+    # THEN nothing was written or published
+    assert harness.spy.calls("events.create") == []
+    assert harness.spy.calls("queue.publish") == []
