@@ -36,7 +36,7 @@ from .harness import Harness
 
 
 def stamp_app(
-    seen: list[tuple[str, datetime, float, uuid.UUID]], step_body: Callable[[], None] = lambda: None
+    seen: list[tuple[str, datetime, float, uuid.UUID]], step_body: Callable[[], object] = lambda: None
 ) -> Workflows:
     app = Workflows()
 
@@ -110,8 +110,10 @@ def test_step_called_outside_a_workflow_runs_directly() -> None:
         return 3 * x
 
     # WHEN they are awaited outside any workflow THEN they just run
-    assert asyncio.run(double(21)) == 42
-    assert asyncio.run(triple(5)) == 15
+    async def outside() -> tuple[int, int]:
+        return await double(21), await triple(5)
+
+    assert asyncio.run(outside()) == (42, 15)
     # AND the workflow-only helpers say where they belong
     with pytest.raises(RuntimeError, match="inside a workflow"):
         get_workflow_metadata()
