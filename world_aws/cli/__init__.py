@@ -97,8 +97,8 @@ def _run(
         events = _follow(handle, stack.world, ns.timeout, None if quiet else out)
         run = handle.run()
         events = handle.events()
+        result, error = _outcome(handle, run.status)
     elapsed = time.monotonic() - began
-    result, error = _outcome(handle, run.status)
     if quiet:
         document = {
             "run_id": handle.run_id,
