@@ -1,7 +1,8 @@
 """Continuing a run: replay its workflow and act on the outcome (SPEC §8.1–§8.5).
 
-One continuation = read the log (only what is new to this warm handler), replay,
-then either record the run's end (``run_completed`` / ``run_failed``) or run a
+One continuation = read the log (only what is new to this warm handler), replay
+(continuing this handler's suspended replay of the run, if it kept one), then
+either record the run's end (``run_completed`` / ``run_failed``) or run a
 suspension pass: hooks first, then steps and waits, then dispatch (SPEC §8.4).
 The pass raises if any create or publish it needs failed, so the message that
 triggered it is redelivered and the pass redone (every create is idempotent).
@@ -23,6 +24,7 @@ from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import Completed, Failed, Replay, Suspended, WaitRequest
+from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.telemetry import LOG
 
@@ -33,13 +35,20 @@ MAX_ROUNDS = 16
 
 class Orchestrator:
     def __init__(
-        self, world: World, app: Workflows, dispatcher: StepDispatcher, logs: LogCache, pool: Executor
+        self,
+        world: World,
+        app: Workflows,
+        dispatcher: StepDispatcher,
+        logs: LogCache,
+        pool: Executor,
+        replays: ReplayCache | None = None,
     ) -> None:
         self._world = world
         self._app = app
         self._dispatcher = dispatcher
         self._logs = logs
         self._pool = pool
+        self._replays = replays if replays is not None else ReplayCache(0)
 
     def continue_run(self, run: Run) -> HandlerResult:
         """Replay ``run`` and record what it reached. ``run`` must carry its input."""
@@ -48,7 +57,9 @@ class Orchestrator:
         except UnknownWorkflow as err:
             self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW")
             return Ack()
-        replay = Replay(run, workflow, self._app.serializer)
+        # A replay this handler left suspended continues from where it stopped (SPEC §8.3).
+        replay = self._replays.take(run.run_id) or Replay(run, workflow, self._app.serializer)
+        suspended = False
         try:
             for _ in range(MAX_ROUNDS):
                 log = self._logs.read(run.run_id)
@@ -64,6 +75,7 @@ class Orchestrator:
                     self.fail_run(run.run_id, outcome.error, outcome.error_code)
                     return Ack()
                 if not self._suspend(run, outcome):
+                    suspended = True
                     return Ack()
             LOG.warning("continuation stopped after %d rounds", MAX_ROUNDS, extra={"run_id": run.run_id})
             self.wake(run.run_id, delay_seconds=1, key=None)
@@ -71,7 +83,10 @@ class Orchestrator:
         except RunExpired:
             return Ack()  # the run ended while this pass ran: nothing more to do
         finally:
-            replay.close()
+            if suspended and not replay.done:
+                self._replays.put(run.run_id, replay)
+            else:
+                replay.close()
 
     def fail_run(self, run_id: str, error: bytes, error_code: str) -> None:
         self._end(
@@ -93,6 +108,7 @@ class Orchestrator:
         except (Conflict, NotFound):
             pass  # already terminal (a concurrent continuation or a cancellation won)
         self._logs.forget(run_id)
+        self._replays.forget(run_id)
 
     def _suspend(self, run: Run, outcome: Suspended) -> bool:
         """Run one suspension pass. Returns True if the replay should go another round."""

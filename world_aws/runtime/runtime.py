@@ -38,6 +38,7 @@ from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import WorkflowFunction, Workflows
+from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.telemetry import LOG
 
@@ -55,7 +56,9 @@ class Runtime:
         )
         self.logs = LogCache(world, self.config.log_cache_runs)
         self.dispatcher = StepDispatcher(world, self.config, self._pool)
-        self.orchestrator = Orchestrator(world, app, self.dispatcher, self.logs, self._pool)
+        self.orchestrator = Orchestrator(
+            world, app, self.dispatcher, self.logs, self._pool, ReplayCache(self.config.log_cache_runs)
+        )
         self.executor = StepExecutor(
             world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
         )

@@ -1,0 +1,51 @@
+"""A warm handler's suspended replays, so a continuation runs only what is new (SPEC §8.3).
+
+Without it every continuation replays the workflow from its first line: the log
+is read incrementally (``LogCache``), but the code re-runs every step call it
+already made, so a continuation of an n-step run costs O(n) and the whole run
+O(n²). A replay that ended its continuation suspended is kept here instead, and
+the next continuation of that run on this ``Runtime`` feeds it just the events
+after its ``last_position``.
+
+A replay is used by one thread at a time: ``take`` removes it, ``put`` gives it
+back, so a concurrent continuation of the same run simply builds a fresh one.
+Bounded (least recently used runs drop out, and are closed).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from world_aws.runtime.replay import Replay
+
+
+class ReplayCache:
+    def __init__(self, max_runs: int) -> None:
+        self._max_runs = max_runs
+        self._replays: OrderedDict[str, Replay] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, run_id: str) -> Replay | None:
+        """The suspended replay of ``run_id``, now owned by the caller; None if there is none."""
+        with self._lock:
+            return self._replays.pop(run_id, None)
+
+    def put(self, run_id: str, replay: Replay) -> None:
+        """Keep a replay that is suspended (not done) for the next continuation of its run."""
+        evicted: list[Replay] = []
+        with self._lock:
+            previous = self._replays.pop(run_id, None)
+            if previous is not None:
+                evicted.append(previous)
+            self._replays[run_id] = replay
+            while len(self._replays) > self._max_runs:
+                evicted.append(self._replays.popitem(last=False)[1])
+        for old in evicted:  # closing runs the cancelled workflow's cleanup: outside the lock
+            old.close()
+
+    def forget(self, run_id: str) -> None:
+        with self._lock:
+            replay = self._replays.pop(run_id, None)
+        if replay is not None:
+            replay.close()
