@@ -19,7 +19,7 @@ from typing import Any
 from world_aws.contract.clock import Clock
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, ResolveData, Run, Step
-from world_aws.contract.transport import decode_payload
+from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     BlobStore,
     Consumers,
@@ -93,6 +93,8 @@ class SpyWorld:
         self.current_delivery = current_delivery
         self.deployment = deployment
         self.journal: builtins.list[Call] = []
+        # Rewrites every published payload (e.g. an older producer that sends no run_context).
+        self.rewrite: Callable[[QueueName, InvokePayload], InvokePayload] | None = None
         self._faults: builtins.list[Fault] = []
         self._lock = threading.Lock()
         self._seq = 0
@@ -243,6 +245,9 @@ class _SpyQueue:
     ) -> str:
         payload = decode_payload(body)
         assert isinstance(payload, InvokePayload)
+        if self._spy.rewrite is not None:
+            payload = self._spy.rewrite(QueueName(queue), payload)
+            body = encode_payload(payload)
         detail = Publish(QueueName(queue), payload, bytes(body), delay_seconds, idempotency_key)
         inner = self._spy.inner.queue
         message_id: str = self._spy.invoke(

@@ -29,6 +29,7 @@ from world_aws import (
     uuid4,
 )
 from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.world import QueueName
 from world_aws.runtime.replay import Completed
 
 from .golden import replay
@@ -60,10 +61,13 @@ def stamp_app(
 def test_now_random_and_uuid4_repeat_on_every_replay(harness: Harness) -> None:
     # GIVEN a workflow that reads now(), random() and uuid4() before and after a step
     seen: list[tuple[str, datetime, float, uuid.UUID]] = []
-    runtime = harness.runtime_for(stamp_app(seen, lambda: harness.clock.advance(30)))
-    # WHEN the step takes 30 s, and the run continues in a later replay
-    handle = runtime.start("stamp")
-    assert harness.settle(handle) is RunStatus.COMPLETED
+    app = stamp_app(seen, lambda: harness.clock.advance(30))
+    first = harness.runtime_for(app)
+    handle = first.start("stamp")
+    harness.drain(queues=[QueueName.WORKFLOW])
+    # WHEN the step takes 30 s, and another handler (cold: it replays from the start) continues the run
+    runtime = harness.runtime_for(app)
+    assert harness.settle(handle, runtime=runtime) is RunStatus.COMPLETED
     # THEN every replay saw the same values before the step
     befores = [s[1:] for s in seen if s[0] == "before"]
     assert len(befores) == 2

@@ -1,0 +1,89 @@
+"""Issue 6 (SPEC §5.1): a 64-branch fan-out — no run read before a claim, one continuation at the end.
+
+Each step message carries ``run_context``, so a branch claims its step without
+reading the run; the World's terminal-run fence on ``step_started`` is the
+liveness check. After its outcome, a branch lists the run's steps: only the one
+that finds none pending (the last completer) reads the run, once, and continues
+the workflow inline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from world_aws import Workflows
+from world_aws.contract.records import EventType, Run, RunStatus
+from world_aws.contract.world import HandlerResult, QueueName
+
+from .conftest import memory_world_of
+from .harness import Harness
+from .spy import Call
+
+BRANCHES = 64
+
+
+def fanout_app() -> Workflows:
+    app = Workflows()
+
+    @app.step
+    def pack(order_id: str, part: int) -> str:
+        return f"{order_id}/{part}"
+
+    @app.workflow
+    async def ship(order_id: str) -> int:
+        parcels = await asyncio.gather(*(pack(order_id, i) for i in range(BRANCHES)))
+        return len(set(parcels))
+
+    return app
+
+
+def is_event(call: Call, etype: EventType) -> bool:
+    return call.op == "events.create" and getattr(call.detail, "type", None) is etype
+
+
+def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(
+    memory_harness: Harness,
+) -> None:
+    # GIVEN a workflow that fans out to 64 steps, with continuations counted
+    h = memory_harness
+    runtime = h.runtime_for(fanout_app())
+    continuations: list[int | None] = []
+    continue_run = runtime.orchestrator.continue_run
+
+    def counted(run: Run) -> HandlerResult:
+        continuations.append(h.spy.current_delivery())
+        return continue_run(run)
+
+    runtime.orchestrator.continue_run = counted  # type: ignore[method-assign]
+    handle = runtime.start("ship", "o-64")
+    h.drain(queues=[QueueName.WORKFLOW])
+    assert h.pending_messages(QueueName.WORKFLOW) == []
+    stats = memory_world_of(h).stats
+    before = stats.snapshot()
+    # WHEN every step message is delivered
+    h.drain(queues=[QueueName.STEP])
+    after = stats.snapshot()
+    # THEN 64 steps completed, and the last completer finished the run inline
+    assert handle.status() is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == BRANCHES
+    assert h.event_types(handle.run_id).count(EventType.STEP_COMPLETED) == BRANCHES
+    step_deliveries = h.step_deliveries()
+    assert len(step_deliveries) == BRANCHES
+    assert all(d.attempt == 1 for d in step_deliveries)
+    # AND no step delivery read the run before its claim
+    for delivery in step_deliveries:
+        calls = h.spy.calls(delivery=delivery.index)
+        claim = next(c for c in calls if is_event(c, EventType.STEP_STARTED))
+        assert [c for c in calls if c.op == "runs.get" and c.start < claim.start] == []
+    # AND the run was read once in the whole fan-out, by the last completer after its
+    # completion, which also made the one continuation
+    run_reads = h.spy.calls("runs.get")
+    last = step_deliveries[-1].index
+    assert [
+        c.delivery for c in run_reads if c.delivery is not None and c.delivery >= step_deliveries[0].index
+    ] == [last]
+    completion = next(c for c in h.spy.calls(delivery=last) if is_event(c, EventType.STEP_COMPLETED))
+    assert completion.end < run_reads[-1].start
+    assert [c for c in continuations if c is not None and c >= step_deliveries[0].index] == [last]
+    # AND the World's own counter agrees: one run read during the step phase
+    assert after["run_reads"] - before["run_reads"] == 1

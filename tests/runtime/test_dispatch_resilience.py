@@ -1,0 +1,201 @@
+"""Issue 6 (SPEC §5.2): resilient step dispatch when a create or a publish fails, and redeliveries.
+
+The producer writes ``step_created`` and publishes the step message in parallel,
+the message carrying the input. A create that fails transiently is fine: the
+consumer that finds no step (NotFound on its claim) creates it from the message,
+flagged ``via_step_dispatch``, and runs it in the same delivery. A publish that
+fails fails the pass; the redelivered workflow message redoes it without
+duplicating any step.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from world_aws import RuntimeConfig, Workflows
+from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.errors import RetryLater, Throttled, Transient
+
+from .harness import Harness
+from .spy import Call, Publish
+
+MODES = {
+    "resilient": RuntimeConfig(resilient_step_dispatch=True),
+    "sequential": RuntimeConfig(resilient_step_dispatch=False),
+}
+
+
+def pipeline_app(ran: list[str]) -> Workflows:
+    app = Workflows()
+
+    @app.step(name="pipeline.extract")
+    def extract(source: str) -> list[int]:
+        ran.append("extract")
+        return [3, 1, 2]
+
+    @app.step(name="pipeline.transform")
+    def transform(rows: list[int]) -> list[int]:
+        ran.append("transform")
+        return sorted(rows)
+
+    @app.step(name="pipeline.load")
+    def load(rows: list[int]) -> int:
+        ran.append("load")
+        return len(rows)
+
+    @app.workflow
+    async def etl(source: str) -> int:
+        return await load(await transform(await extract(source)))
+
+    return app
+
+
+def is_create_of(step_name: str) -> object:
+    def match(call: Call) -> bool:
+        detail = call.detail
+        return getattr(detail, "type", None) is EventType.STEP_CREATED and detail.data.step_name == step_name
+
+    return match
+
+
+@pytest.mark.parametrize("error", [Transient("DynamoDB 500"), Throttled("slow down", retry_after=2)])
+def test_step_message_that_beats_its_create_runs_in_the_same_delivery(
+    harness: Harness, error: RetryLater
+) -> None:
+    # GIVEN the producer's step_created of "transform" fails transiently while its publish succeeds
+    ran: list[str] = []
+    harness.spy.inject("events.create", error, match=is_create_of("pipeline.transform"))  # type: ignore[arg-type]
+    runtime = harness.runtime_for(pipeline_app(ran))
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the run completed, each step ran once, and no step message was redelivered
+    assert handle.result(timeout=0) == 3
+    assert ran == ["extract", "transform", "load"]
+    assert [d.attempt for d in harness.step_deliveries()] == [1, 1, 1]
+    assert all(isinstance(d.result, Ack) for d in harness.step_deliveries())
+    # AND "transform" was created exactly once, by its consumer, from the message
+    events = harness.events(handle.run_id)
+    creates = [e for e in events if e.type is EventType.STEP_CREATED]
+    assert [(e.data.step_name, e.data.via_step_dispatch) for e in creates] == [
+        ("pipeline.extract", False),
+        ("pipeline.transform", True),
+        ("pipeline.load", False),
+    ]
+    transform_delivery = next(d for d in harness.step_deliveries() if d.step_id == creates[1].correlation_id)
+    made_by = [
+        c
+        for c in harness.spy.calls(delivery=transform_delivery.index)
+        if is_create_of("pipeline.transform")(c)
+    ]
+    assert len(made_by) == 1 and made_by[0].error is None
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_failed_step_publish_fails_the_pass_and_its_redelivery_completes_without_duplicates(
+    harness: Harness, mode: str
+) -> None:
+    # GIVEN the first step-queue publish fails
+    ran: list[str] = []
+
+    def first_step_publish(call: Call) -> bool:
+        return isinstance(call.detail, Publish) and call.detail.queue is QueueName.STEP
+
+    harness.spy.inject("queue.publish", Transient("SQS 503"), match=first_step_publish)
+    runtime = harness.runtime_for(pipeline_app(ran), MODES[mode])
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the first workflow pass raised (its message was redelivered) ...
+    workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert isinstance(workflow[0].error, Transient)
+    assert workflow[1].message_id == workflow[0].message_id
+    assert workflow[1].attempt == 2
+    assert workflow[1].error is None
+    # ... and every step was created, started and completed exactly once
+    assert handle.result(timeout=0) == 3
+    assert ran == ["extract", "transform", "load"]
+    events = harness.events(handle.run_id)
+    for etype in (EventType.STEP_CREATED, EventType.STEP_STARTED, EventType.STEP_COMPLETED):
+        ids = [e.correlation_id for e in events if e.type is etype]
+        assert len(ids) == len(set(ids)) == 3, etype
+
+
+def test_redelivered_message_of_a_completed_step_is_skipped(harness: Harness) -> None:
+    # GIVEN the ack of the first step's delivery is lost after the step completed
+    ran: list[str] = []
+    runtime = harness.runtime_for(pipeline_app(ran))
+    lost: list[str] = []
+
+    def lose_first_step_ack(delivery: Delivery, handle_message: MessageHandler) -> HandlerResult:
+        result = handle_message(delivery)
+        if delivery.queue is QueueName.STEP and not lost:
+            lost.append(delivery.message_id)
+            raise ConnectionError("the ack never reached the queue")
+        return result
+
+    # WHEN the run settles, the first step's message coming back
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle, intercept=lose_first_step_ack) is RunStatus.COMPLETED
+    # THEN the redelivery was acked without running the body again
+    again = [d for d in harness.step_deliveries() if d.message_id == lost[0]]
+    assert [d.attempt for d in again] == [1, 2]
+    assert isinstance(again[1].result, Ack)
+    assert ran == ["extract", "transform", "load"]
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_STARTED) == 3
+    claims = [c for c in harness.spy.calls("events.create", delivery=again[1].index)]
+    assert [getattr(c.detail, "type", None) for c in claims] == [
+        EventType.STEP_CREATED,
+        EventType.STEP_STARTED,
+    ]
+    assert all(c.error is not None for c in claims)  # re-ensure: Conflict; claim: Conflict (terminal step)
+
+
+def test_sequential_dispatch_creates_the_step_before_publishing_a_message_without_input(
+    harness: Harness,
+) -> None:
+    # GIVEN resilient dispatch switched off
+    ran: list[str] = []
+    runtime = harness.runtime_for(pipeline_app(ran), MODES["sequential"])
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 3
+    # THEN every step message carried run_context but no step_input ...
+    publishes = [c for c in harness.spy.calls("queue.publish") if c.detail.queue is QueueName.STEP]
+    assert len(publishes) == 3
+    for publish in publishes:
+        assert publish.detail.payload.step_input is None
+        assert publish.detail.payload.run_context is not None
+        # ... and was published only after its step_created had committed
+        created = [
+            c
+            for c in harness.spy.calls("events.create")
+            if getattr(c.detail, "type", None) is EventType.STEP_CREATED
+            and c.detail.correlation_id == publish.detail.payload.step_id
+        ]
+        assert len(created) == 1 and created[0].error is None
+        assert created[0].end < publish.start
+
+
+def test_resilient_dispatch_messages_carry_the_step_input(harness: Harness) -> None:
+    # GIVEN the default (resilient) dispatch
+    runtime = harness.runtime_for(pipeline_app([]))
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN each step message carried exactly the input its step was created with
+    inputs = {
+        e.correlation_id: e.data.input
+        for e in harness.events(handle.run_id)
+        if e.type is EventType.STEP_CREATED
+    }
+    publishes = [
+        c.detail.payload for c in harness.spy.calls("queue.publish") if c.detail.queue is QueueName.STEP
+    ]
+    assert len(publishes) == 3
+    for payload in publishes:
+        assert payload.step_input is not None
+        assert payload.step_input.input == inputs[payload.step_id]  # type: ignore[union-attr]
