@@ -353,3 +353,14 @@ def test_runs_list_rejects_a_foreign_cursor_and_a_bad_limit(mem: MemoryWorld) ->
         mem.runs.list(cursor="not-a-cursor")
     with pytest.raises(BadInput):
         mem.runs.list(limit=0)
+
+
+def test_memory_log_stays_dense_through_refused_writes(mem: MemoryWorld) -> None:
+    # The memory World judges before it appends, so a refusal never costs a position.
+    run_id = create_run(mem)
+    step_id = running_step(mem, run_id)
+    for _ in range(3):
+        with pytest.raises(Conflict):
+            write(mem, run_id, EventType.STEP_CREATED, step_id, EventData(step_name="s", input=b""))
+    write(mem, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+    assert [e.position for e in mem.events.list(run_id)] == [1, 2, 3, 4, 5]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from itertools import pairwise
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventData, EventResult, EventType, RunStatus, StepStatus
@@ -42,8 +43,21 @@ def _failures(outcomes: list[Outcome], allowed: type[Exception] | None = None) -
 
 
 def _assert_dense(world: World, run_id: str) -> None:
+    """Positions exactly 1..n: for runs where no write was refused."""
     log = world.events.list(run_id)
     assert [e.position for e in log] == list(range(1, len(log) + 1))
+
+
+def _assert_ordered(world: World, run_id: str) -> None:
+    """Positions strictly increasing from 1, no duplicate: for runs where writes were refused.
+
+    A World that reserves a position before its entity check seals the refused
+    writer's position with a ``noop`` that reads leave out (SPEC §3.2), so
+    the visible positions may skip numbers there, but never repeat or go back.
+    """
+    positions = [e.position for e in world.events.list(run_id)]
+    assert positions[:1] == [1]
+    assert all(a < b for a, b in pairwise(positions)), positions
 
 
 # ----------------------------------------------------------------------------- (a) the fence
@@ -73,8 +87,8 @@ def _race_end_against_starts(world: World, racer: Racer, *, steps_running: bool)
     starts = outcomes[1:]
     assert _failures(starts, RunExpired) == []
     assert world.runs.get(run_id).status is RunStatus.COMPLETED
-    # ... the log is dense and no step_started sits after run_completed ...
-    _assert_dense(world, run_id)
+    # ... the log is ordered and no step_started sits after run_completed ...
+    _assert_ordered(world, run_id)
     log = world.events.list(run_id)
     end_at = next(e.position for e in log if e.type is EventType.RUN_COMPLETED)
     assert [e for e in log if e.type is EventType.STEP_STARTED and e.position > end_at] == []
