@@ -176,6 +176,10 @@ class Harness:
         assert isinstance(self.world, MemoryWorld), "pending_messages needs the in-memory World"
         return self.world.memory_queue.pending(queue)
 
+    def pending_messages_count(self) -> int:
+        """Messages still queued on both queues (in-memory World only)."""
+        return sum(len(self.pending_messages(q)) for q in QueueName)
+
     def step_deliveries(self) -> list[DeliveryRecord]:
         return [d for d in self.deliveries if d.step_id is not None]
 
