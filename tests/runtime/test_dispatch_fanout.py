@@ -87,3 +87,26 @@ def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(
     assert [c for c in continuations if c is not None and c >= step_deliveries[0].index] == [last]
     # AND the World's own counter agrees: one run read during the step phase
     assert after["run_reads"] - before["run_reads"] == 1
+
+
+def test_sixty_four_branch_fan_out_completes_under_concurrent_consumers(memory_harness: Harness) -> None:
+    # GIVEN 8 consumer threads per queue, branches racing to be the last completer
+    h = memory_harness
+    world = memory_world_of(h)
+    runtime = h.runtime_for(fanout_app())
+    handles = [runtime.start("ship", f"o-{i}") for i in range(3)]
+    # WHEN they deliver everything
+    consumers = world.start_consumers(runtime.handle, workers_per_queue=8)
+    try:
+        assert consumers.wait_idle(30)
+    finally:
+        consumers.stop()
+    # THEN every run completed, with each of its steps started and completed exactly once
+    for handle in handles:
+        assert handle.status() is RunStatus.COMPLETED
+        assert handle.result(timeout=0) == BRANCHES
+        types = h.event_types(handle.run_id)
+        assert types.count(EventType.STEP_STARTED) == BRANCHES
+        assert types.count(EventType.STEP_COMPLETED) == BRANCHES
+        assert types.count(EventType.RUN_COMPLETED) == 1
+    assert world.memory_queue.dead_letters(QueueName.STEP) == []
