@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from world_aws.contract.records import Event, EventRequest, EventType, ResolveData, Run, RunStatus
+from world_aws.contract.records import Event, EventData, EventRequest, EventType, ResolveData, Run, RunStatus
 from world_aws.contract.world import World
 from world_aws.errors import Conflict, ResultTimeout, RunCancelledError, WorkflowFailedError
 from world_aws.runtime.serde import Serializer, decode_error
@@ -71,7 +71,9 @@ class RunHandle:
     def cancel(self, reason: str | None = None) -> bool:
         """Cancel the run; False if it had already ended."""
         try:
-            self._world.events.create(self.run_id, EventRequest(EventType.RUN_CANCELLED))
+            self._world.events.create(
+                self.run_id, EventRequest(EventType.RUN_CANCELLED, data=EventData(reason=reason))
+            )
         except Conflict:
             return False
         return True
