@@ -15,6 +15,7 @@ from concurrent.futures import Executor
 from datetime import datetime
 from functools import partial
 
+from world_aws.contract.clock import epoch_ms
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
 from world_aws.contract.transport import encode_payload
@@ -31,6 +32,8 @@ from world_aws.runtime.telemetry import LOG
 # Rounds of replay within one continuation: each round after the first follows
 # something the pass itself produced (a due wait completed, a hook conflict).
 MAX_ROUNDS = 16
+# A wait due within this many seconds is woken under a per-second key (see _wake_key).
+SHORT_WAKE_SECONDS = 2.0
 
 
 class Orchestrator:
@@ -147,15 +150,30 @@ class Orchestrator:
         return again or bool(due)
 
     def _wake_for(self, run_id: str, waits: list[WaitRequest], now: datetime) -> None:
-        calls = [
-            partial(
-                self.wake, run_id, delay_seconds=(w.resume_at - now).total_seconds(), key=f"{w.wait_id}:wake"
-            )
-            for w in waits
-        ]
+        calls = []
+        for w in waits:
+            delay, key = _wake_timing(w.wait_id, (w.resume_at - now).total_seconds(), now)
+            calls.append(partial(self.wake, run_id, delay_seconds=delay, key=key))
         for result in run_parallel(self._pool, calls):
             if isinstance(result, Exception):
                 raise result
+
+
+def _wake_timing(wait_id: str, delay: float, now: datetime) -> tuple[float, str]:
+    """The delay and idempotency key of a wait's wake-up message.
+
+    Every pass of a sleeping run publishes its wake-up under the wait's own key,
+    so they collapse into one message. But a wake-up handled a little early (the
+    consumer's clock behind the producer's) finds its wait not yet due and must
+    publish one more for the rest: under the wait's key that publish would be
+    absorbed by the first one's retained key and the run would never wake. So a
+    short remainder gets a key of its own moment, and at least a second of delay
+    (SQS delays are whole seconds anyway), which takes it past the skew.
+    Upstream does the same (vercel/workflow PR #1925).
+    """
+    if delay > SHORT_WAKE_SECONDS:
+        return delay, f"{wait_id}:wake"
+    return max(delay, 1.0), f"{wait_id}:wake:{epoch_ms(now)}"
 
 
 def is_running(run: Run) -> bool:
