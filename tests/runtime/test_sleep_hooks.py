@@ -13,7 +13,7 @@ import pytest
 
 from world_aws import NotFound, RunCancelledError, Workflows, create_hook, sleep
 from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus
-from world_aws.contract.world import QueueName
+from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
 
 from .harness import Harness
 
@@ -151,3 +151,26 @@ def test_resume_of_an_unknown_token_is_not_found_and_writes_nothing(harness: Har
     # THEN nothing was written or published
     assert harness.spy.calls("events.create") == []
     assert harness.spy.calls("queue.publish") == []
+
+
+def test_wake_up_that_arrives_a_little_early_still_wakes_the_run(memory_harness: Harness) -> None:
+    # GIVEN a run asleep for an hour
+    h = memory_harness
+    sent: list[str] = []
+    runtime = h.runtime_for(reminder_app(sent))
+    handle = runtime.start("remind", "eve", "1h")
+    h.drain()
+    # WHEN its wake-up is handled by a consumer whose clock runs 5 ms behind the producer's
+    h.advance(3600)
+
+    def skewed(delivery: Delivery, handle_message: MessageHandler) -> HandlerResult:
+        h.clock.advance(-0.005)
+        try:
+            return handle_message(delivery)
+        finally:
+            h.clock.advance(0.005)
+
+    h.drain(intercept=skewed)
+    # THEN the early wake-up queued another one for the rest, and the run completes
+    assert h.settle(handle) is RunStatus.COMPLETED
+    assert sent == ["eve"]
