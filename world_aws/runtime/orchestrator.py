@@ -91,6 +91,10 @@ class Orchestrator:
             else:
                 replay.close()
 
+    def close(self) -> None:
+        """Close the suspended replays this handler kept."""
+        self._replays.clear()
+
     def fail_run(self, run_id: str, error: bytes, error_code: str) -> None:
         self._end(
             run_id, EventRequest(EventType.RUN_FAILED, data=EventData(error=error, error_code=error_code))

@@ -44,6 +44,14 @@ class ReplayCache:
         for old in evicted:  # closing runs the cancelled workflow's cleanup: outside the lock
             old.close()
 
+    def clear(self) -> None:
+        """Close every kept replay (the runtime is shutting down)."""
+        with self._lock:
+            replays = list(self._replays.values())
+            self._replays.clear()
+        for replay in replays:
+            replay.close()
+
     def forget(self, run_id: str) -> None:
         with self._lock:
             replay = self._replays.pop(run_id, None)

@@ -65,6 +65,7 @@ class Runtime:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+        self.orchestrator.close()
 
     # --- client API -----------------------------------------------------------------
 
