@@ -22,6 +22,7 @@ from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName, World
+from world_aws.errors import BadInput
 from world_aws.local.memory import MemoryWorld
 from world_aws.local.memory_queue import PendingMessage
 from world_aws.runtime.config import RuntimeConfig
@@ -76,7 +77,7 @@ class DeliveryRecord:
     message_id: str
     attempt: int
     at: datetime
-    payload: InvokePayload | HealthCheck
+    payload: InvokePayload | HealthCheck | None  # None: the body does not parse
     result: HandlerResult | None = None
     error: BaseException | None = None
 
@@ -197,7 +198,7 @@ class Harness:
                 message_id=delivery.message_id,
                 attempt=delivery.attempt,
                 at=self.clock.now(),
-                payload=decode_payload(delivery.body),
+                payload=_parse(delivery.body),
             )
             self.deliveries.append(entry)
             self._current = entry
@@ -212,3 +213,10 @@ class Harness:
             return result
 
         return record
+
+
+def _parse(body: bytes) -> InvokePayload | HealthCheck | None:
+    try:
+        return decode_payload(body)
+    except BadInput:
+        return None  # the runtime must refuse it; the record just says it did not parse

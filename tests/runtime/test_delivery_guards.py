@@ -12,15 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import cbor2
 import pytest
 
 from world_aws import RuntimeConfig, WorkflowFailedError, Workflows
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.payload import InvokePayload
+from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.contract.transport import decode_payload
+from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import Ack, QueueName, WorldCapabilities
-from world_aws.errors import Transient
+from world_aws.errors import BadInput, Transient
 from world_aws.local.memory import create_memory_world
 
 from .harness import Harness, MemoryPump
@@ -141,3 +142,32 @@ def test_step_message_rerouted_three_times_fails_the_run_with_deployment_mismatc
     assert "dpl_old" in failed.value.error_message and "dpl_new" in failed.value.error_message
     assert ran == []
     assert h.pending_messages(QueueName.STEP) == []
+
+
+def test_malformed_message_is_dead_lettered_without_stopping_the_others(memory_harness: Harness) -> None:
+    # GIVEN a step message whose input is text instead of bytes, queued before a normal run
+    h = memory_harness
+    ran: list[str] = []
+    runtime = h.runtime_for(stamping_app(ran))
+    mangled = cbor2.dumps(
+        {"run_id": "wrun_X", "step_id": "step_X_1", "step_name": "s", "step_input": {"input": "x"}}
+    )
+    h.world.queue.publish(QueueName.STEP, mangled)
+    h.world.queue.publish(
+        QueueName.WORKFLOW, encode_payload(HealthCheck(health_check=True, correlation_id="hc-1"))
+    )
+    handle = runtime.start("stamp_doc", "d-4")
+    # WHEN the queues settle
+    assert h.settle(handle) is RunStatus.COMPLETED
+    h.settle()
+    # THEN the run completed, the health check was acked, and the mangled message was
+    # refused on every delivery, naming the bad field, until it reached the dead-letter list
+    assert ran == ["d-4"]
+    [dead] = h.world.memory_queue.dead_letters(QueueName.STEP)  # type: ignore[attr-defined]
+    assert dead.body == mangled
+    assert dead.last_error is not None and "step_input" in dead.last_error
+    assert "BadInput" in dead.last_error
+    refused = [d for d in h.deliveries if d.payload is None]
+    assert len(refused) == dead.attempt and all(isinstance(d.error, BadInput) for d in refused)
+    health = [d for d in h.deliveries if isinstance(d.payload, HealthCheck)]
+    assert len(health) == 1 and isinstance(health[0].result, Ack)

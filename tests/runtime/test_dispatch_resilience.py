@@ -10,6 +10,8 @@ duplicating any step.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from world_aws import RuntimeConfig, Workflows
@@ -51,7 +53,7 @@ def pipeline_app(ran: list[str]) -> Workflows:
     return app
 
 
-def is_create_of(step_name: str) -> object:
+def is_create_of(step_name: str) -> Callable[[Call], bool]:
     def match(call: Call) -> bool:
         detail = call.detail
         return getattr(detail, "type", None) is EventType.STEP_CREATED and detail.data.step_name == step_name
@@ -65,7 +67,7 @@ def test_step_message_that_beats_its_create_runs_in_the_same_delivery(
 ) -> None:
     # GIVEN the producer's step_created of "transform" fails transiently while its publish succeeds
     ran: list[str] = []
-    harness.spy.inject("events.create", error, match=is_create_of("pipeline.transform"))  # type: ignore[arg-type]
+    harness.spy.inject("events.create", error, match=is_create_of("pipeline.transform"))
     runtime = harness.runtime_for(pipeline_app(ran))
     # WHEN the run settles
     handle = runtime.start("etl", "s3://bucket/rows")
