@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from world_aws import RuntimeConfig, Workflows
+from world_aws.contract.payload import InlineStepInput
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import RetryLater, Throttled, Transient
@@ -199,5 +200,5 @@ def test_resilient_dispatch_messages_carry_the_step_input(harness: Harness) -> N
     ]
     assert len(publishes) == 3
     for payload in publishes:
-        assert payload.step_input is not None
-        assert payload.step_input.input == inputs[payload.step_id]  # type: ignore[union-attr]
+        assert isinstance(payload.step_input, InlineStepInput)
+        assert payload.step_input.input == inputs[payload.step_id]
