@@ -160,3 +160,58 @@ def test_sleep_gathered_with_steps_waits_for_the_longest(memory_harness: Harness
     assert handle.result(timeout=0) == [None, "label-1", "label-2"]
     completed = h.events(handle.run_id)[-1]
     assert (completed.created_at - started).total_seconds() == 3600
+
+
+def test_task_groups_and_created_tasks_run_their_steps_durably(harness: Harness) -> None:
+    # GIVEN a workflow that structures its steps with a TaskGroup and create_task
+    app = Workflows()
+    ran: list[str] = []
+
+    @app.step
+    def fetch(name: str) -> str:
+        ran.append(name)
+        return name.upper()
+
+    async def pair(a: str, b: str) -> str:
+        return await fetch(a) + await fetch(b)
+
+    @app.workflow
+    async def assemble() -> list[str]:
+        async with asyncio.TaskGroup() as group:
+            first = group.create_task(pair("a", "b"))
+            second = group.create_task(pair("c", "d"))
+        third = asyncio.create_task(pair("e", "f"))
+        return [first.result(), second.result(), await third]
+
+    runtime = harness.runtime_for(app)
+    # WHEN it runs
+    handle = runtime.start("assemble")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN every step ran once and the tasks got their results
+    assert handle.result(timeout=0) == ["AB", "CD", "EF"]
+    assert sorted(ran) == ["a", "b", "c", "d", "e", "f"]
+
+
+def test_asyncio_timeout_block_around_a_fast_step_does_not_fire(memory_harness: Harness) -> None:
+    # GIVEN a step awaited inside asyncio.timeout(60)
+    h = memory_harness
+    app = Workflows()
+
+    @app.step
+    def quick() -> str:
+        return "done"
+
+    @app.workflow
+    async def bounded() -> str:
+        async with asyncio.timeout(60):
+            return str(await quick())
+
+    runtime = h.runtime_for(app)
+    # WHEN it runs, and the clock later passes the timeout
+    handle = runtime.start("bounded")
+    assert h.settle(handle) is RunStatus.COMPLETED
+    h.advance(120)
+    h.settle()
+    # THEN it completed with the step's result and the late timer changed nothing
+    assert handle.result(timeout=0) == "done"
+    assert h.event_types(handle.run_id)[-1] is EventType.RUN_COMPLETED
