@@ -115,23 +115,22 @@ def test_hook_resumed_three_times_delivers_each_payload_once_in_order(harness: H
     assert harness.settle(handle) is RunStatus.RUNNING
     token = "approve:doc-1"
     hook = harness.world.hooks.get_by_token(token)
-    # WHEN it is resumed three times, the second resume retried with the same resume id
-    runtime.resume_hook(token, "legal")
-    harness.settle(handle)
-    second = runtime.resume_hook(token, "finance")
-    retried = harness.world.events.create(
-        handle.run_id,
-        EventRequest(
-            EventType.HOOK_RECEIVED,
-            hook.hook_id,
-            EventData(token=token, payload=runtime.app.serializer.dumps("finance"), resume_id=second),
-        ),
-    )
-    runtime.resume_hook(token, "ceo")
-    # THEN the retry returned the first event instead of appending a new one
-    assert retried.event is not None
-    assert retried.event.data.resume_id == second
-    # AND the run completes with the three payloads in resume order
+    # WHEN it is resumed three times, each resume retried once with the same resume id
+    for n, payload in enumerate(["legal", "finance", "ceo"]):
+        resume_id = runtime.resume_hook(token, payload)
+        retried = harness.world.events.create(
+            handle.run_id,
+            EventRequest(
+                EventType.HOOK_RECEIVED,
+                hook.hook_id,
+                EventData(token=token, payload=runtime.app.serializer.dumps(payload), resume_id=resume_id),
+            ),
+        )
+        # THEN each retry returned the first event instead of appending a new one
+        assert retried.event is not None and retried.event.data.resume_id == resume_id
+        if n == 0:
+            harness.settle(handle)  # the run consumes the first payload before the others arrive
+    # AND the run completes with the three payloads in resume order, one event each
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == ["legal", "finance", "ceo"]
     received = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]
