@@ -1,0 +1,237 @@
+"""One Lambda SQS batch -> ``MessageHandler`` calls -> the partial batch response.
+
+``process_sqs_event`` takes the event exactly as Lambda's SQS event source sends
+it (``Records[]`` with ``messageId``, ``receiptHandle``, ``body``,
+``attributes.ApproximateReceiveCount``, ``messageAttributes``,
+``eventSourceARN``) and returns ``{"batchItemFailures": [...]}`` (the function's
+event source must have ``FunctionResponseTypes: [ReportBatchItemFailures]``).
+Records are processed with Powertools' ``BatchProcessor``, so one failing or
+malformed record never fails its neighbours. Per record:
+
+* malformed (body over the size limit, not base64, not one CBOR item, not a valid
+  invoke payload, unknown queue, bad ``wf_due_at``) -> logged with the reason and
+  reported as a failure. It is never acked: after the queue's ``maxReceiveCount``
+  it reaches the dead-letter queue, where it can be inspected;
+* chained delay not yet due -> re-enqueued for the remainder (<= 900 s), acked;
+* otherwise the handler gets ``Delivery(queue, message_id, attempt, cbor_bytes)``:
+  ``Ack`` -> success (Lambda deletes it); ``Redeliver(s)`` -> visibility set to s
+  (capped at 12 h) and reported as failure; raised -> logged, failure (visible
+  again after the queue's visibility timeout).
+
+If every record fails, the response lists them all (Powertools' whole-batch
+exception is turned off): Lambda then retries exactly those records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from world_aws.aws import sqs_wire
+from world_aws.aws.errors import mapped_errors
+from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.transport import decode_body_bytes, decode_payload
+from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver
+from world_aws.errors import BadInput, WorldAwsError
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+# A child logger: JSON once the function's entry point creates Logger(service="world_aws").
+_default_logger = Logger(service="world_aws", child=True)
+
+
+class BatchItemFailure(TypedDict):
+    itemIdentifier: str
+
+
+class PartialBatchResponse(TypedDict):
+    batchItemFailures: list[BatchItemFailure]
+
+
+class MalformedMessage(BadInput):
+    """A record that can never be processed; it goes to the DLQ after its redrive count."""
+
+
+class RedeliveryRequested(Exception):
+    """Marks a record the handler asked to see again (reported as a batch item failure)."""
+
+
+def process_sqs_event(
+    event: Mapping[str, Any],
+    handler: MessageHandler,
+    *,
+    sqs: SQSClient,
+    queue_urls: Mapping[QueueName, str],
+    clock: Clock | None = None,
+    logger: Logger | None = None,
+    max_message_bytes: int = sqs_wire.SQS_SAFE_MESSAGE_BYTES,
+) -> PartialBatchResponse:
+    """Process one Lambda SQS event; returns the partial batch response.
+
+    Args:
+        event: the Lambda SQS event.
+        handler: called once per valid, due record.
+        sqs: client for visibility changes and re-enqueued hops.
+        queue_urls: the URL of each queue (a record's queue is found by the queue
+            name at the end of its ``eventSourceARN``).
+        clock: "now" for chained delays.
+        logger: a Powertools logger (default: a child of ``world_aws``).
+        max_message_bytes: bodies above this are malformed.
+
+    Returns:
+        ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``.
+    """
+    consumer = _RecordConsumer(
+        handler=handler,
+        sqs=sqs,
+        queue_urls={QueueName(name): url for name, url in queue_urls.items()},
+        clock=clock or SystemClock(),
+        logger=logger or _default_logger,
+        max_message_bytes=max_message_bytes,
+    )
+    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+    response = process_partial_response(
+        event=dict(event), record_handler=consumer.consume, processor=processor
+    )
+    failures = [
+        BatchItemFailure(itemIdentifier=str(f["itemIdentifier"])) for f in response["batchItemFailures"]
+    ]
+    return PartialBatchResponse(batchItemFailures=failures)
+
+
+class _RecordConsumer:
+    def __init__(
+        self,
+        *,
+        handler: MessageHandler,
+        sqs: SQSClient,
+        queue_urls: dict[QueueName, str],
+        clock: Clock,
+        logger: Logger,
+        max_message_bytes: int,
+    ) -> None:
+        self._handler = handler
+        self._sqs = sqs
+        self._urls = queue_urls
+        self._by_name = {url.rstrip("/").rsplit("/", 1)[-1]: name for name, url in queue_urls.items()}
+        self._clock = clock
+        self._logger = logger
+        self._max_bytes = max_message_bytes
+
+    def consume(self, record: SQSRecord) -> None:
+        """Powertools' record handler (the parameter must be called ``record``)."""
+        raw: Mapping[str, Any] = record.raw_event
+        message_id = str(raw.get("messageId", ""))
+        context = {"message_id": message_id, "receive_count": _receive_count(raw)}
+        try:
+            delivery, due_at = self._parse(raw)
+        except BadInput as exc:
+            self._logger.error(
+                "rejected malformed message: it stays queued and reaches the DLQ after its redrive count",
+                extra={**context, "queue_arn": raw.get("eventSourceARN"), "reason": str(exc)},
+            )
+            raise MalformedMessage(str(exc)) from exc
+        context["queue"] = delivery.queue.value
+        if due_at is not None:
+            hop = sqs_wire.next_hop(self._clock.now(), due_at)
+            if hop is not None:
+                self._reenqueue(delivery, raw, hop, due_at)
+                return
+        try:
+            result = self._handler(delivery)
+        except Exception:
+            self._logger.exception("queue handler raised: the message will be redelivered", extra=context)
+            raise
+        if isinstance(result, Ack):
+            return
+        if isinstance(result, Redeliver):
+            self._redeliver(delivery, raw, result.seconds, context)
+            raise RedeliveryRequested(f"redeliver after {result.seconds} s")
+        self._logger.error(
+            "queue handler returned neither Ack nor Redeliver", extra={**context, "result": repr(result)}
+        )
+        raise TypeError(f"a queue handler must return Ack or Redeliver, not {result!r}")
+
+    def _parse(self, raw: Mapping[str, Any]) -> tuple[Delivery, int | None]:
+        queue = self._queue_of(str(raw.get("eventSourceARN", "")))
+        body = raw.get("body")
+        if not isinstance(body, str):
+            raise BadInput(f"body must be text, got {type(body).__name__}")
+        size = len(body.encode("utf-8"))
+        if size > self._max_bytes:
+            raise BadInput(f"body of {size} bytes exceeds the {self._max_bytes}-byte message limit")
+        cbor_bytes = decode_body_bytes(body)
+        decode_payload(cbor_bytes)  # validation only: the handler decodes again from the bytes
+        attributes = raw.get("messageAttributes") or {}
+        due_at = _number_attribute(attributes, sqs_wire.DUE_AT_ATTRIBUTE)
+        origin = attributes.get(sqs_wire.ORIGIN_ID_ATTRIBUTE, {}).get("stringValue")
+        delivery = Delivery(
+            queue=queue,
+            message_id=str(origin or raw["messageId"]),
+            attempt=_receive_count(raw),
+            body=cbor_bytes,
+        )
+        return delivery, due_at
+
+    def _queue_of(self, arn: str) -> QueueName:
+        name = arn.rsplit(":", 1)[-1]
+        if name not in self._by_name:
+            raise BadInput(f"eventSourceARN {arn!r} is not one of this World's queues")
+        return self._by_name[name]
+
+    def _reenqueue(self, delivery: Delivery, raw: Mapping[str, Any], hop: int, due_at: int) -> None:
+        # The body goes back byte for byte; the remainder is measured from due_at.
+        sqs_wire.send(
+            self._sqs,
+            self._urls[delivery.queue],
+            str(raw["body"]),
+            delay_seconds=hop,
+            attributes=sqs_wire.chain_attributes(due_at, delivery.message_id),
+            max_bytes=self._max_bytes,
+        )
+
+    def _redeliver(
+        self, delivery: Delivery, raw: Mapping[str, Any], seconds: float, context: dict[str, Any]
+    ) -> None:
+        try:
+            with mapped_errors("ChangeMessageVisibility"):
+                self._sqs.change_message_visibility(
+                    QueueUrl=self._urls[delivery.queue],
+                    ReceiptHandle=str(raw["receiptHandle"]),
+                    VisibilityTimeout=sqs_wire.visibility_seconds(seconds, elapsed_seconds=_age_seconds(raw)),
+                )
+        except WorldAwsError as exc:
+            # Still a failure: the message comes back after the queue's visibility timeout.
+            self._logger.warning("could not change visibility", extra={**context, "reason": str(exc)})
+
+
+def _age_seconds(raw: Mapping[str, Any]) -> float:
+    """Seconds since SQS accepted the message, by the wall clock (SQS's timestamps are wall time)."""
+    try:
+        sent_ms = int((raw.get("attributes") or {})["SentTimestamp"])
+    except (KeyError, TypeError, ValueError):
+        return 0.0
+    return max(0.0, time.time() - sent_ms / 1000)
+
+
+def _receive_count(raw: Mapping[str, Any]) -> int:
+    try:
+        return int((raw.get("attributes") or {}).get("ApproximateReceiveCount", 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def _number_attribute(attributes: Mapping[str, Any], name: str) -> int | None:
+    if name not in attributes:
+        return None
+    value = attributes[name].get("stringValue")
+    try:
+        return int(str(value))
+    except ValueError:
+        raise BadInput(f"message attribute {name} must be an integer, got {value!r}") from None
