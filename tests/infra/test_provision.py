@@ -12,17 +12,22 @@ from infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resou
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 from world_aws.contract.world import QueueName
 
-PREFIX = "t-prov"
+PREFIX = "t-main"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def template() -> dict[str, Any]:
     return load_template()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def provisioned(clients: Any) -> ProvisionedResources:
     return provision(clients, name_prefix=PREFIX)
+
+
+def _ours(names: Any) -> set[str]:
+    """The names of this module's main copy (other tests provision under other prefixes)."""
+    return {name for name in names if name.startswith(f"{PREFIX}-")}
 
 
 def _queue_url(clients: Any, logical_id: str) -> str:
@@ -37,10 +42,12 @@ def test_created_resources_are_exactly_the_declared_ones(
     tables = resources(template, "AWS::DynamoDB::Table")
     queues = resources(template, "AWS::SQS::Queue")
     buckets = resources(template, "AWS::S3::Bucket")
-    assert set(clients.dynamodb.list_tables()["TableNames"]) == {physical_name(PREFIX, lid) for lid in tables}
-    listed_queues = {url.rsplit("/", 1)[-1] for url in clients.sqs.list_queues()["QueueUrls"]}
+    assert _ours(clients.dynamodb.list_tables()["TableNames"]) == {
+        physical_name(PREFIX, lid) for lid in tables
+    }
+    listed_queues = _ours(url.rsplit("/", 1)[-1] for url in clients.sqs.list_queues()["QueueUrls"])
     assert listed_queues == {physical_name(PREFIX, lid) for lid in queues}
-    assert {b["Name"] for b in clients.s3.list_buckets()["Buckets"]} == {
+    assert _ours(b["Name"] for b in clients.s3.list_buckets()["Buckets"]) == {
         physical_name(PREFIX, lid) for lid in buckets
     }
     # AND the returned description names them
@@ -143,7 +150,7 @@ def test_bucket_settings_read_back_match_the_template(
 
 def test_bucket_policy_is_resolved_and_applied_on_request(clients: Any, template: dict[str, Any]) -> None:
     # GIVEN provisioning asked to apply bucket policies
-    created = provision(clients, name_prefix=PREFIX, apply_bucket_policies=True)
+    created = provision(clients, name_prefix="t-policy", apply_bucket_policies=True)
     # THEN the live policy is the template's document with the bucket's ARN filled in
     live = json.loads(clients.s3.get_bucket_policy(Bucket=created.bucket_name)["Policy"])
     (declared,) = resources(template, "AWS::S3::BucketPolicy").values()
@@ -177,7 +184,7 @@ def test_env_names_the_created_resources(provisioned: ProvisionedResources) -> N
 
 
 def test_parameters_override_template_defaults(clients: Any) -> None:
-    created = provision(clients, name_prefix=PREFIX, parameters={"DeploymentId": "dpl_42"})
+    created = provision(clients, name_prefix="t-param", parameters={"DeploymentId": "dpl_42"})
     assert created.deployment_id == "dpl_42"
     tags = clients.dynamodb.list_tags_of_resource(
         ResourceArn=clients.dynamodb.describe_table(TableName=created.table_name)["Table"]["TableArn"]
@@ -192,7 +199,7 @@ def test_an_untranslated_property_is_refused_not_dropped(clients: Any, tmp_path:
     path.write_text(text.replace("      SqsManagedSseEnabled: true\n", "      Bogus: 1\n", 1))
     # WHEN provisioned THEN it fails loudly, naming the property
     with pytest.raises(TemplateError, match="Bogus"):
-        provision(clients, path, name_prefix=PREFIX)
+        provision(clients, path, name_prefix="t-bogus")
 
 
 def test_name_prefix_must_be_usable_in_bucket_names(clients: Any) -> None:

@@ -8,9 +8,10 @@ builds boto3 clients with fake credentials, and creates the template's table,
 queues and bucket with ``infra.provision``.
 
 moto is imported here and nowhere else in the package: it is only in the
-``local``/``dev`` extras. Note that moto's state is process-wide: two
-``EmbeddedAws`` in one process share it (use distinct ``name_prefix`` values),
-and ``mock_aws`` resets it.
+``local``/``dev`` extras. moto's state is process-wide and outlives a server:
+two ``EmbeddedAws`` alive at once share it (give them distinct ``name_prefix``
+values), and ``stop()`` deletes the resources this instance provisioned, so the
+next one can use the same names.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from moto.server import ThreadedMotoServer
 
 from infra.provision import ProvisionedResources, provision
 from infra.template import DEFAULT_TEMPLATE
+from world_aws.aws.clients import AwsClients
 from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, clients_for_endpoint
 from world_aws.local.serial_wsgi import SerializedApp
 
@@ -59,9 +61,8 @@ class EmbeddedAws:
             host, port = self._server.get_host_and_port()
             self.endpoint_url = f"http://{host}:{port}"
             self.clients = clients_for_endpoint(self.endpoint_url, region)
-            self.resources: ProvisionedResources = provision(
-                self.clients, template_path, name_prefix=name_prefix, parameters=parameters
-            )
+            self._provisioned: list[ProvisionedResources] = []
+            self.resources: ProvisionedResources = self.provision(name_prefix, parameters=parameters)
         except BaseException:
             self._server.stop()
             raise
@@ -81,16 +82,25 @@ class EmbeddedAws:
     def provision(
         self, name_prefix: str, *, parameters: Mapping[str, str] | None = None
     ) -> ProvisionedResources:
-        """Create another copy of the template's resources on this endpoint (e.g. one per test)."""
-        return provision(self.clients, self._template_path, name_prefix=name_prefix, parameters=parameters)
+        """Create another copy of the template's resources on this endpoint (e.g. one per test).
+
+        It is deleted with the rest by :meth:`stop`.
+        """
+        created = provision(self.clients, self._template_path, name_prefix=name_prefix, parameters=parameters)
+        self._provisioned.append(created)
+        return created
 
     def stop(self) -> None:
-        """Stop the server and close the clients. Idempotent."""
+        """Delete what this instance provisioned, stop the server, close the clients. Idempotent."""
         if self._stopped:
             return
         self._stopped = True
-        self.clients.close()
-        self._server.stop()
+        try:
+            for resources in self._provisioned:
+                _delete(self.clients, resources)
+        finally:
+            self.clients.close()
+            self._server.stop()
 
     def __enter__(self) -> EmbeddedAws:
         return self
@@ -113,3 +123,18 @@ def _serialise(server: ThreadedMotoServer) -> SerializedApp:
     wrapped = SerializedApp(wsgi_server.app)
     wsgi_server.app = wrapped
     return wrapped
+
+
+def _delete(clients: AwsClients, resources: ProvisionedResources) -> None:
+    """Delete one provisioned copy (moto keeps state after its server stops)."""
+    for url in {settings.url for settings in resources.queues.values()} | {
+        settings.dlq_url for settings in resources.queues.values()
+    }:
+        clients.sqs.delete_queue(QueueUrl=url)
+    clients.dynamodb.delete_table(TableName=resources.table_name)
+    paginator = clients.s3.get_paginator("list_objects_v2")
+    for page in paginator.paginate(Bucket=resources.bucket_name):
+        keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+        if keys:
+            clients.s3.delete_objects(Bucket=resources.bucket_name, Delete={"Objects": keys})  # type: ignore[typeddict-item]
+    clients.s3.delete_bucket(Bucket=resources.bucket_name)
