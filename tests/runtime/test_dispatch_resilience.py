@@ -202,3 +202,52 @@ def test_resilient_dispatch_messages_carry_the_step_input(harness: Harness) -> N
     for payload in publishes:
         assert isinstance(payload.step_input, InlineStepInput)
         assert payload.step_input.input == inputs[payload.step_id]
+
+
+def test_consumer_that_cannot_create_the_missing_step_redelivers_instead_of_running_it(
+    harness: Harness,
+) -> None:
+    # GIVEN the producer's create of "transform" and its consumer's first re-create both fail
+    ran: list[str] = []
+    harness.spy.inject(
+        "events.create", Transient("DynamoDB 500"), match=is_create_of("pipeline.transform"), times=2
+    )
+    runtime = harness.runtime_for(pipeline_app(ran))
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the first delivery raised without running the body; the redelivery created and ran it
+    deliveries = [
+        d for d in harness.step_deliveries() if d.payload and d.payload.step_name == "pipeline.transform"
+    ]
+    assert [d.attempt for d in deliveries] == [1, 2]
+    assert isinstance(deliveries[0].error, Transient)
+    assert ran == ["extract", "transform", "load"]
+    created = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_CREATED]
+    assert [e.data.via_step_dispatch for e in created] == [False, True, False]
+
+
+def test_sequential_dispatch_redoes_the_pass_when_a_create_fails(harness: Harness) -> None:
+    # GIVEN sequential dispatch, and the first create of "transform" failing transiently
+    ran: list[str] = []
+    harness.spy.inject("events.create", Transient("DynamoDB 500"), match=is_create_of("pipeline.transform"))
+    runtime = harness.runtime_for(pipeline_app(ran), MODES["sequential"])
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the inline continuation that failed (in extract's delivery) published no step
+    # message, only a wake-up for the workflow queue, which redid the pass
+    assert ran == ["extract", "transform", "load"]
+    extract = harness.step_deliveries()[0]
+    published = [
+        c.detail.queue for c in harness.spy.calls("queue.publish", delivery=extract.index) if c.error is None
+    ]
+    assert published == [QueueName.WORKFLOW]
+    assert isinstance(extract.result, Ack)
+    redo = next(d for d in harness.deliveries if d.index > extract.index and d.queue is QueueName.WORKFLOW)
+    assert [
+        c.detail.payload.step_name
+        for c in harness.spy.calls("queue.publish", delivery=redo.index)
+        if c.detail.queue is QueueName.STEP
+    ] == ["pipeline.transform"]
+    assert harness.event_types(handle.run_id).count(EventType.STEP_CREATED) == 3
