@@ -141,7 +141,14 @@ class _RecordConsumer:
         if due_at is not None:
             hop = sqs_wire.next_hop(self._clock.now(), due_at)
             if hop is not None:
-                self._reenqueue(delivery, raw, hop, due_at)
+                try:
+                    self._reenqueue(delivery, raw, hop, due_at)
+                except WorldAwsError as exc:
+                    # Not acked: the early message comes back and is re-enqueued then.
+                    self._logger.warning(
+                        "could not re-enqueue a chained delay", extra={**context, "reason": str(exc)}
+                    )
+                    raise
                 return
         try:
             result = self._handler(delivery)
