@@ -6,7 +6,9 @@ World's terminal-run fence on ``step_started`` is the liveness check. Without it
 
 After a terminal outcome, the branch that finds no other step pending is the
 last completer: it alone reads the run (once) and, if the run still runs,
-continues the workflow inline.
+continues the workflow inline. A delivery that finds its step already terminal
+("skipped") makes the same check, so a handler that died between recording an
+outcome and that check cannot strand the run.
 """
 
 from __future__ import annotations
@@ -116,9 +118,9 @@ class StepExecutor:
             try:
                 step = self._claim(payload)
             except _ClaimRefused as refused:
-                return refused.result, refused.outcome
+                return self._refused(run_id, step_id, refused.result, refused.outcome)
         except _ClaimRefused as refused:
-            return refused.result, refused.outcome
+            return self._refused(run_id, step_id, refused.result, refused.outcome)
         span.set_attribute(telemetry.MATERIALIZED, materialized)
         span.set_attribute(telemetry.STEP_ATTEMPT, step.attempt)
         # 5. execute
@@ -195,7 +197,7 @@ class StepExecutor:
         )
         outcome = self._record(run_id, request)
         if outcome is not None:
-            return Ack(), outcome
+            return self._refused(run_id, step.step_id, Ack(), outcome)
         return Redeliver(max(1.0, float(math.ceil(delay)))), "retrying"
 
     def _record_terminal(
@@ -210,7 +212,7 @@ class StepExecutor:
         request = EventRequest(etype, step.step_id, EventData(output=output, error=error))
         refused = self._record(run_id, request)
         if refused is not None:
-            return Ack(), refused
+            return self._refused(run_id, step.step_id, Ack(), refused)
         label = "completed" if etype is EventType.STEP_COMPLETED else "failed"
         return self._maybe_continue(run_id, step.step_id), label
 
@@ -230,6 +232,20 @@ class StepExecutor:
                 backoff = exc.retry_after if isinstance(exc, Throttled) else 0.05 * 2**attempt
                 self._world.clock.sleep(min(2.0, backoff))
         return None  # pragma: no cover - the loop always returns or raises
+
+    def _refused(
+        self, run_id: str, step_id: str, result: HandlerResult, outcome: str
+    ) -> tuple[HandlerResult, str]:
+        """The claim or the outcome write was refused; ``result`` is what to answer.
+
+        "skipped" means the step is already terminal. Whoever finished it may have
+        died (or failed a read) between recording the outcome and the last-completer
+        check, and the redelivery that brought us here is then the only thing left
+        that can continue the run: so do the check here too, as upstream does.
+        """
+        if outcome == "skipped":
+            return self._maybe_continue(run_id, step_id), outcome
+        return result, outcome
 
     def _maybe_continue(self, run_id: str, step_id: str) -> HandlerResult:
         """The last-completer check (SPEC §5.1 step 6)."""
