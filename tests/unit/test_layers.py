@@ -76,6 +76,21 @@ RULES: tuple[Rule, ...] = (
         forbids=(*BOTO, "moto", "world_aws.aws", "world_aws.local"),
     ),
     Rule(
+        name="api-over-the-runtime",
+        says=(
+            "world_aws/api imports only the stdlib, pydantic, world_aws.errors, world_aws.contract, "
+            "world_aws.runtime and itself (no backend, no web framework)"
+        ),
+        applies_to=("world_aws.api",),
+        allows_only=(
+            "pydantic",
+            "world_aws.errors",
+            "world_aws.contract",
+            "world_aws.runtime",
+            "world_aws.api",
+        ),
+    ),
+    Rule(
         name="aws-implements-the-contract",
         says="world_aws/aws implements the contract: it never imports the runtime, the local World or a root",
         applies_to=("world_aws.aws",),

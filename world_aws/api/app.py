@@ -1,0 +1,119 @@
+"""``handle_http``: one API Gateway HTTP API event in, one response out; errors mapped to statuses.
+
+The mapping from world-aws errors to HTTP (:func:`status_of`) is the only
+place that decides status codes for failures. Unexpected exceptions are logged
+with their traceback and answered with a 500 naming the request id: no stack
+trace, exception text or internal detail ever goes into a response.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+from world_aws.api.http import Request, Response, error_response, parse_event
+from world_aws.api.routes import ROUTES
+from world_aws.errors import (
+    BadInput,
+    Conflict,
+    ErrorKind,
+    NotFound,
+    RetryLater,
+    RunExpired,
+    Throttled,
+    WorldAwsError,
+)
+from world_aws.runtime.runtime import Runtime
+
+LOG = logging.getLogger("world_aws.api")
+
+
+def handle_http(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
+    """Answer one API Gateway HTTP API (payload format 2.0) event.
+
+    Routes: ``POST /runs``, ``GET /runs``, ``GET /runs/{run_id}``,
+    ``GET /runs/{run_id}/events``, ``POST /runs/{run_id}/cancel``,
+    ``POST /hooks/{token}/resume``.
+
+    Args:
+        event: the event API Gateway passes to the Lambda function.
+        runtime: the app bound to its World.
+
+    Returns:
+        ``{"statusCode", "headers", "body", "isBase64Encoded"}``, the body a JSON document.
+    """
+    return respond(event, runtime).to_event_response()
+
+
+def respond(event: Any, runtime: Runtime) -> Response:
+    """:func:`handle_http` before the response is put in Lambda's shape."""
+    request_id = "-"
+    try:
+        request = parse_event(event)
+        request_id = request.request_id
+        return _dispatch(request, runtime)
+    except RetryLater as exc:
+        LOG.warning("request %s: %s: %s", request_id, type(exc).__name__, exc)
+        status = 429 if isinstance(exc, Throttled) else 503
+        retry_after = str(max(1, math.ceil(exc.retry_after)))
+        return error_response(
+            status, exc.kind.value, "the backend is busy; try again", headers={"retry-after": retry_after}
+        )
+    except WorldAwsError as exc:
+        status = status_of(exc)
+        if status < 500:
+            return error_response(status, exc.kind.value, str(exc))
+        LOG.exception("request %s failed", request_id)
+        return error_response(500, "Internal", f"internal error (request id {request_id})")
+    except Exception:
+        LOG.exception("request %s failed", request_id)
+        return error_response(500, "Internal", f"internal error (request id {request_id})")
+
+
+def _dispatch(request: Request, runtime: Runtime) -> Response:
+    allowed = []
+    for route in ROUTES:
+        params = route.match(request.segments)
+        if params is None:
+            continue
+        if route.method == request.method:
+            try:
+                return route.fn(request, params, runtime)
+            except NotFound as exc:
+                raise NotFound(_not_found_message(params, exc)) from exc
+        allowed.append(route.method)
+    if allowed:
+        return error_response(
+            405,
+            "MethodNotAllowed",
+            f"{request.method} is not allowed on {request.path} (allowed: {', '.join(allowed)})",
+            headers={"allow": ", ".join(allowed)},
+        )
+    return error_response(404, ErrorKind.NOT_FOUND.value, f"no such route: {request.method} {request.path}")
+
+
+def _not_found_message(params: dict[str, str], exc: NotFound) -> str:
+    """A stable message for a 404, whichever World produced it."""
+    if "run_id" in params:
+        return f"run {params['run_id']!r} not found"
+    if "token" in params:
+        return f"no live hook holds token {params['token']!r}"
+    return str(exc)
+
+
+def status_of(exc: WorldAwsError) -> int:
+    """The HTTP status for a world-aws error."""
+    if isinstance(exc, BadInput):
+        return 400
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, RunExpired):
+        return 410
+    if isinstance(exc, Throttled):
+        return 429
+    if isinstance(exc, RetryLater):
+        return 503
+    return 500

@@ -1,0 +1,172 @@
+"""The HTTP edge of the API: API Gateway HTTP API (payload format 2.0) events in, responses out.
+
+``parse_event`` turns a v2.0 event into a :class:`Request` (method, path
+segments, query, body bytes); ``json_response`` and ``error_response`` build
+the ``{statusCode, headers, body}`` dict Lambda returns to API Gateway. The
+dev server (:mod:`world_aws.api.server`) builds the same events from real HTTP
+requests, so one code path serves both.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from pydantic import BaseModel, ValidationError
+
+from world_aws.errors import BadInput
+
+JSON_HEADERS = {"content-type": "application/json"}
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One HTTP request, as the routes see it.
+
+    Attributes:
+        method: upper-case HTTP method.
+        segments: the path split on ``/`` and percent-decoded, empty segments dropped,
+            stage prefix removed (``/prod/runs/x`` on stage ``prod`` → ``("runs", "x")``).
+        query: query string parameters (API Gateway joins repeated ones with commas).
+        body: the raw body bytes (base64-decoded when the event says so).
+        request_id: API Gateway's request id, for logs and 500 responses.
+    """
+
+    method: str
+    segments: tuple[str, ...]
+    query: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    request_id: str = "-"
+
+    @property
+    def path(self) -> str:
+        return "/" + "/".join(self.segments)
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    """An HTTP response with a JSON body."""
+
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def to_event_response(self) -> dict[str, Any]:
+        """The Lambda proxy response API Gateway expects (``statusCode``, ``headers``, ``body``)."""
+        return {
+            "statusCode": self.status,
+            "headers": {**JSON_HEADERS, **self.headers},
+            "body": json.dumps(self.body, ensure_ascii=False, allow_nan=False),
+            "isBase64Encoded": False,
+        }
+
+
+def parse_event(event: Any) -> Request:
+    """The :class:`Request` an API Gateway HTTP API v2.0 event describes.
+
+    Raises:
+        BadInput: the event is not a v2.0 HTTP event, or its body is not valid base64.
+    """
+    if not isinstance(event, Mapping):
+        raise BadInput("event: expected an API Gateway HTTP API event object (payload format 2.0)")
+    context = event.get("requestContext")
+    http = context.get("http") if isinstance(context, Mapping) else None
+    method = http.get("method") if isinstance(http, Mapping) else None
+    raw_path = event.get("rawPath")
+    if not isinstance(method, str) or not isinstance(raw_path, str):
+        raise BadInput("event: requestContext.http.method and rawPath are required (payload format 2.0)")
+    assert isinstance(context, Mapping)
+    segments = [unquote(part) for part in raw_path.split("/") if part]
+    stage = context.get("stage")
+    # On a named stage (not $default) API Gateway keeps the stage in rawPath.
+    if isinstance(stage, str) and stage != "$default" and segments[:1] == [stage]:
+        segments = segments[1:]
+    query = event.get("queryStringParameters") or {}
+    if not isinstance(query, Mapping):
+        raise BadInput("event: queryStringParameters must be an object")
+    return Request(
+        method=method.upper(),
+        segments=tuple(segments),
+        query={str(k): str(v) for k, v in query.items()},
+        body=_body(event),
+        request_id=str(context.get("requestId") or "-"),
+    )
+
+
+def _body(event: Mapping[str, Any]) -> bytes:
+    body = event.get("body")
+    if body is None:
+        return b""
+    if not isinstance(body, str):
+        raise BadInput("event: body must be a string")
+    if event.get("isBase64Encoded"):
+        try:
+            return base64.b64decode(body, validate=True)
+        except binascii.Error:
+            raise BadInput("body: isBase64Encoded is set but the body is not valid base64") from None
+    return body.encode("utf-8")
+
+
+def parse_body(model: type[M], body: bytes, *, required: bool = True) -> M:
+    """The request body validated as ``model``.
+
+    An empty body is ``{}`` when ``required`` is false (all of ``model``'s fields
+    have defaults), else a 400.
+
+    Raises:
+        BadInput: naming the field(s) at fault, e.g. ``args: Input should be a valid list``.
+    """
+    if not body.strip():
+        if required:
+            raise BadInput("body: a JSON object is required")
+        body = b"{}"
+    try:
+        return model.model_validate_json(body)
+    except ValidationError as exc:
+        raise BadInput(describe_validation_error(exc, where="body")) from None
+
+
+def parse_query(model: type[M], query: Mapping[str, str]) -> M:
+    """The query string validated as ``model``. Raises BadInput naming the parameter."""
+    try:
+        return model.model_validate(dict(query))
+    except ValidationError as exc:
+        raise BadInput(describe_validation_error(exc, where="query")) from None
+
+
+def describe_validation_error(exc: ValidationError, *, where: str) -> str:
+    """pydantic's errors, compactly: ``"args: Input should be a valid list; workflow: Field required"``.
+
+    ``where`` names the whole input when an error has no field (e.g. the body is
+    not an object, or not JSON).
+    """
+    parts = []
+    for error in exc.errors(include_url=False):
+        location = ".".join(str(part) for part in error["loc"]) or where
+        message = error["msg"]
+        if error["type"] == "json_invalid":
+            message = f"not valid JSON ({error.get('ctx', {}).get('error', 'invalid')})"
+        elif error["type"] == "list_type":
+            message = "Input should be a valid list"
+        elif error["type"] in ("model_type", "model_attributes_type", "dict_type") and location == where:
+            message = "expected a JSON object"
+        parts.append(f"{location}: {message}")
+    return "; ".join(dict.fromkeys(parts))
+
+
+def json_response(status: int, body: Any, *, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(status, body, dict(headers or {}))
+
+
+def error_response(
+    status: int, kind: str, message: str, *, headers: Mapping[str, str] | None = None
+) -> Response:
+    """``{"error": {"kind": ..., "message": ...}}``: the shape of every non-2xx answer."""
+    return Response(status, {"error": {"kind": kind, "message": message}}, dict(headers or {}))

@@ -1,0 +1,142 @@
+"""The HTTP API's wire schemas: request bodies and query strings, and the documents it answers with.
+
+Requests are validated with these models at the edge (unknown fields are
+refused, so a typo is a 400 rather than silently ignored). Responses are built
+from the response models and dumped in JSON mode; the operator CLI parses the
+API's answers with the same models.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from world_aws.contract.records import RunStatus
+
+MAX_PAGE = 1000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- requests ------------------------------------------------------------------------
+
+
+class StartRunRequest(_Strict):
+    """``POST /runs``."""
+
+    workflow: str = Field(min_length=1, description="the workflow's registered name")
+    args: list[Any] = Field(default_factory=list, description="positional arguments")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="keyword arguments")
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=256, description="the same key starts the same run"
+    )
+
+
+class CancelRunRequest(_Strict):
+    """``POST /runs/{run_id}/cancel`` (the body may be empty)."""
+
+    reason: str | None = Field(default=None, max_length=1024)
+
+
+class ResumeHookRequest(_Strict):
+    """``POST /hooks/{token}/resume``: ``payload`` is required (``null`` is a payload)."""
+
+    payload: Any
+
+
+class ListRunsQuery(_Strict):
+    """``GET /runs?status=&workflow=&limit=&cursor=``."""
+
+    status: RunStatus | None = None
+    workflow: str | None = Field(default=None, min_length=1)
+    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, min_length=1)
+
+
+class ListEventsQuery(_Strict):
+    """``GET /runs/{run_id}/events?after=&limit=``: a page of the log after position ``after``."""
+
+    after: int = Field(default=0, ge=0)
+    limit: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
+
+
+# --- responses -----------------------------------------------------------------------
+
+
+class ErrorView(BaseModel):
+    """Why a run did not complete: the error's type and message, and the run's error code."""
+
+    type: str
+    message: str
+    code: str | None = None
+
+
+class RunSummary(BaseModel):
+    run_id: str
+    workflow: str
+    status: RunStatus
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+
+class RunDetail(RunSummary):
+    """``GET /runs/{run_id}``: ``result`` when completed, ``error`` when failed or cancelled."""
+
+    result: Any = None
+    error: ErrorView | None = None
+
+
+class RunList(BaseModel):
+    """``GET /runs``: newest first; ``cursor`` fetches the next page (absent on the last)."""
+
+    runs: list[RunSummary]
+    cursor: str | None = None
+
+
+class EventRow(BaseModel):
+    """One event of a run's log, without payloads."""
+
+    position: int
+    type: str
+    correlation_id: str | None = None
+    step_name: str | None = None
+    token: str | None = Field(default=None, description="the hook's token, on hook events")
+    created_at: datetime
+
+
+class EventList(BaseModel):
+    """``GET /runs/{run_id}/events``: ``next_after`` continues a truncated page."""
+
+    run_id: str
+    events: list[EventRow]
+    next_after: int | None = None
+
+
+class StartedRun(BaseModel):
+    run_id: str
+    status: RunStatus
+
+
+class CancelledRun(BaseModel):
+    run_id: str
+    status: RunStatus
+
+
+class ResumedHook(BaseModel):
+    token: str
+    resume_id: str
+
+
+class ErrorBody(BaseModel):
+    """The body of every non-2xx answer: ``{"error": {"kind": ..., "message": ...}}``."""
+
+    class Detail(BaseModel):
+        kind: str
+        message: str
+
+    error: Detail

@@ -1,0 +1,146 @@
+"""The API's routes: one small function per route, over a ``Runtime``.
+
+Each route takes the :class:`Request`, its path parameters and the runtime,
+and returns a :class:`Response`, or raises a world-aws error that
+:mod:`world_aws.api.app` maps to a status code. Routing is a plain table
+(:data:`ROUTES`) matched on path segments, so the same code answers API Gateway
+(any route configuration: ``$default``, ``ANY /{proxy+}`` or one route per
+path) and the local dev server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from world_aws.api import views
+from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
+from world_aws.api.models import (
+    CancelledRun,
+    CancelRunRequest,
+    EventList,
+    ListEventsQuery,
+    ListRunsQuery,
+    ResumedHook,
+    ResumeHookRequest,
+    RunList,
+    StartedRun,
+    StartRunRequest,
+)
+from world_aws.contract.records import ResolveData, RunStatus
+from world_aws.errors import BadInput, Conflict, NotFound, UnknownWorkflow
+from world_aws.runtime.runtime import Runtime
+
+# Keyword names Runtime.start() takes for itself: a workflow argument of that name cannot pass.
+RESERVED_KWARGS = ("workflow", "idempotency_key", "attributes")
+
+Params = dict[str, str]
+RouteFn = Callable[[Request, Params, Runtime], Response]
+
+
+def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
+    """``POST /runs`` → 201 ``{run_id, status}``."""
+    body = parse_body(StartRunRequest, request.body)
+    for name in RESERVED_KWARGS:
+        if name in body.kwargs:
+            raise BadInput(f"kwargs.{name}: this name cannot pass through the API (Runtime.start uses it)")
+    try:
+        runtime.app.get_workflow(body.workflow).bind(tuple(body.args), body.kwargs)
+    except UnknownWorkflow as exc:
+        raise BadInput(f"workflow: {exc}") from None
+    except BadInput as exc:
+        raise BadInput(f"args: {exc}") from None
+    handle = runtime.start(body.workflow, *body.args, idempotency_key=body.idempotency_key, **body.kwargs)
+    try:
+        status = handle.status()
+    except NotFound:
+        status = RunStatus.PENDING  # run_created may land later (resilient start, SPEC §6.1)
+    started = StartedRun(run_id=handle.run_id, status=status)
+    return json_response(201, _dump(started), headers={"location": f"/runs/{handle.run_id}"})
+
+
+def list_runs(request: Request, _params: Params, runtime: Runtime) -> Response:
+    """``GET /runs?status=&workflow=&limit=&cursor=`` → 200 ``{runs, cursor}``."""
+    query = parse_query(ListRunsQuery, request.query)
+    page = runtime.world.runs.list(
+        status=query.status, workflow_name=query.workflow, limit=query.limit, cursor=query.cursor
+    )
+    listed = RunList(runs=[views.run_summary(run) for run in page.runs], cursor=page.cursor)
+    return json_response(200, _dump(listed))
+
+
+def get_run(_request: Request, params: Params, runtime: Runtime) -> Response:
+    """``GET /runs/{run_id}`` → 200 the run with its result or error."""
+    run = runtime.world.runs.get(params["run_id"])
+    reason = None
+    if run.status is RunStatus.CANCELLED:
+        reason = views.cancel_reason(runtime.world.events.list(run.run_id, resolve_data=ResolveData.NONE))
+    return json_response(200, _dump(views.run_detail(run, runtime.app.serializer, cancel_reason=reason)))
+
+
+def list_events(request: Request, params: Params, runtime: Runtime) -> Response:
+    """``GET /runs/{run_id}/events?after=&limit=`` → 200 the timeline rows, without payloads."""
+    query = parse_query(ListEventsQuery, request.query)
+    run_id = params["run_id"]
+    runtime.world.runs.get(run_id, resolve_data=ResolveData.NONE)  # 404 for an unknown run
+    # The whole log is read so that a page's rows still name steps created on earlier pages.
+    events = runtime.world.events.list(run_id, resolve_data=ResolveData.NONE)
+    page = [e for e in events if e.position > query.after][: query.limit]
+    more = bool(page) and page[-1].position < events[-1].position
+    rows = views.event_rows(page, names=views.step_names(events))
+    listed = EventList(run_id=run_id, events=rows, next_after=page[-1].position if more else None)
+    return json_response(200, _dump(listed))
+
+
+def cancel_run(request: Request, params: Params, runtime: Runtime) -> Response:
+    """``POST /runs/{run_id}/cancel`` ``{reason?}`` → 200, or 409 if the run had already ended."""
+    body = parse_body(CancelRunRequest, request.body, required=False)
+    handle = runtime.get_run(params["run_id"])
+    if not handle.cancel(body.reason):
+        status = handle.status()
+        raise Conflict(f"run {handle.run_id} has already ended ({status.value})")
+    return json_response(200, _dump(CancelledRun(run_id=handle.run_id, status=RunStatus.CANCELLED)))
+
+
+def resume_hook(request: Request, params: Params, runtime: Runtime) -> Response:
+    """``POST /hooks/{token}/resume`` ``{payload}`` → 202 ``{token, resume_id}``."""
+    body = parse_body(ResumeHookRequest, request.body)
+    resume_id = runtime.resume_hook(params["token"], body.payload)
+    return json_response(202, _dump(ResumedHook(token=params["token"], resume_id=resume_id)))
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    """``method`` + a path pattern of literal segments and ``{name}`` parameters."""
+
+    method: str
+    pattern: tuple[str, ...]
+    fn: RouteFn
+
+    def match(self, segments: tuple[str, ...]) -> Params | None:
+        """The path parameters if ``segments`` fit the pattern (whatever the method), else None."""
+        if len(segments) != len(self.pattern):
+            return None
+        params: Params = {}
+        for want, got in zip(self.pattern, segments, strict=True):
+            if want.startswith("{"):
+                params[want.strip("{}")] = got
+            elif want != got:
+                return None
+        return params
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("POST", ("runs",), start_run),
+    Route("GET", ("runs",), list_runs),
+    Route("GET", ("runs", "{run_id}"), get_run),
+    Route("GET", ("runs", "{run_id}", "events"), list_events),
+    Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
+    Route("POST", ("hooks", "{token}", "resume"), resume_hook),
+)
+
+
+def _dump(model: BaseModel) -> object:
+    return model.model_dump(mode="json")

@@ -1,0 +1,105 @@
+"""How the API shows runs and their logs: records of the World → the response models.
+
+Payloads are decoded with the app's serializer and rendered JSON-safe
+(:func:`world_aws.api.jsonable.to_jsonable`). The event rows never carry
+payloads: the log is read with ``ResolveData.NONE``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from world_aws.api.jsonable import to_jsonable
+from world_aws.api.models import ErrorView, EventRow, RunDetail, RunSummary
+from world_aws.contract.records import Event, EventType, Run, RunStatus
+from world_aws.errors import SerializationError
+from world_aws.runtime.serde import Serializer, decode_error
+
+LOG = logging.getLogger("world_aws.api")
+
+
+def run_summary(run: Run) -> RunSummary:
+    return RunSummary(
+        run_id=run.run_id,
+        workflow=run.workflow_name,
+        status=run.status,
+        created_at=run.created_at,
+        started_at=run.started_at,
+        completed_at=run.completed_at,
+    )
+
+
+def run_detail(run: Run, serializer: Serializer, *, cancel_reason: str | None = None) -> RunDetail:
+    """The run with its outcome: the decoded result, or the error that ended it.
+
+    Args:
+        run: the run, read with payloads.
+        serializer: the app's serializer (it knows the app's registered types).
+        cancel_reason: the reason recorded on ``run_cancelled``, for a cancelled run.
+    """
+    summary = run_summary(run)
+    if run.status is RunStatus.COMPLETED:
+        return RunDetail(**summary.model_dump(), result=_result(run, serializer))
+    if run.status is RunStatus.FAILED:
+        return RunDetail(**summary.model_dump(), error=_error(run))
+    if run.status is RunStatus.CANCELLED:
+        message = "the run was cancelled" + (f": {cancel_reason}" if cancel_reason else "")
+        return RunDetail(**summary.model_dump(), error=ErrorView(type="RunCancelledError", message=message))
+    return RunDetail(**summary.model_dump())
+
+
+def _result(run: Run, serializer: Serializer) -> object:
+    try:
+        return to_jsonable(serializer.loads(run.output or b""))
+    except SerializationError as exc:
+        # e.g. a type this deployment's app does not register: show why, keep the rest of the run
+        LOG.warning("cannot decode the result of run %s: %s", run.run_id, exc)
+        return f"<undecodable result: {exc}>"
+
+
+def _error(run: Run) -> ErrorView:
+    try:
+        info = decode_error(run.error or b"")
+    except SerializationError as exc:
+        LOG.warning("cannot decode the error of run %s: %s", run.run_id, exc)
+        return ErrorView(type="UnknownError", message=f"<undecodable error: {exc}>", code=run.error_code)
+    return ErrorView(type=info.type, message=info.message, code=run.error_code)
+
+
+def cancel_reason(events: list[Event]) -> str | None:
+    """The reason on the log's ``run_cancelled`` event, if any."""
+    for event in reversed(events):
+        if event.type is EventType.RUN_CANCELLED:
+            return event.data.reason
+    return None
+
+
+def step_names(events: list[Event]) -> dict[str, str]:
+    """correlation id → step name, from the step events that carry it."""
+    names: dict[str, str] = {}
+    for event in events:
+        if event.correlation_id and event.data.step_name:
+            names.setdefault(event.correlation_id, event.data.step_name)
+    return names
+
+
+def event_rows(events: list[Event], *, names: dict[str, str] | None = None) -> list[EventRow]:
+    """One row per event (position, type, correlation id, step name, hook token, created_at).
+
+    Args:
+        events: events of one run, in position order.
+        names: correlation id → step name; by default taken from ``events`` themselves
+            (pass the whole log's when ``events`` is a page of it).
+    """
+    names = step_names(events) if names is None else names
+    return [
+        EventRow(
+            position=event.position,
+            type=event.type.value,
+            correlation_id=event.correlation_id,
+            step_name=names.get(event.correlation_id or ""),
+            token=event.data.token if event.type.is_hook_event else None,
+            created_at=event.created_at,
+        )
+        for event in events
+    ]
