@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from world_aws.contract.world import Consumers, World
 from world_aws.runtime.config import RuntimeConfig
@@ -24,6 +24,9 @@ class LocalStack:
     runtime: Runtime
     consumers: Consumers
     endpoint_url: str | None
+    # The environment a process would use to reach this stack's AWS endpoint and resources
+    # (empty for the in-memory World).
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @contextmanager
@@ -33,6 +36,7 @@ def local_stack(
     """Run ``app`` on a local World until the block exits (consumers stop, moto stops)."""
     with ExitStack() as stack:
         endpoint: str | None = None
+        env: dict[str, str] = {}
         if kind == "memory":
             from world_aws.local.memory import create_memory_world
 
@@ -44,6 +48,7 @@ def local_stack(
 
             aws = stack.enter_context(EmbeddedAws())
             endpoint = aws.endpoint_url
+            env = aws.env()
             world = create_aws_world(AwsConfig.from_env(aws.env()), clients=aws.clients)
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")
@@ -52,4 +57,4 @@ def local_stack(
         stack.callback(runtime.close)
         consumers = world.start_consumers(runtime.handle)
         stack.callback(consumers.stop)
-        yield LocalStack(world=world, runtime=runtime, consumers=consumers, endpoint_url=endpoint)
+        yield LocalStack(world=world, runtime=runtime, consumers=consumers, endpoint_url=endpoint, env=env)
