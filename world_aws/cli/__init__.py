@@ -5,6 +5,11 @@ completion on the embedded default (moto in-process on loopback, resources from
 template.yaml), showing progress, then the result and the run's timeline.
 ``world-aws demo`` runs the bundled order-pipeline example. Exit codes: 0 the
 run completed, 1 it failed (or timed out), 2 bad arguments.
+
+``world-aws dev [MODULE:APP]`` serves an app on the embedded stack with its HTTP
+API on 127.0.0.1 until Ctrl-C (:mod:`world_aws.cli.dev`). The operator commands
+``start``, ``ls``, ``inspect``, ``cancel`` and ``resume`` talk to that API, or a
+deployed one (:mod:`world_aws.cli.operate`).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from world_aws.cli import render
+from world_aws.cli import dev, operate, render
 from world_aws.cli.loading import load_app
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, WorkflowFailedError
@@ -37,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_options(run)
     demo = sub.add_parser("demo", help="run the bundled order-pipeline example")
     _add_run_options(demo, with_args=False)
+    dev.add_command(sub)
+    operate.add_commands(sub)
     return parser
 
 
@@ -60,6 +67,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         ns = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if getattr(ns, "func", None) is not None:
+        return int(ns.func(ns, out, err))
     try:
         if ns.command == "demo":
             app, workflow, raw_args = load_app(DEMO_APP), DEMO_WORKFLOW, DEMO_ARGS

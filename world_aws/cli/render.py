@@ -1,21 +1,51 @@
-"""How the CLI shows a run: live progress lines, the timeline table, and ``--json``."""
+"""How the CLI shows runs: live progress lines, the timeline table, run lists, and ``--json``.
+
+The timeline is computed from event rows as the HTTP API returns them
+(``GET /runs/{run_id}/events``: position, type, correlation id, step name,
+token, created_at), so ``world-aws run`` (local records) and ``world-aws
+inspect`` (over HTTP) show the same table.
+"""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, TextIO
 
+from world_aws.api.jsonable import to_jsonable
+from world_aws.api.views import event_rows, step_names
 from world_aws.contract.records import Event, EventType
 
+__all__ = [
+    "events_json",
+    "print_rows_timeline",
+    "print_runs",
+    "print_timeline",
+    "progress_line",
+    "short_name",
+    "step_names",
+    "timeline",
+    "timeline_rows",
+    "to_jsonable",
+]
 
-def step_names(events: list[Event]) -> dict[str, str]:
-    """correlation id → step name, from the step events that carry it."""
-    names: dict[str, str] = {}
-    for event in events:
-        if event.correlation_id and event.data.step_name:
-            names.setdefault(event.correlation_id, event.data.step_name)
-    return names
+# An event of these kinds opens a span on its correlation id (the run's own: "<run>") ...
+_OPENS = frozenset(
+    {EventType.STEP_STARTED, EventType.RUN_STARTED, EventType.WAIT_CREATED, EventType.HOOK_CREATED}
+)
+# ... that one of these closes (a hook's span is the wait for each payload).
+_CLOSES = frozenset(
+    {
+        EventType.STEP_COMPLETED,
+        EventType.STEP_FAILED,
+        EventType.STEP_RETRYING,
+        EventType.RUN_COMPLETED,
+        EventType.RUN_FAILED,
+        EventType.RUN_CANCELLED,
+        EventType.WAIT_COMPLETED,
+        EventType.HOOK_RECEIVED,
+    }
+)
+_STEP_OUTCOMES = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED, EventType.STEP_RETRYING})
 
 
 def short_name(name: str) -> str:
@@ -27,72 +57,109 @@ def progress_line(event: Event, names: dict[str, str]) -> str:
     return f"  {event.position:>4}  {event.type.value:<15} {label}".rstrip()
 
 
+def events_json(events: list[Event]) -> list[dict[str, Any]]:
+    """The run's events as the HTTP API shows them (``GET /runs/{run_id}/events``)."""
+    return [row.model_dump(mode="json") for row in event_rows(events)]
+
+
 def timeline(events: list[Event]) -> list[dict[str, Any]]:
-    """One row per event: position, event, step name, and a duration where one ends something."""
-    names = step_names(events)
+    """:func:`timeline_rows` of local event records."""
+    return timeline_rows(events_json(events))
+
+
+def timeline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per event: position, event, step (or hook token), attempt, and a duration where one ends.
+
+    ``attempt`` is the step's attempt number on its ``step_started`` and outcome
+    events (the count of its ``step_started`` so far); ``duration_s`` is the time
+    since the step started (for an outcome), the run started (for its end), the
+    wait was created, or the hook was created or last received.
+
+    Args:
+        rows: event rows in position order, as ``GET /runs/{run_id}/events`` returns them.
+    """
     opened: dict[str, datetime] = {}
-    rows = []
-    for event in events:
-        cid = event.correlation_id or "<run>"
+    attempts: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for row in rows:
+        if row.get("correlation_id") and row.get("step_name"):
+            names.setdefault(row["correlation_id"], row["step_name"])
+    out = []
+    for row in rows:
+        kind = _event_type(row.get("type"))
+        cid = row.get("correlation_id") or "<run>"
+        at = _parse_time(row.get("created_at"))
         duration = None
-        if event.type in (EventType.STEP_STARTED, EventType.RUN_STARTED, EventType.WAIT_CREATED):
-            opened[cid] = event.created_at
-        elif (
-            event.type
-            in (
-                EventType.STEP_COMPLETED,
-                EventType.STEP_FAILED,
-                EventType.STEP_RETRYING,
-                EventType.RUN_COMPLETED,
-                EventType.RUN_FAILED,
-                EventType.RUN_CANCELLED,
-                EventType.WAIT_COMPLETED,
-            )
-            and cid in opened
-        ):
-            duration = (event.created_at - opened[cid]).total_seconds()
-        rows.append(
+        attempt = None
+        if kind is EventType.STEP_STARTED:
+            attempts[cid] = attempt = attempts.get(cid, 0) + 1
+        elif kind in _STEP_OUTCOMES:
+            attempt = attempts.get(cid)
+        if kind in _CLOSES and cid in opened and at is not None:
+            duration = (at - opened[cid]).total_seconds()
+        if (kind in _OPENS or kind is EventType.HOOK_RECEIVED) and at is not None:
+            opened[cid] = at
+        out.append(
             {
-                "position": event.position,
-                "event": event.type.value,
-                "step": short_name(names.get(event.correlation_id or "", "")),
+                "position": row.get("position"),
+                "event": row.get("type"),
+                "step": short_name(names.get(cid, "")) or (row.get("token") or ""),
+                "attempt": attempt,
                 "duration_s": duration,
             }
         )
-    return rows
+    return out
 
 
 def print_timeline(events: list[Event], out: TextIO) -> None:
-    out.write(f"  {'pos':>4}  {'event':<15} {'step':<24} {'duration':>10}\n")
-    for row in timeline(events):
-        duration = "" if row["duration_s"] is None else f"{row['duration_s'] * 1000:.0f} ms"
-        out.write(f"  {row['position']:>4}  {row['event']:<15} {row['step']:<24} {duration:>10}\n")
+    print_rows_timeline(events_json(events), out)
 
 
-def to_jsonable(value: Any) -> Any:
-    """``value`` with everything JSON cannot hold rendered as a string."""
-    return json.loads(json.dumps(value, default=_fallback))
+def print_rows_timeline(rows: list[dict[str, Any]], out: TextIO) -> None:
+    """The timeline table of :func:`timeline_rows`."""
+    out.write(f"  {'pos':>4}  {'event':<15} {'step':<24} {'attempt':>7} {'duration':>10}\n")
+    for row in timeline_rows(rows):
+        duration = "" if row["duration_s"] is None else _duration(row["duration_s"])
+        attempt = "" if row["attempt"] is None else str(row["attempt"])
+        out.write(
+            f"  {row['position']:>4}  {row['event']:<15} {row['step']:<24} {attempt:>7} {duration:>10}\n"
+        )
 
 
-def _fallback(value: Any) -> Any:
-    if isinstance(value, set | frozenset | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "backslashreplace")
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return str(value)
+def print_runs(runs: list[dict[str, Any]], out: TextIO) -> None:
+    """A table of runs as ``GET /runs`` returns them."""
+    out.write(f"{'run id':<32} {'workflow':<20} {'status':<10} {'created':<20} {'duration':>10}\n")
+    for run in runs:
+        created = _parse_time(run.get("created_at"))
+        started = _parse_time(run.get("started_at")) or created
+        completed = _parse_time(run.get("completed_at"))
+        duration = _duration((completed - started).total_seconds()) if completed and started else ""
+        shown = created.strftime("%Y-%m-%d %H:%M:%S") if created else ""
+        out.write(
+            f"{run.get('run_id', ''):<32} {run.get('workflow', ''):<20} {run.get('status', ''):<10} "
+            f"{shown:<20} {duration:>10}\n"
+        )
 
 
-def events_json(events: list[Event]) -> list[dict[str, Any]]:
-    names = step_names(events)
-    return [
-        {
-            "position": e.position,
-            "type": e.type.value,
-            "correlation_id": e.correlation_id,
-            "step_name": names.get(e.correlation_id or ""),
-            "created_at": e.created_at.isoformat(),
-        }
-        for e in events
-    ]
+def _duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 600:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def _event_type(value: Any) -> EventType | None:
+    try:
+        return EventType(value)
+    except ValueError:
+        return None  # a newer server's event type: shown, never timed
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None

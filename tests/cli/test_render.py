@@ -1,0 +1,64 @@
+"""The timeline the CLI prints: attempts from step_started counts, durations, hook tokens."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from world_aws.cli.render import print_rows_timeline, timeline_rows
+
+
+def _row(position: int, kind: str, cid: str | None, second: float, **extra: Any) -> dict[str, Any]:
+    return {
+        "position": position,
+        "type": kind,
+        "correlation_id": cid,
+        "created_at": f"2026-01-01T00:00:{second:06.3f}Z",
+        **extra,
+    }
+
+
+ROWS = [
+    _row(1, "run_created", None, 0),
+    _row(2, "run_started", None, 0.5),
+    _row(3, "step_created", "step_1", 0.6, step_name="shop.charge"),
+    _row(4, "step_started", "step_1", 1.0, step_name="shop.charge"),
+    _row(5, "step_retrying", "step_1", 1.25),
+    _row(6, "step_started", "step_1", 3.0, step_name="shop.charge"),
+    _row(7, "step_completed", "step_1", 3.1),
+    _row(8, "hook_created", "hook_1", 3.2, token="approve:o-1"),
+    _row(9, "hook_received", "hook_1", 9.2, token="approve:o-1"),
+    _row(10, "some_future_event", None, 9.3),
+    _row(11, "run_completed", None, 10.5),
+]
+
+
+def test_attempts_count_the_step_started_events_of_each_step() -> None:
+    rows = timeline_rows(ROWS)
+    attempts = {row["position"]: row["attempt"] for row in rows}
+    assert (attempts[4], attempts[5], attempts[6], attempts[7]) == (1, 1, 2, 2)
+    assert attempts[3] is None and attempts[8] is None
+
+
+def test_durations_run_from_the_start_of_what_ends() -> None:
+    durations = {row["position"]: row["duration_s"] for row in timeline_rows(ROWS)}
+    assert durations[5] == 0.25  # first attempt: started 1.0, retrying 1.25
+    assert round(durations[7], 3) == 0.1  # second attempt: started 3.0, completed 3.1
+    assert round(durations[9], 3) == 6.0  # the wait for the hook's payload
+    assert durations[11] == 10.0  # the run: started 0.5, completed 10.5
+    assert durations[10] is None and durations[3] is None
+
+
+def test_the_step_column_shows_the_short_step_name_or_the_hook_token() -> None:
+    steps = {row["position"]: row["step"] for row in timeline_rows(ROWS)}
+    assert steps[4] == "charge" and steps[8] == "approve:o-1" and steps[1] == ""
+
+
+def test_the_printed_table_has_an_attempt_column() -> None:
+    out = io.StringIO()
+    print_rows_timeline(ROWS, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["pos", "event", "step", "attempt", "duration"]
+    assert lines[6].split() == ["6", "step_started", "charge", "2"]
+    assert lines[7].split() == ["7", "step_completed", "charge", "2", "100", "ms"]
+    assert lines[11].split() == ["11", "run_completed", "10.0", "s"]

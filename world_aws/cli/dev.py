@@ -1,0 +1,121 @@
+"""``world-aws dev [MODULE:APP]``: the embedded stack as a local server, until Ctrl-C.
+
+moto on 127.0.0.1 with the template's resources, the local event source
+consuming both queues, and the HTTP API on ``127.0.0.1:--port``. It prints the
+API URL, the moto endpoint and the variables to export in another shell so the
+operator commands (``world-aws start``, ``ls``, ``inspect``, ``cancel``,
+``resume``) and AWS tools reach it. SIGINT or SIGTERM stops the HTTP server, the
+consumers and moto, in that order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import logging
+import shlex
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from world_aws.cli.loading import load_app
+from world_aws.errors import BadInput
+
+DEV_DEFAULT_APP = "examples.orders:app"
+DEV_DEFAULT_PORT = 8787
+
+
+def add_command(sub: Any) -> None:
+    """Add ``dev`` to the ``world-aws`` parser's subparsers."""
+    dev = sub.add_parser("dev", help="serve an app with its HTTP API on 127.0.0.1 until Ctrl-C")
+    dev.add_argument(
+        "app", nargs="?", default=DEV_DEFAULT_APP, help=f"MODULE:APP to serve (default {DEV_DEFAULT_APP})"
+    )
+    dev.add_argument(
+        "--port",
+        type=int,
+        default=DEV_DEFAULT_PORT,
+        help=f"the API's port on 127.0.0.1 (default {DEV_DEFAULT_PORT}; 0 picks a free one)",
+    )
+    dev.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=argparse.SUPPRESS)
+    dev.set_defaults(func=run)
+
+
+def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """Serve until SIGINT/SIGTERM. Must run on the main thread (it installs signal handlers)."""
+    from world_aws.local.dev import start_dev_stack
+
+    try:
+        app = load_app(ns.app)
+    except BadInput as exc:
+        err.write(f"world-aws: error: {exc}\n")
+        return 2
+    stop = threading.Event()
+    with _stop_on_signals(stop), _access_log(out):
+        where = "moto" if ns.world == "embedded" else "the in-memory World"
+        out.write(f"world-aws dev: starting {ns.app} on {where}...\n")
+        out.flush()
+        try:
+            dev = start_dev_stack(app, port=ns.port, kind=ns.world)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            err.write(
+                f"world-aws: port {ns.port} on 127.0.0.1 is in use (another `world-aws dev`?); "
+                "choose one with --port\n"
+            )
+            return 2
+        try:
+            out.write(f"\n  HTTP API   {dev.url}\n")
+            if dev.endpoint_url:
+                out.write(f"  moto       {dev.endpoint_url}\n")
+            out.write(f"  workflows  {', '.join(app.workflow_names)}\n")
+            out.write("\nIn another shell:\n\n")
+            for name, value in dev.env().items():
+                out.write(f"export {name}={shlex.quote(value)}\n")
+            out.write("\nPress Ctrl-C to stop.\n")
+            out.flush()
+            while not stop.wait(0.2):
+                pass
+            out.write("world-aws dev: stopping...\n")
+            out.flush()
+        finally:
+            dev.stop()
+        out.write("world-aws dev: stopped\n")
+    return 0
+
+
+@contextmanager
+def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+    """Set ``stop`` on SIGINT/SIGTERM; a second signal falls back to the default (e.g. KeyboardInterrupt)."""
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def handler(signum: int, _frame: object) -> None:
+        stop.set()
+        signal.signal(signum, previous[signal.Signals(signum)])
+
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def _access_log(out: TextIO) -> Iterator[None]:
+    """Show the API's access log and errors on ``out`` while serving."""
+    logger = logging.getLogger("world_aws.api")
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("  %(message)s"))
+    old_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old_level)

@@ -1,0 +1,163 @@
+"""The operator commands: ``start``, ``ls``, ``inspect``, ``cancel`` and ``resume``, over the HTTP API.
+
+They talk to ``$WORLD_AWS_API`` (``world-aws dev``, or a deployed stack's API
+URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. Exit
+codes: 0 done; 1 the API refused because of the run's state (cancelling a run
+that has ended); 2 anything else (bad arguments or JSON, unknown run or token,
+unreachable API), always with a one-line message on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from world_aws.cli import render
+from world_aws.cli.client import ApiClient, ApiError, Unreachable, api_url
+from world_aws.contract.records import RunStatus
+from world_aws.errors import BadInput
+
+Command = Callable[[ApiClient, argparse.Namespace, TextIO], int]
+
+
+def add_commands(sub: Any) -> None:
+    """Add the operator subcommands to the ``world-aws`` parser's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--api",
+        metavar="URL",
+        help="the API's base URL (default: $WORLD_AWS_API, else http://127.0.0.1:8787)",
+    )
+    common.add_argument(
+        "--sign",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="SigV4-sign requests with your AWS credentials (default: only for *.execute-api.* hosts)",
+    )
+
+    start = sub.add_parser("start", parents=[common], help="start a run through the HTTP API; prints its id")
+    start.add_argument("workflow", help="the workflow's name")
+    start.add_argument("--arg", action="append", default=[], metavar="JSON", help="a positional argument")
+    start.add_argument("--kwarg", action="append", default=[], metavar="NAME=JSON", help="a keyword argument")
+    start.add_argument("--idempotency-key", metavar="KEY", help="the same key starts the same run")
+    start.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    start.set_defaults(func=_operate(_start))
+
+    ls = sub.add_parser("ls", parents=[common], help="list runs, newest first")
+    ls.add_argument("--status", choices=[s.value for s in RunStatus], help="only runs in this status")
+    ls.add_argument("--workflow", metavar="NAME", help="only runs of this workflow")
+    ls.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
+    ls.add_argument("--cursor", help="continue a previous listing")
+    ls.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    ls.set_defaults(func=_operate(_ls))
+
+    inspect = sub.add_parser("inspect", parents=[common], help="a run's status, result and timeline")
+    inspect.add_argument("run_id", metavar="RUN_ID")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object for scripts")
+    inspect.set_defaults(func=_operate(_inspect))
+
+    cancel = sub.add_parser("cancel", parents=[common], help="cancel a run")
+    cancel.add_argument("run_id", metavar="RUN_ID")
+    cancel.add_argument("--reason", help="recorded on the run_cancelled event")
+    cancel.set_defaults(func=_operate(_cancel))
+
+    resume = sub.add_parser("resume", parents=[common], help="deliver a payload to the hook holding TOKEN")
+    resume.add_argument("token", metavar="TOKEN")
+    resume.add_argument("--payload", required=True, metavar="JSON", help="the payload, as JSON")
+    resume.set_defaults(func=_operate(_resume))
+
+
+def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
+    """``command`` with the client built from the options and every failure turned into a one-liner."""
+
+    def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+        try:
+            client = ApiClient(api_url(ns.api), sign=ns.sign)
+            return command(client, ns, out)
+        except BadInput as exc:
+            err.write(f"world-aws: error: {exc}\n")
+        except ApiError as exc:
+            err.write(f"world-aws: {exc}\n")
+            if exc.status == 409:
+                return 1
+        except Unreachable as exc:
+            err.write(f"world-aws: {exc}\n")
+        return 2
+
+    return run
+
+
+def _start(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    args = [_json_option("--arg", raw) for raw in ns.arg]
+    kwargs = {}
+    for raw in ns.kwarg:
+        name, sep, value = raw.partition("=")
+        if not sep or not name.isidentifier():
+            raise BadInput(f"--kwarg {raw!r}: expected NAME=JSON")
+        kwargs[name] = _json_option(f"--kwarg {name}", value)
+    started = client.start(ns.workflow, args, kwargs, ns.idempotency_key)
+    out.write(json.dumps(started, indent=2) + "\n" if ns.json else f"{started['run_id']}\n")
+    return 0
+
+
+def _ls(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    listed = client.list_runs(status=ns.status, workflow=ns.workflow, limit=ns.limit, cursor=ns.cursor)
+    if ns.json:
+        out.write(json.dumps(listed, indent=2) + "\n")
+        return 0
+    render.print_runs(listed["runs"], out)
+    if listed.get("cursor"):
+        out.write(f"(more: --cursor {listed['cursor']})\n")
+    return 0
+
+
+def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    run = client.get_run(ns.run_id)
+    rows = client.events(ns.run_id)
+    if ns.json:
+        document = {"run": run, "events": rows, "timeline": render.timeline_rows(rows)}
+        out.write(json.dumps(document, indent=2) + "\n")
+        return 0
+    out.write(f"run       {run['run_id']}\n")
+    out.write(f"workflow  {run['workflow']}\n")
+    out.write(f"status    {run['status']}\n")
+    for label in ("created", "started", "completed"):
+        if run.get(f"{label}_at"):
+            out.write(f"{label:<9} {run[f'{label}_at']}\n")
+    if run["status"] == RunStatus.COMPLETED.value:
+        out.write(f"result    {json.dumps(run.get('result'), indent=2)}\n")
+    elif run.get("error"):
+        error = run["error"]
+        code = f" ({error['code']})" if error.get("code") else ""
+        out.write(f"error     {error['type']}: {error['message']}{code}\n")
+    out.write("\ntimeline:\n")
+    render.print_rows_timeline(rows, out)
+    return 0
+
+
+def _cancel(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    cancelled = client.cancel(ns.run_id, ns.reason)
+    out.write(f"cancelled {cancelled['run_id']}\n")
+    return 0
+
+
+def _resume(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    payload = _json_option("--payload", ns.payload)
+    try:
+        resumed = client.resume(ns.token, payload)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        hint = " (has the run reached its hook yet? `world-aws inspect RUN_ID` shows hook_created)"
+        raise ApiError(exc.status, exc.kind, f"{exc}{hint}") from None
+    out.write(f"resumed {resumed['token']} ({resumed['resume_id']})\n")
+    return 0
+
+
+def _json_option(option: str, raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"{option} {raw!r} is not valid JSON: {exc.msg}") from None
