@@ -77,12 +77,12 @@ def parse_event(event: Any) -> Request:
     if not isinstance(event, Mapping):
         raise BadInput("event: expected an API Gateway HTTP API event object (payload format 2.0)")
     context = event.get("requestContext")
-    http = context.get("http") if isinstance(context, Mapping) else None
+    context = context if isinstance(context, Mapping) else {}
+    http = context.get("http")
     method = http.get("method") if isinstance(http, Mapping) else None
     raw_path = event.get("rawPath")
     if not isinstance(method, str) or not isinstance(raw_path, str):
         raise BadInput("event: requestContext.http.method and rawPath are required (payload format 2.0)")
-    assert isinstance(context, Mapping)
     segments = [unquote(part) for part in raw_path.split("/") if part]
     stage = context.get("stage")
     # On a named stage (not $default) API Gateway keeps the stage in rawPath.

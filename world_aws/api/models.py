@@ -2,8 +2,8 @@
 
 Requests are validated with these models at the edge (unknown fields are
 refused, so a typo is a 400 rather than silently ignored). Responses are built
-from the response models and dumped in JSON mode; the operator CLI parses the
-API's answers with the same models.
+from the response models and dumped in JSON mode. Every non-2xx answer is
+``{"error": {"kind": ..., "message": ...}}`` (:func:`world_aws.api.http.error_response`).
 """
 
 from __future__ import annotations
@@ -130,13 +130,3 @@ class CancelledRun(BaseModel):
 class ResumedHook(BaseModel):
     token: str
     resume_id: str
-
-
-class ErrorBody(BaseModel):
-    """The body of every non-2xx answer: ``{"error": {"kind": ..., "message": ...}}``."""
-
-    class Detail(BaseModel):
-        kind: str
-        message: str
-
-    error: Detail
