@@ -48,8 +48,15 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 PROVISIONED_TYPES = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::S3::BucketPolicy")
-# Replaced locally by the embedded event source, or meaningless without Lambda.
-SKIPPED_TYPE_PREFIXES = ("AWS::Serverless::", "AWS::Lambda::", "AWS::IAM::", "AWS::Logs::")
+# Replaced locally by the embedded event source, or meaningless without Lambda (alarms
+# watch metrics that only AWS emits).
+SKIPPED_TYPE_PREFIXES = (
+    "AWS::Serverless::",
+    "AWS::Lambda::",
+    "AWS::IAM::",
+    "AWS::Logs::",
+    "AWS::CloudWatch::",
+)
 
 # SQS's default when a queue declares no VisibilityTimeout.
 _DEFAULT_VISIBILITY_TIMEOUT = 30

@@ -25,7 +25,7 @@ exception is turned off): Lambda then retries exactly those records.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from aws_lambda_powertools import Logger
@@ -71,6 +71,7 @@ def process_sqs_event(
     clock: Clock | None = None,
     logger: Logger | None = None,
     max_message_bytes: int = sqs_wire.SQS_SAFE_MESSAGE_BYTES,
+    on_malformed: Callable[[str], None] | None = None,
 ) -> PartialBatchResponse:
     """Process one Lambda SQS event; returns the partial batch response.
 
@@ -83,6 +84,8 @@ def process_sqs_event(
         clock: "now" for chained delays.
         logger: a Powertools logger (default: a child of ``world_aws``).
         max_message_bytes: bodies above this are malformed.
+        on_malformed: called with the reason for each record rejected as malformed
+            (e.g. to count rejections in a metric).
 
     Returns:
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``.
@@ -94,6 +97,7 @@ def process_sqs_event(
         clock=clock or SystemClock(),
         logger=logger or _default_logger,
         max_message_bytes=max_message_bytes,
+        on_malformed=on_malformed,
     )
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(
@@ -115,6 +119,7 @@ class _RecordConsumer:
         clock: Clock,
         logger: Logger,
         max_message_bytes: int,
+        on_malformed: Callable[[str], None] | None = None,
     ) -> None:
         self._handler = handler
         self._sqs = sqs
@@ -123,6 +128,7 @@ class _RecordConsumer:
         self._clock = clock
         self._logger = logger
         self._max_bytes = max_message_bytes
+        self._on_malformed = on_malformed
 
     def consume(self, record: SQSRecord) -> None:
         """Powertools' record handler (the parameter must be called ``record``)."""
@@ -136,6 +142,8 @@ class _RecordConsumer:
                 "rejected malformed message: it stays queued and reaches the DLQ after its redrive count",
                 extra={**context, "queue_arn": raw.get("eventSourceARN"), "reason": str(exc)},
             )
+            if self._on_malformed is not None:
+                self._on_malformed(str(exc))
             raise MalformedMessage(str(exc)) from exc
         context["queue"] = delivery.queue.value
         if due_at is not None:
