@@ -1,10 +1,16 @@
-"""Write the sample Lambda SQS events of this folder: one per queue, with valid bodies.
+"""Write the sample Lambda events of this folder: one per queue, with valid bodies, and one HTTP request.
 
-Each event has the exact shape Lambda's SQS event source sends, and its body is
+Each SQS event has the exact shape Lambda's SQS event source sends, and its body is
 made with ``world_aws.contract.transport`` (``base64(cbor(payload))``), so the
 samples stay valid when the payload schema changes: rerun
 ``python -m infra.events.make_events``. Every value is fixed, so the output is
 reproducible (a test checks the committed files against it).
+
+The samples name the template's default app, ``examples.orders:app`` (workflow
+``checkout``, step ``examples.orders.charge``), so that they also run against a
+deployed default stack (``sam local invoke StepFunction -e infra/events/sqs_step_event.json``).
+``http_start_run_event.json`` is an API Gateway HTTP API (payload format 2.0)
+request, ``POST /runs``, as API Gateway sends it after IAM authorization.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ ACCOUNT = "123456789012"
 # Queue names as EmbeddedAws creates them with its default prefix ("world-aws").
 QUEUE_NAMES = {"workflow": "world-aws-workflow-queue", "step": "world-aws-step-queue"}
 RUN_ID = "wrun_01JD0000000000000000000000"
+STEP_NAME = "examples.orders.charge"
 STARTED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -50,6 +57,48 @@ def _record(queue: str, message_id: str, body: str) -> dict[str, Any]:
     }
 
 
+def _http_request(method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    epoch_ms = int(STARTED_AT.timestamp() * 1000)
+    return {
+        "version": "2.0",
+        "routeKey": "ANY /{proxy+}",
+        "rawPath": path,
+        "rawQueryString": "",
+        "headers": {"content-type": "application/json", "host": "abc123.execute-api.us-east-1.amazonaws.com"},
+        "requestContext": {
+            "accountId": ACCOUNT,
+            "apiId": "abc123",
+            "authorizer": {
+                "iam": {
+                    "accessKey": "AKIAEXAMPLEEXAMPLE",
+                    "accountId": ACCOUNT,
+                    "callerId": "AIDAEXAMPLECALLER",
+                    "principalOrgId": None,
+                    "userArn": f"arn:aws:iam::{ACCOUNT}:user/operator",
+                    "userId": "AIDAEXAMPLECALLER",
+                }
+            },
+            "domainName": "abc123.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "abc123",
+            "http": {
+                "method": method,
+                "path": path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": "192.0.2.10",
+                "userAgent": "world-aws-sample",
+            },
+            "requestId": "sample-request-id",
+            "routeKey": "ANY /{proxy+}",
+            "stage": "$default",
+            "time": "01/Jan/2026:00:00:00 +0000",
+            "timeEpoch": epoch_ms,
+        },
+        "pathParameters": {"proxy": path.lstrip("/")},
+        "body": json.dumps(body, sort_keys=True),
+        "isBase64Encoded": False,
+    }
+
+
 def build_events() -> dict[str, dict[str, Any]]:
     """The sample events by file name."""
     workflow = InvokePayload(
@@ -65,7 +114,7 @@ def build_events() -> dict[str, dict[str, Any]]:
     step = InvokePayload(
         run_id=RUN_ID,
         step_id="step_01JD0000000000000000000001",
-        step_name="charge",
+        step_name=STEP_NAME,
         step_input=InlineStepInput(input=cbor2.dumps({"args": ["order-1", 500], "kwargs": {}})),
         run_context=RunContext(
             deployment_id="dpl_default",
@@ -82,6 +131,11 @@ def build_events() -> dict[str, dict[str, Any]]:
         "sqs_step_event.json": {
             "Records": [_record("step", "00000000-0000-4000-8000-000000000002", encode_body(step))]
         },
+        "http_start_run_event.json": _http_request(
+            "POST",
+            "/runs",
+            {"workflow": "checkout", "args": ["order-2"], "idempotency_key": "sample-order-2"},
+        ),
     }
 
 
