@@ -1,0 +1,181 @@
+"""The composition root of the Lambda functions: one World, Runtime and telemetry per container.
+
+A Lambda container imports a handler module once and then serves many
+invocations. ``PROCESS`` is what lives that long: the Powertools ``Logger`` (JSON,
+with ``run_id``/``step_id`` appended per record) and ``Metrics`` (EMF), and a
+``LazyContainer`` that builds the ``Container`` on the first invocation, from
+the environment that ``template.yaml`` sets:
+
+* ``WORKFLOW_APP`` = ``MODULE:ATTR`` (the uvicorn convention), the user's ``Workflows``;
+* ``AwsConfig.from_env`` and ``RuntimeConfig.from_env`` read the rest.
+
+Building lazily keeps a broken configuration out of the import (Lambda would
+report an init failure without the reason) and lets tests set the environment
+first. Nothing here decides anything about runs or steps: records go to
+``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+
+from functions._metrics import (
+    API_REQUESTS,
+    API_SERVER_ERRORS,
+    DELIVERIES,
+    DELIVERIES_REJECTED,
+    PROLOGUE_RUN_CONTEXT,
+    PROLOGUE_RUNS_GET,
+    EventCounts,
+    ObservedWorld,
+)
+from world_aws.aws.config import AwsConfig
+from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
+from world_aws.aws.world import AwsWorld, create_aws_world
+from world_aws.cli.loading import load_app
+from world_aws.contract.payload import InvokePayload
+from world_aws.contract.transport import decode_payload
+from world_aws.contract.world import Delivery, HandlerResult, World
+from world_aws.errors import BadInput
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.runtime import Runtime
+
+APP_VARIABLE = "WORKFLOW_APP"
+DEFAULT_SERVICE = "world_aws"
+DEFAULT_NAMESPACE = "WorldAws"
+
+
+@dataclass(frozen=True)
+class Container:
+    """The per-container objects: the AWS World, the Runtime over it, and the metric counts."""
+
+    runtime: Runtime
+    world: AwsWorld
+    counts: EventCounts
+    logger: Logger
+    metrics: Metrics
+
+    @classmethod
+    def from_env(
+        cls, logger: Logger, metrics: Metrics, environ: Mapping[str, str] | None = None
+    ) -> Container:
+        """Build the World and Runtime from the environment (``os.environ`` by default).
+
+        Raises:
+            BadInput: a variable is missing or invalid, or ``WORKFLOW_APP`` names no ``Workflows``.
+        """
+        env = os.environ if environ is None else environ
+        spec = env.get(APP_VARIABLE, "").strip()
+        if not spec:
+            raise BadInput(
+                f"environment variable {APP_VARIABLE} is not set (MODULE:ATTR naming the Workflows)"
+            )
+        app = load_app(spec)
+        world = create_aws_world(AwsConfig.from_env(env))
+        counts = EventCounts()
+        # cast: AwsWorld's stores are concrete classes, which mypy will not match to the
+        # protocol's (invariant) attributes; it implements the World contract.
+        observed = ObservedWorld(cast("World", world), counts)
+        runtime = Runtime(observed, app, RuntimeConfig.from_env(env))
+        return cls(runtime, world, counts, logger, metrics)
+
+    def process_sqs(self, event: Mapping[str, Any]) -> PartialBatchResponse:
+        """One SQS batch through ``Runtime.handle``; the partial batch response."""
+        self.counts.add(DELIVERIES, len(event.get("Records") or ()))
+        try:
+            return process_sqs_event(
+                event,
+                self._handle,
+                sqs=self.world.clients.sqs,
+                queue_urls=self.world.queue_urls(),
+                logger=self.logger,
+                on_malformed=lambda _reason: self.counts.add(DELIVERIES_REJECTED),
+            )
+        finally:
+            self.counts.publish(self.metrics)
+
+    def record_http(self, status: int) -> None:
+        """Count one answered HTTP request."""
+        self.counts.add(API_REQUESTS)
+        if status >= 500:
+            self.counts.add(API_SERVER_ERRORS)
+        self.counts.publish(self.metrics)
+
+    def close(self) -> None:
+        self.runtime.close()
+        self.world.close()
+
+    def _handle(self, delivery: Delivery) -> HandlerResult:
+        payload = decode_payload(delivery.body)  # already validated by process_sqs_event
+        keys: dict[str, str] = {}
+        if isinstance(payload, InvokePayload):
+            keys["run_id"] = payload.run_id
+            if payload.step_id is not None:
+                keys["step_id"] = payload.step_id
+                # The kind of prologue the message asks for (SPEC §5.1): run identity carried or not.
+                self.counts.add(
+                    PROLOGUE_RUN_CONTEXT if payload.run_context is not None else PROLOGUE_RUNS_GET
+                )
+        self.logger.append_keys(**keys)
+        try:
+            return self.runtime.handle(delivery)
+        except BadInput:
+            self.counts.add(DELIVERIES_REJECTED)
+            raise
+        finally:
+            self.logger.remove_keys(list(keys))
+
+
+class LazyContainer:
+    """Builds the ``Container`` on first use and keeps it for the life of the Lambda container."""
+
+    def __init__(self, build: Callable[[], Container]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._container: Container | None = None
+
+    def get(self) -> Container:
+        with self._lock:
+            if self._container is None:
+                self._container = self._build()
+            return self._container
+
+    def reset(self) -> None:
+        """Close and forget the container (tests; the next ``get`` builds a new one)."""
+        with self._lock:
+            container, self._container = self._container, None
+        if container is not None:
+            container.close()
+
+
+@dataclass(frozen=True)
+class LambdaProcess:
+    """What one Lambda container keeps between invocations."""
+
+    logger: Logger
+    metrics: Metrics
+    container: LazyContainer
+
+    @classmethod
+    def create(cls, environ: Mapping[str, str] | None = None) -> LambdaProcess:
+        env = os.environ if environ is None else environ
+        service = env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
+        logger = Logger(service=service)
+        # The runtime logs through the stdlib logger "world_aws": same JSON handler, same appended keys.
+        copy_config_to_registered_loggers(source_logger=logger, include={"world_aws"})
+        metrics = Metrics(
+            namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=service
+        )
+        return cls(logger, metrics, LazyContainer(lambda: Container.from_env(logger, metrics)))
+
+
+# module-state-ok: Lambda keeps a container's module state between invocations; this one holder
+# is where the World, its clients and the Runtime are cached for that life (SPEC §9 registry).
+PROCESS = LambdaProcess.create()
