@@ -113,7 +113,7 @@ def test_queues_are_encrypted_and_keep_messages_fourteen_days() -> None:
 
 
 def test_queue_visibility_covers_six_times_the_timeout_of_its_consumer() -> None:
-    # GIVEN the functions consuming each queue (none yet: the check is ready for them)
+    # GIVEN the functions consuming each queue
     template = load_template()
     queues = resources(template, "AWS::SQS::Queue")
     default_timeout = template.get("Globals", {}).get("Function", {}).get("Timeout", 3)

@@ -1,0 +1,336 @@
+"""template.yaml after the SAM transform: environment, dead letters, IAM scope, SQS triggers, the API.
+
+The template is read with ``infra.template.load_template`` and transformed offline
+by samtranslator (a region, an ``s3://`` placeholder for the local CodeUri and a
+stub managed-policy loader are all it needs), so the checks see the resources
+CloudFormation would create: the functions with Globals merged in, the event
+source mappings, the roles, the HTTP API's OpenAPI body.
+
+The environment check is derived from the code: the functions' composition root
+(``LambdaProcess.create`` and ``Container.from_env``, what a cold start runs) is
+given a mapping that records every name read; and a scan of every module a
+handler imports makes sure nothing reads the environment anywhere else.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import json
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from samtranslator.translator.transform import transform
+
+from functions._container import Container, LambdaProcess
+from infra.template import DEFAULT_TEMPLATE, load_template
+from world_aws.aws import keys
+from world_aws.aws.s3 import KEY_PREFIX
+
+REPO = DEFAULT_TEMPLATE.parent
+HANDLER_MODULES = ("functions.workflow_handler", "functions.step_handler", "functions.api_handler")
+# Read by the code but never set by the template: Lambda sets the region itself (reserved
+# names, CloudFormation refuses them), and the endpoint override is for local runs only.
+NOT_FROM_TEMPLATE = frozenset({"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL"})
+# The only places that may read the environment (each is fed a recording mapping below).
+ENVIRONMENT_READERS = frozenset(
+    {
+        ("world_aws/aws/config.py", "from_env"),
+        ("world_aws/runtime/config.py", "from_env"),
+        ("functions/_container.py", "from_env"),
+        ("functions/_container.py", "create"),
+        # Imported with the world_aws.cli package (load_app lives in world_aws/cli/loading.py)
+        # but only ever called by CLI commands: the API URL of `world-aws` client commands.
+        ("world_aws/cli/client.py", "api_url"),
+    }
+)
+CONSUME_ACTIONS = {
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
+    "sqs:GetQueueAttributes",
+    "sqs:ChangeMessageVisibility",
+}
+
+
+class _StubPolicyLoader:
+    """samtranslator asks it only for managed policy names it does not know (none here)."""
+
+    def load(self) -> dict[str, str]:
+        return {}
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return load_template()
+
+
+@pytest.fixture(scope="module")
+def transformed(template: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    document = copy.deepcopy(template)
+    document["Globals"]["Function"]["CodeUri"] = "s3://placeholder-bucket/code.zip"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+        yield transform(document, {}, _StubPolicyLoader())
+
+
+def of_type(document: Mapping[str, Any], resource_type: str) -> dict[str, dict[str, Any]]:
+    return {
+        lid: dict(body.get("Properties") or {})
+        for lid, body in document["Resources"].items()
+        if body["Type"] == resource_type
+    }
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def statements(role: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [s for policy in role.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+
+
+def role_of(document: Mapping[str, Any], function: Mapping[str, Any]) -> dict[str, Any]:
+    role_id = function["Role"]["Fn::GetAtt"][0]
+    return of_type(document, "AWS::IAM::Role")[role_id]
+
+
+def allowed(role: Mapping[str, Any], action: str) -> list[Any]:
+    """The resources ``role`` allows ``action`` on."""
+    return [
+        resource
+        for s in statements(role)
+        if s["Effect"] == "Allow" and action in as_list(s["Action"])
+        for resource in as_list(s["Resource"])
+    ]
+
+
+# ----------------------------------------------------------------------------- environment
+
+
+class RecordingEnvironment(Mapping[str, str]):
+    """An environment that notes every name read, and answers a workable value for each."""
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = dict(values)
+        self.read: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.read.add(name)
+        return self._values.get(name, "1")
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def names_read_at_cold_start() -> set[str]:
+    env = RecordingEnvironment(
+        {
+            "WORKFLOW_APP": "examples.orders:app",
+            "AWS_REGION": "us-east-1",
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:9",  # never contacted: nothing is called
+        }
+    )
+    process = LambdaProcess.create(env)
+    Container.from_env(process.logger, process.metrics, environ=env).close()
+    return env.read
+
+
+def environment_reads(path: Path) -> set[tuple[str, str]]:
+    """(file, enclosing function) of every ``os.environ`` / ``getenv`` in ``path``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[tuple[str, str]] = set()
+    shown = path.relative_to(REPO).as_posix()
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            if isinstance(child, ast.Attribute) and child.attr in ("environ", "getenv"):
+                found.add((shown, function))
+            if (
+                isinstance(child, ast.ImportFrom)
+                and child.module == "os"
+                and {a.name for a in child.names} & {"environ", "getenv"}
+            ):
+                found.add((shown, function))
+            visit(child, inner)
+
+    visit(tree, "<module>")
+    return found
+
+
+def test_functions_read_the_environment_only_through_their_composition_root() -> None:
+    # GIVEN every module of this repository that a handler imports (a fresh interpreter)
+    script = (
+        "import json, sys\n"
+        + "".join(f"import {m}\n" for m in HANDLER_MODULES)
+        + "print(json.dumps([getattr(m, '__file__', None) for m in list(sys.modules.values())]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    files = {Path(f) for f in json.loads(result.stdout.splitlines()[-1]) if f}
+    ours = sorted(f for f in files if f.is_relative_to(REPO) and f.parts[len(REPO.parts)] != "examples")
+    assert any(f.name == "config.py" for f in ours) and len(ours) > 30
+    # WHEN each is scanned for environment reads
+    reads = set().union(*(environment_reads(f) for f in ours))
+    # THEN they happen only in the readers that the cold-start recording below covers (or the CLI's)
+    assert reads == ENVIRONMENT_READERS
+
+
+def test_every_variable_the_code_reads_is_set_on_every_function_and_nothing_else(
+    transformed: dict[str, Any],
+) -> None:
+    # GIVEN the names a cold start reads
+    wanted = names_read_at_cold_start() - NOT_FROM_TEMPLATE
+    assert {"WORKFLOW_APP", "WORKFLOW_TABLE_NAME", "WORKFLOW_MAX_QUEUE_DELIVERIES"} <= wanted
+    functions = of_type(transformed, "AWS::Lambda::Function")
+    assert len(functions) == 3
+    for lid, function in functions.items():
+        # THEN each function sets exactly those (Globals merged in by the transform)
+        assert set(function["Environment"]["Variables"]) == wanted, lid
+
+
+# ----------------------------------------------------------------------------- queues
+
+
+def test_every_queue_has_a_dead_letter_queue_with_an_alarm_on_any_message(template: dict[str, Any]) -> None:
+    queues = of_type(template, "AWS::SQS::Queue")
+    alarms = of_type(template, "AWS::CloudWatch::Alarm").values()
+    dead_letter = {
+        lid: q["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+        for lid, q in queues.items()
+        if "RedrivePolicy" in q
+    }
+    # THEN every queue is either redriven to a DLQ or is one
+    assert set(queues) == set(dead_letter) | set(dead_letter.values())
+    assert set(dead_letter) == {"WorkflowQueue", "StepQueue"}
+    for dlq in dead_letter.values():
+        # AND each DLQ has an alarm that fires on its first visible message
+        watching = [
+            a
+            for a in alarms
+            if a["Namespace"] == "AWS/SQS"
+            and a["MetricName"] == "ApproximateNumberOfMessagesVisible"
+            and a["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}]
+        ]
+        assert len(watching) == 1, dlq
+        (alarm,) = watching
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+def test_every_sqs_trigger_reports_batch_item_failures_with_bounded_batches(
+    transformed: dict[str, Any],
+) -> None:
+    mappings = of_type(transformed, "AWS::Lambda::EventSourceMapping")
+    assert {m["EventSourceArn"]["Fn::GetAtt"][0] for m in mappings.values()} == {"WorkflowQueue", "StepQueue"}
+    for mapping in mappings.values():
+        assert mapping.get("FunctionResponseTypes") == ["ReportBatchItemFailures"]
+        assert 1 <= mapping["BatchSize"] <= 10
+        assert mapping["MaximumBatchingWindowInSeconds"] == 0
+        assert 2 <= mapping["ScalingConfig"]["MaximumConcurrency"] <= 1000
+
+
+def test_queue_visibility_is_at_least_six_times_the_consuming_function_timeout(
+    transformed: dict[str, Any],
+) -> None:
+    queues = of_type(transformed, "AWS::SQS::Queue")
+    functions = of_type(transformed, "AWS::Lambda::Function")
+    for mapping in of_type(transformed, "AWS::Lambda::EventSourceMapping").values():
+        queue = queues[mapping["EventSourceArn"]["Fn::GetAtt"][0]]
+        function = functions[mapping["FunctionName"]["Ref"]]
+        # AWS: a batch must not become visible again while its invocation (or a retry) may run.
+        assert queue.get("VisibilityTimeout", 30) >= 6 * function.get("Timeout", 3)
+
+
+def test_each_queue_is_consumed_by_exactly_the_function_of_its_trigger(transformed: dict[str, Any]) -> None:
+    functions = of_type(transformed, "AWS::Lambda::Function")
+    for mapping in of_type(transformed, "AWS::Lambda::EventSourceMapping").values():
+        queue_arn = mapping["EventSourceArn"]
+        for lid, function in functions.items():
+            role = role_of(transformed, function)
+            consumes = {a for a in CONSUME_ACTIONS if queue_arn in allowed(role, a)}
+            expected = CONSUME_ACTIONS if lid == mapping["FunctionName"]["Ref"] else set()
+            assert consumes == expected, (lid, queue_arn)
+
+
+def test_functions_publishing_to_their_own_trigger_allow_the_recursive_loop(
+    transformed: dict[str, Any],
+) -> None:
+    # Lambda stops SQS -> function -> SQS chains after ~16 hops unless told the loop is intended.
+    functions = of_type(transformed, "AWS::Lambda::Function")
+    for mapping in of_type(transformed, "AWS::Lambda::EventSourceMapping").values():
+        function = functions[mapping["FunctionName"]["Ref"]]
+        assert mapping["EventSourceArn"] in allowed(role_of(transformed, function), "sqs:SendMessage")
+        assert function["RecursiveLoop"] == "Allow"
+
+
+# ----------------------------------------------------------------------------- IAM
+
+
+def test_no_identity_policy_has_a_wildcard_action_or_resource(transformed: dict[str, Any]) -> None:
+    roles = of_type(transformed, "AWS::IAM::Role")
+    assert not of_type(transformed, "AWS::IAM::Policy") and not of_type(
+        transformed, "AWS::IAM::ManagedPolicy"
+    )
+    for lid, role in roles.items():
+        # Nothing hides behind a managed policy (AWSLambdaBasicExecutionRole has Resource "*").
+        assert "ManagedPolicyArns" not in role, lid
+        for statement in statements(role):
+            assert (
+                statement["Effect"] == "Allow"
+                and "NotAction" not in statement
+                and "NotResource" not in statement
+            )
+            assert all("*" not in action for action in as_list(statement["Action"])), (lid, statement)
+            assert all(resource != "*" for resource in as_list(statement["Resource"])), (lid, statement)
+    # AND every function runs under one of these roles (none generated by SAM)
+    for function in of_type(transformed, "AWS::Lambda::Function").values():
+        assert function["Role"]["Fn::GetAtt"][0] in roles
+
+
+def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed: dict[str, Any]) -> None:
+    expected = {"Fn::Sub": "${PayloadBucket.Arn}/" + KEY_PREFIX + "*"}
+    for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
+        role = role_of(transformed, function)
+        assert allowed(role, "s3:GetObject") == [expected] == allowed(role, "s3:PutObject"), lid
+        assert allowed(role, "dynamodb:PutItem") == [{"Fn::GetAtt": ["WorkflowTable", "Arn"]}], lid
+
+
+def test_only_the_api_may_query_the_runs_index(transformed: dict[str, Any]) -> None:
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.GSI1}
+    for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
+        assert (index in allowed(role_of(transformed, function), "dynamodb:Query")) is (lid == "ApiFunction")
+
+
+# ----------------------------------------------------------------------------- HTTP API
+
+
+def test_every_api_route_needs_iam_authorization_and_reaches_the_api_function(
+    transformed: dict[str, Any],
+) -> None:
+    (api,) = of_type(transformed, "AWS::ApiGatewayV2::Api").values()
+    methods = [method for path in api["Body"]["paths"].values() for method in path.values()]
+    assert methods
+    for method in methods:
+        assert method["security"] == [{"AWS_IAM": []}]
+        uri = method["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+        assert "${ApiFunction.Arn}" in uri
+    assert (
+        api["Body"]["components"]["securitySchemes"]["AWS_IAM"]["x-amazon-apigateway-authtype"] == "awsSigv4"
+    )
+    # API Gateway gives up on an integration after 30 s.
+    assert of_type(transformed, "AWS::Lambda::Function")["ApiFunction"]["Timeout"] < 30
+
+
+def test_outputs_name_the_api_url_and_every_resource_a_client_needs(template: dict[str, Any]) -> None:
+    outputs = template["Outputs"]
+    for name in ("ApiUrl", "WorkflowTableName", "WorkflowQueueUrl", "StepQueueUrl", "PayloadBucketName"):
+        assert name in outputs
+    assert "${WorkflowApi}" in outputs["ApiUrl"]["Value"]["Fn::Sub"]
