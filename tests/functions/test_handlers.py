@@ -1,0 +1,258 @@
+"""The Lambda handlers on the sample events, against moto: runs start, steps run, bad records fail alone.
+
+The handlers are the deployed entry points (``functions.*_handler.handler``), with
+the environment ``template.yaml`` gives them, and the container they build on first
+use. State is read back through an AWS World on the same resources; metrics are
+read from the EMF lines the handlers print.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from examples.orders import app as orders_app
+from functions import api_handler, step_handler, workflow_handler
+from functions._container import PROCESS, Container
+from infra.events.make_events import RUN_ID, STEP_NAME
+from infra.provision import ProvisionedResources
+from world_aws.aws.event_source import lambda_sqs_event
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.payload import HealthCheck, InvokePayload
+from world_aws.contract.records import RunStatus, StepStatus
+from world_aws.contract.transport import decode_body, encode_body
+from world_aws.contract.world import QueueName
+from world_aws.errors import BadInput
+from world_aws.local.embedded import EmbeddedAws
+
+SampleEvent = Callable[[str], dict[str, Any]]
+
+
+class Context:
+    """The attributes of a Lambda context that Powertools reads."""
+
+    function_name = "world-aws-test"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:world-aws-test"
+    aws_request_id = "00000000-0000-4000-8000-00000000abcd"
+
+
+CONTEXT: Any = Context()
+
+
+@pytest.fixture
+def deployed(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The function environment set, and the per-container objects built afresh from it."""
+    for name, value in function_env.items():
+        monkeypatch.setenv(name, value)
+    PROCESS.container.reset()
+    yield
+    PROCESS.container.reset()
+
+
+def metrics(printed: str) -> dict[str, float]:
+    """The sum of every EMF metric in ``printed`` (the handlers' stdout)."""
+    totals: dict[str, float] = {}
+    for line in printed.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        document = json.loads(line)
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            assert directive["Namespace"] == "WorldAws"
+            for metric in directive["Metrics"]:
+                totals[metric["Name"]] = totals.get(metric["Name"], 0) + sum(document[metric["Name"]])
+    return totals
+
+
+def receive(embedded: EmbeddedAws, resources: ProvisionedResources, queue: QueueName) -> dict[str, Any]:
+    """The Lambda SQS event of every visible message of ``queue`` (held for 60 s)."""
+    settings = resources.queues[queue]
+    messages = embedded.clients.sqs.receive_message(
+        QueueUrl=settings.url,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=60,
+        MessageSystemAttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    return lambda_sqs_event(messages, settings.arn)
+
+
+def step_id_of(event: dict[str, Any]) -> str:
+    """The step id the first record of a step event carries."""
+    payload = decode_body(event["Records"][0]["body"])
+    assert isinstance(payload, InvokePayload) and payload.step_id is not None
+    return payload.step_id
+
+
+def start_sample_run(sample_event: SampleEvent) -> None:
+    assert workflow_handler.handler(sample_event("sqs_workflow_event.json"), CONTEXT) == {
+        "batchItemFailures": []
+    }
+
+
+@pytest.mark.usefixtures("deployed")
+def test_workflow_event_starts_its_run_and_dispatches_the_first_step(
+    sample_event: SampleEvent,
+    world: AwsWorld,
+    embedded: EmbeddedAws,
+    resources: ProvisionedResources,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN the sample workflow event: the first message of a new run of checkout
+    event = sample_event("sqs_workflow_event.json")
+    # WHEN the workflow function handles it
+    response = workflow_handler.handler(event, CONTEXT)
+    # THEN the record is acked, the run exists and runs, and its first step is created
+    assert response == {"batchItemFailures": []}
+    run = world.runs.get(RUN_ID)
+    assert (run.workflow_name, run.status) == ("checkout", RunStatus.RUNNING)
+    (step,) = world.steps.list(RUN_ID)
+    assert (step.step_name, step.status) == ("examples.orders.validate", StepStatus.PENDING)
+    # AND its message waits on the step queue
+    (record,) = receive(embedded, resources, QueueName.STEP)["Records"]
+    payload = decode_body(record["body"])
+    assert isinstance(payload, InvokePayload) and payload.step_id == step.step_id
+    # AND the invocation's metrics were printed as EMF
+    counted = metrics(capsys.readouterr().out)
+    assert counted["Deliveries"] == 1 and counted["RunsStarted"] == 1
+
+
+@pytest.mark.usefixtures("deployed")
+def test_step_event_runs_its_step_and_the_redelivery_after_a_retry_completes_it(
+    sample_event: SampleEvent, world: AwsWorld, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a running run and the sample step event (charge fails its first attempt, retryable)
+    start_sample_run(sample_event)
+    event = sample_event("sqs_step_event.json")
+    message_id = event["Records"][0]["messageId"]
+    step_id = step_id_of(event)
+    # WHEN the step function handles it
+    first = step_handler.handler(event, CONTEXT)
+    # THEN the step ran, its retry is recorded, and the record is reported for redelivery
+    assert first == {"batchItemFailures": [{"itemIdentifier": message_id}]}
+    retried = world.steps.get(RUN_ID, step_id)
+    assert (retried.step_name, retried.status, retried.attempt) == (STEP_NAME, StepStatus.PENDING, 1)
+    # WHEN SQS delivers it again
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = "2"
+    second = step_handler.handler(event, CONTEXT)
+    # THEN the second attempt completes the step with the body's result
+    assert second == {"batchItemFailures": []}
+    done = world.steps.get(RUN_ID, step_id)
+    assert (done.status, done.attempt) == (StepStatus.COMPLETED, 2)
+    assert done.output is not None
+    assert orders_app.serializer.loads(done.output).startswith("ch_order-1_500_")
+    counted = metrics(capsys.readouterr().out)
+    assert counted["StepsStarted"] == 2 and counted["StepsRetried"] == 1 and counted["StepsCompleted"] == 1
+    assert counted["StepPrologueRunContext"] == 2
+
+
+@pytest.mark.usefixtures("deployed")
+def test_dispatched_step_message_runs_its_step_and_continues_the_workflow_inline(
+    sample_event: SampleEvent, world: AwsWorld, embedded: EmbeddedAws, resources: ProvisionedResources
+) -> None:
+    # GIVEN the step message the workflow function dispatched (validate)
+    start_sample_run(sample_event)
+    event = receive(embedded, resources, QueueName.STEP)
+    # WHEN the step function handles it
+    response = step_handler.handler(event, CONTEXT)
+    # THEN validate completed and, as the last completer, continued the run: the fan-out is created
+    assert response == {"batchItemFailures": []}
+    by_name: dict[str, list[StepStatus]] = {}
+    for step in world.steps.list(RUN_ID):
+        by_name.setdefault(step.step_name, []).append(step.status)
+    assert by_name == {
+        "examples.orders.validate": [StepStatus.COMPLETED],
+        "examples.orders.reserve": [StepStatus.PENDING] * 3,
+    }
+    assert len(receive(embedded, resources, QueueName.STEP)["Records"]) == 3
+
+
+@pytest.mark.usefixtures("deployed")
+def test_malformed_record_is_reported_alone_while_its_neighbour_succeeds(
+    sample_event: SampleEvent, world: AwsWorld, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a batch of the sample workflow record and a record whose body is not base64(CBOR)
+    event = sample_event("sqs_workflow_event.json")
+    bad = {**event["Records"][0], "messageId": "bad-record", "body": "%% not a world-aws message %%"}
+    event["Records"].append(bad)
+    # WHEN the workflow function handles the batch
+    response = workflow_handler.handler(event, CONTEXT)
+    # THEN only the malformed record is reported (it reaches the DLQ after its redrive count)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "bad-record"}]}
+    # AND its neighbour was processed
+    assert world.runs.get(RUN_ID).status is RunStatus.RUNNING
+    counted = metrics(capsys.readouterr().out)
+    assert counted["Deliveries"] == 2 and counted["DeliveriesRejected"] == 1
+
+
+@pytest.mark.usefixtures("deployed")
+def test_health_check_is_acked_without_touching_any_run(
+    sample_event: SampleEvent, world: AwsWorld, embedded: EmbeddedAws, resources: ProvisionedResources
+) -> None:
+    # GIVEN a health-check message on the step queue
+    event = sample_event("sqs_step_event.json")
+    event["Records"][0]["body"] = encode_body(HealthCheck(health_check=True, correlation_id="probe-1"))
+    # WHEN the step function handles it
+    response = step_handler.handler(event, CONTEXT)
+    # THEN it is acked, and nothing was written or queued
+    assert response == {"batchItemFailures": []}
+    assert world.runs.list().runs == []
+    assert receive(embedded, resources, QueueName.STEP)["Records"] == []
+    assert receive(embedded, resources, QueueName.WORKFLOW)["Records"] == []
+
+
+@pytest.mark.usefixtures("deployed")
+def test_delivery_over_the_cap_fails_its_run_and_counts_as_dead_lettered(
+    sample_event: SampleEvent, world: AwsWorld, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a running run and a step message delivered once more than WORKFLOW_MAX_QUEUE_DELIVERIES
+    start_sample_run(sample_event)
+    event = sample_event("sqs_step_event.json")
+    event["Records"][0]["attributes"]["ApproximateReceiveCount"] = "49"
+    capsys.readouterr()
+    # WHEN the step function handles it
+    response = step_handler.handler(event, CONTEXT)
+    # THEN the message is acked and its run failed with MAX_DELIVERIES_EXCEEDED
+    assert response == {"batchItemFailures": []}
+    run = world.runs.get(RUN_ID)
+    assert (run.status, run.error_code) == (RunStatus.FAILED, "MAX_DELIVERIES_EXCEEDED")
+    counted = metrics(capsys.readouterr().out)
+    assert counted["RunsFailed"] == 1 and counted["DeliveriesDeadLettered"] == 1
+
+
+@pytest.mark.usefixtures("deployed")
+def test_http_event_starts_a_run_through_the_api(
+    sample_event: SampleEvent,
+    world: AwsWorld,
+    embedded: EmbeddedAws,
+    resources: ProvisionedResources,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN the sample HTTP API request POST /runs (checkout, "order-2")
+    event = sample_event("http_start_run_event.json")
+    # WHEN the API function answers it
+    response = api_handler.handler(event, CONTEXT)
+    # THEN the run is created and its first message queued
+    assert response["statusCode"] == 201
+    run_id = json.loads(response["body"])["run_id"]
+    assert world.runs.get(run_id).workflow_name == "checkout"
+    (record,) = receive(embedded, resources, QueueName.WORKFLOW)["Records"]
+    payload = decode_body(record["body"])
+    assert isinstance(payload, InvokePayload) and (payload.run_id, payload.run_input is not None) == (
+        run_id,
+        True,
+    )
+    counted = metrics(capsys.readouterr().out)
+    assert counted["ApiRequests"] == 1 and counted["RunsCreated"] == 1
+
+
+def test_container_without_an_app_names_the_missing_variable(function_env: dict[str, str]) -> None:
+    # GIVEN the function environment without WORKFLOW_APP
+    env = {name: value for name, value in function_env.items() if name != "WORKFLOW_APP"}
+    # WHEN the container is built THEN the error names the variable
+    with pytest.raises(BadInput, match="WORKFLOW_APP"):
+        Container.from_env(PROCESS.logger, PROCESS.metrics, environ=env)
