@@ -43,9 +43,6 @@ ENVIRONMENT_READERS = frozenset(
         ("world_aws/runtime/config.py", "from_env"),
         ("functions/_container.py", "from_env"),
         ("functions/_container.py", "create"),
-        # Imported with the world_aws.cli package (load_app lives in world_aws/cli/loading.py)
-        # but only ever called by CLI commands: the API URL of `world-aws` client commands.
-        ("world_aws/cli/client.py", "api_url"),
     }
 )
 CONSUME_ACTIONS = {

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from world_aws.cli.loading import load_app
+from world_aws.runtime.loading import load_app
 from world_aws.errors import BadInput
 
 DEV_DEFAULT_APP = "examples.orders:app"
