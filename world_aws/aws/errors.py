@@ -31,12 +31,44 @@ NOT_FOUND_CODES = frozenset({"ResourceNotFoundException", "NoSuchKey", "NoSuchBu
 BAD_INPUT_CODES = frozenset({"ValidationException", "InvalidParameterValue", "InvalidMessageContents"})
 
 
+# Codes a TransactWriteItems cancellation reason may carry besides ConditionalCheckFailed
+# (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+THROTTLING_REASONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"})
+VALIDATION_REASONS = frozenset({"ValidationError", "ItemCollectionSizeLimitExceeded"})
+
+
 def error_code(exc: ClientError) -> str:
+    """The AWS error code of a client error (``""`` when it has none)."""
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
+def cancellation_error(codes: list[str], *, operation: str = "") -> WorldAwsError:
+    """The world-aws error for a transaction cancelled for reasons other than its conditions.
+
+    Throttling of any action is ``Throttled``; a validation failure (an item too
+    large, for example) is ``BadInput``; ``TransactionConflict`` (another write on
+    the same item in flight) and anything else is ``Transient``: safe to retry.
+    """
+    where = f" during {operation}" if operation else ""
+    failing = [c for c in codes if c not in ("None", "ConditionalCheckFailed")]
+    if any(c in THROTTLING_REASONS for c in failing):
+        return Throttled(f"AWS throttled{where}: {failing}", retry_after=1.0)
+    if any(c in VALIDATION_REASONS for c in failing):
+        return BadInput(f"AWS rejected the transaction{where}: {failing}")
+    return Transient(f"transaction cancelled{where}: {failing}", retry_after=0.1)
+
+
 def translate(exc: Exception, *, operation: str = "") -> WorldAwsError:
-    """The world-aws error for a botocore failure (not a conditional-check failure)."""
+    """The world-aws error for a botocore failure (not a conditional-check failure).
+
+    Args:
+        exc: what botocore raised.
+        operation: named in the message.
+
+    Returns:
+        ``Throttled`` for throttling codes, ``NotFound`` for missing resources,
+        ``BadInput`` for validation failures, ``Transient`` for everything else.
+    """
     where = f" during {operation}" if operation else ""
     if isinstance(exc, ClientError):
         code = error_code(exc)

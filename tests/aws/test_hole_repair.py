@@ -1,0 +1,151 @@
+"""Holes left between reserve and commit are waited for, then sealed by readers (SPEC §3.2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from world_aws.aws import items, keys
+from world_aws.aws.payloads import PayloadWriter
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.records import Event, EventData, EventType, RunStatus
+from world_aws.errors import WorldAwsError
+from world_aws.testing.conformance.support import create_run, create_step, running_step, write
+from world_aws.testing.fake_time import FakeMonotonic
+
+GRACE_SECONDS = 2.0  # as the world fixture's repair policy
+
+
+def _dead_writer_reserves(world: AwsWorld, run_id: str) -> int:
+    """A writer that takes a position and dies before committing anything."""
+
+    def refuse(_run: object) -> None:
+        raise AssertionError("the reservation should succeed")
+
+    position, _run_item = world.sequencer.reserve(run_id, fenced=True, judge=refuse)
+    return position
+
+
+def _stored(world: AwsWorld, run_id: str, position: int) -> dict[str, Any] | None:
+    return world.table.get(keys.event_key(run_id, position))
+
+
+def test_reader_seals_the_hole_of_a_dead_writer_after_the_grace_period(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a running run (1, 2), a writer that reserved 3 and died, and a step created at 4
+    run_id = create_run(world)
+    hole = _dead_writer_reserves(world, run_id)
+    step_id = create_step(world, run_id)
+    # WHEN the log is read
+    events = world.events.list(run_id)
+    # THEN the reader waited the grace period, sealed 3 with a noop and returned the rest in order
+    assert hole == 3
+    assert fake_time.now >= GRACE_SECONDS
+    assert [(e.position, e.type) for e in events] == [
+        (1, EventType.RUN_CREATED),
+        (2, EventType.RUN_STARTED),
+        (4, EventType.STEP_CREATED),
+    ]
+    sealed = _stored(world, run_id, hole)
+    assert sealed is not None and sealed["type"] == EventType.NOOP.value
+    # ... a later read extends it without waiting again, and later writes stay dense
+    waited = fake_time.now
+    start = write(world, run_id, EventType.STEP_STARTED, step_id)
+    assert start.event is not None and start.event.position == 5
+    later = world.events.list(run_id)
+    assert later[: len(events)] == events and [e.position for e in later[len(events) :]] == [5]
+    assert fake_time.now == waited
+
+
+def test_reader_waits_for_a_writer_in_flight_instead_of_sealing(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a writer that reserved 3 and is slow to commit, and a step created at 4
+    run_id = create_run(world)
+    position = _dead_writer_reserves(world, run_id)
+    create_step(world, run_id)
+    late = Event(run_id, position, EventType.WAIT_CREATED, "wait_late", world.clock.now(), EventData())
+
+    def slow_writer_commits() -> None:
+        fake_time.on_sleep = None
+        action = world.table.put_action(
+            items.event_item(late, PayloadWriter(world.blobs)), condition="attribute_not_exists(sk)"
+        )
+        assert world.sequencer.commit(run_id, position, [action], world.clock.now()) is None
+
+    fake_time.on_sleep = slow_writer_commits
+    # WHEN the log is read while the writer commits during the reader's first backoff
+    events = world.events.list(run_id)
+    # THEN the reader returned the writer's event at 3, without sealing and well within the grace
+    assert [e.position for e in events] == [1, 2, 3, 4]
+    assert events[2] == late
+    assert 0 < fake_time.now < GRACE_SECONDS
+
+
+def test_dead_run_completed_writer_is_repaired_with_the_real_event(world: AwsWorld) -> None:
+    # GIVEN a running run with a running step
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+
+    # ... whose run_completed applied the transition, then never put its event (writer lost)
+    def lose_event_puts(params: dict[str, Any], **_: Any) -> None:
+        if params["Item"]["type"]["S"] == EventType.RUN_COMPLETED.value:
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "lost"}}, "PutItem")
+
+    world.clients.dynamodb.meta.events.register("before-parameter-build.dynamodb.PutItem", lose_event_puts)
+    try:
+        write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"the-output"))
+        raise AssertionError("the event put should have failed")
+    except WorldAwsError:
+        pass
+    finally:
+        world.clients.dynamodb.meta.events.unregister(
+            "before-parameter-build.dynamodb.PutItem", lose_event_puts
+        )
+    assert world.runs.get(run_id).status is RunStatus.COMPLETED
+    # ... and the running step then reported its outcome (accepted after the end, SPEC §3.1)
+    outcome = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"late"))
+    # WHEN the log is read
+    events = world.events.list(run_id)
+    # THEN the hole before step_completed holds the real run_completed, rebuilt from the run item
+    assert outcome.event is not None
+    assert [e.position for e in events] == list(range(1, outcome.event.position + 1))
+    ended = events[-2]
+    assert (ended.type, ended.data.output) == (EventType.RUN_COMPLETED, b"the-output")
+    assert ended.created_at == world.runs.get(run_id).completed_at
+    assert events[-1] == outcome.event
+
+
+def test_writer_whose_position_was_sealed_reserves_again(world: AwsWorld) -> None:
+    # GIVEN a running run, and a reader that seals the position of the next commit just before it lands
+    run_id = create_run(world)
+    sealed: list[int] = []
+
+    def reader_seals_first(params: dict[str, Any], **_: Any) -> None:
+        if sealed:
+            return
+        position = int(params["TransactItems"][0]["Put"]["Item"]["pos"]["N"])
+        sealed.append(position)
+        world.sequencer.seal_hole(run_id, position, world.clock.now())
+
+    world.clients.dynamodb.meta.events.register(
+        "before-parameter-build.dynamodb.TransactWriteItems", reader_seals_first
+    )
+    try:
+        # WHEN a step is created
+        result = create_step(world, run_id)
+    finally:
+        world.clients.dynamodb.meta.events.unregister(
+            "before-parameter-build.dynamodb.TransactWriteItems", reader_seals_first
+        )
+    # THEN its first position was sealed, and it committed whole at the next one
+    assert sealed == [3]
+    events = world.events.list(run_id)
+    assert [(e.position, e.type, e.correlation_id) for e in events[2:]] == [
+        (4, EventType.STEP_CREATED, result)
+    ]
+    assert world.steps.get(run_id, result).status.value == "pending"
+    stored = _stored(world, run_id, 3)
+    assert stored is not None and stored["type"] == EventType.NOOP.value

@@ -1,0 +1,51 @@
+"""``AwsClients``: the boto3 clients of one AWS World, built once and injected.
+
+boto3 clients are thread-safe; one set serves every store and consumer thread
+of a World. The connection pool is sized for the runtime's fan-out threads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+
+from world_aws.aws.config import AwsConfig
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+# Standard retry mode retries throttling and transient errors with backoff; a few
+# attempts, then the World's own error kinds take over (Throttled, Transient).
+_RETRIES = {"mode": "standard", "max_attempts": 3}
+_POOL_SIZE = 64
+
+
+@dataclass(frozen=True, slots=True)
+class AwsClients:
+    """The DynamoDB, SQS and S3 clients of one World."""
+
+    dynamodb: DynamoDBClient
+    sqs: SQSClient
+    s3: S3Client
+
+    @classmethod
+    def create(cls, config: AwsConfig) -> AwsClients:
+        """Clients for ``config``'s region and endpoint (credentials from the usual boto3 chain)."""
+        session = boto3.session.Session(region_name=config.region)
+        client_config = Config(retries=_RETRIES, max_pool_connections=_POOL_SIZE)  # type: ignore[arg-type]
+        endpoint = config.endpoint_url
+        return cls(
+            dynamodb=session.client("dynamodb", endpoint_url=endpoint, config=client_config),
+            sqs=session.client("sqs", endpoint_url=endpoint, config=client_config),
+            s3=session.client("s3", endpoint_url=endpoint, config=client_config),
+        )
+
+    def close(self) -> None:
+        """Close the clients' connection pools."""
+        for client in (self.dynamodb, self.sqs, self.s3):
+            client.close()

@@ -1,0 +1,183 @@
+"""The read-side stores of the AWS World: runs, steps, hooks and waits (entities change only by events).
+
+Reads of one run's items are strongly consistent (``ConsistentRead``);
+``runs.list`` reads the ``gsi1`` index (newest first), which DynamoDB keeps
+eventually consistent. Payloads are resolved from S3 only when asked for
+(``ResolveData.NONE`` never touches S3).
+
+Hooks of a terminal run are gone (SPEC §3.1) even if the release that follows
+the terminal transition was lost: the hook reads check the run's status.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import builtins
+import json
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Item, Table
+from world_aws.aws.payloads import PayloadReader
+from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.world import BlobStore, RunPage
+from world_aws.errors import BadInput, NotFound
+
+_CURSOR_PREFIX = "ddb1:"
+_CURSOR_KEYS = (keys.PK, keys.SK, keys.GSI1_PK, keys.GSI1_SK)
+
+
+class _Reader:
+    def __init__(self, table: Table, blobs: BlobStore) -> None:
+        self._table = table
+        self._blobs = blobs
+
+    def _children(self, run_id: str, prefix: str) -> builtins.list[Item]:
+        """The run's items under a sort-key prefix, in creation order (``cpos``)."""
+        found = self._table.query_all(
+            "pk = :pk AND begins_with(sk, :prefix)", {":pk": keys.run_pk(run_id), ":prefix": prefix}
+        )
+        return sorted(found, key=lambda item: int(item.get("cpos", 0)))
+
+    def _run_terminal(self, run_id: str) -> bool:
+        run = self._table.get(keys.run_key(run_id), attributes=["status"])
+        return run is None or RunStatus(run["status"]).terminal
+
+
+class DynamoRunStore(_Reader):
+    """``runs.get`` / ``runs.list``."""
+
+    def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
+        """The run. Raises NotFound."""
+        item = self._table.get(keys.run_key(run_id))
+        if item is None:
+            raise NotFound(f"run {run_id} not found")
+        return items.run_from_item(item, PayloadReader(self._blobs, resolve_data))
+
+    def list(
+        self,
+        *,
+        status: RunStatus | None = None,
+        workflow_name: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> RunPage:
+        """Runs newest first (by creation time, then id), filtered; ``cursor`` continues a page.
+
+        Raises:
+            BadInput: ``limit`` below 1, or a cursor this store did not make.
+        """
+        if limit < 1:
+            raise BadInput(f"limit must be at least 1, not {limit}")
+        start = _decode_cursor(cursor) if cursor is not None else None
+        filters: builtins.list[str] = []
+        values: dict[str, object] = {":runs": keys.RUNS_GSI_PK}
+        names: dict[str, str] = {}
+        if status is not None:
+            filters.append("#status = :status")
+            names["#status"] = "status"
+            values[":status"] = status.value
+        if workflow_name is not None:
+            filters.append("workflow_name = :workflow")
+            values[":workflow"] = workflow_name
+        found: builtins.list[Item] = []
+        # One more than asked for tells whether another page exists.
+        while len(found) <= limit:
+            page = self._table.query_page(
+                f"{keys.GSI1_PK} = :runs",
+                values,
+                names=names or None,
+                index=keys.GSI1,
+                forward=False,
+                limit=max(limit + 1 - len(found), 25),
+                start_key=start,
+                filter_expression=" AND ".join(filters) or None,
+            )
+            found.extend(page.items)
+            start = page.last_key
+            if start is None:
+                break
+        reader = PayloadReader(self._blobs)
+        runs = [items.run_from_item(item, reader) for item in found[:limit]]
+        more = len(found) > limit
+        return RunPage(runs=runs, cursor=_encode_cursor(found[limit - 1]) if more else None)
+
+
+def _encode_cursor(item: Item) -> str:
+    position = json.dumps({name: item[name] for name in _CURSOR_KEYS}, separators=(",", ":"))
+    return base64.urlsafe_b64encode((_CURSOR_PREFIX + position).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> Item:
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not text.startswith(_CURSOR_PREFIX):
+            raise ValueError(cursor)
+        decoded = json.loads(text.removeprefix(_CURSOR_PREFIX))
+        if not isinstance(decoded, dict) or set(decoded) != set(_CURSOR_KEYS):
+            raise ValueError(cursor)
+        return {str(k): str(v) for k, v in decoded.items()}
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise BadInput(f"not a runs.list cursor: {cursor!r}") from exc
+
+
+class DynamoStepStore(_Reader):
+    """``steps.get`` / ``steps.list``."""
+
+    def get(self, run_id: str, step_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Step:
+        """The step. Raises NotFound."""
+        item = self._table.get(keys.step_key(run_id, step_id))
+        if item is None:
+            raise NotFound(f"step {step_id} not found in run {run_id}")
+        return items.step_from_item(run_id, item, PayloadReader(self._blobs, resolve_data))
+
+    def list(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> builtins.list[Step]:
+        """Every step of the run in creation order; an unknown run gives ``[]``."""
+        reader = PayloadReader(self._blobs, resolve_data)
+        return [
+            items.step_from_item(run_id, item, reader) for item in self._children(run_id, keys.STEP_PREFIX)
+        ]
+
+
+class DynamoHookStore(_Reader):
+    """``hooks.get_by_token`` / ``hooks.list``: live hooks only."""
+
+    def get_by_token(self, token: str) -> Hook:
+        """The live hook holding ``token``. Raises NotFound."""
+        holder = self._table.get(keys.token_key(token))
+        if holder is not None:
+            run_id, hook_id = str(holder["run_id"]), str(holder["hook_id"])
+            hook_key = keys.hook_key(run_id, hook_id)
+            found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), hook_key])}
+            run, hook = found.get(keys.RUN_SK), found.get(hook_key[keys.SK])
+            if (
+                run is not None
+                and not RunStatus(run["status"]).terminal
+                and hook
+                and items.hook_is_live(hook)
+            ):
+                return items.hook_from_item(run_id, hook, PayloadReader(self._blobs))
+        raise NotFound(f"no live hook holds token {token!r}")
+
+    def list(self, run_id: str) -> builtins.list[Hook]:
+        """The live hooks of a run, in creation order; an unknown run gives ``[]``."""
+        live = [item for item in self._children(run_id, keys.HOOK_PREFIX) if items.hook_is_live(item)]
+        if not live or self._run_terminal(run_id):
+            return []
+        reader = PayloadReader(self._blobs)
+        return [items.hook_from_item(run_id, item, reader) for item in live]
+
+
+class DynamoWaitStore(_Reader):
+    """``waits.get`` / ``waits.list``."""
+
+    def get(self, run_id: str, wait_id: str) -> Wait:
+        """The wait. Raises NotFound."""
+        item = self._table.get(keys.wait_key(run_id, wait_id))
+        if item is None:
+            raise NotFound(f"wait {wait_id} not found in run {run_id}")
+        return items.wait_from_item(run_id, item)
+
+    def list(self, run_id: str) -> builtins.list[Wait]:
+        """Every wait of the run in creation order; an unknown run gives ``[]``."""
+        return [items.wait_from_item(run_id, item) for item in self._children(run_id, keys.WAIT_PREFIX)]

@@ -1,0 +1,120 @@
+"""``DynamoEventStore``: ``events.create`` and ``events.list`` of the AWS World (SPEC §3, §7.2).
+
+The write path, in one table (layout in ``keys.py``):
+
+1. **Reserve** — one ``UpdateItem`` on the run item: ``SET seq = seq + 1`` with
+   ``attribute_exists(pk)`` and, for events that start or create work
+   (step_started, step_retrying, step_created, hook_*, wait_*), the fence
+   ``NOT status IN (completed, failed, cancelled)``. ``ReturnValues=ALL_NEW``
+   gives the position and the run as of it; a refusal returns ``ALL_OLD``, which
+   ``rules.judge_*`` names (missing → NotFound, terminal → RunExpired). Single-item
+   writes on the run item are applied one at a time, so this write is where the
+   event is ordered, and where the fence is decided.
+2. **Commit** — one ``TransactWriteItems`` at that position: the event ``Put``
+   (``attribute_not_exists(sk)``) plus the entity change, with conditions that
+   encode the rules. It never touches the run item, so a wide fan-out never
+   conflicts in transactions on it. If an entity condition fails, the position
+   is **sealed** with a ``noop`` event and the rejection is named from the
+   cancellation reason's ``ALL_OLD`` image with ``rules.judge_*`` (no second read).
+   If the event put fails, a reader sealed the position (the writer looked
+   dead): nothing was applied, reserve again.
+
+Run transitions make the status change *in* the reservation (so the fence
+linearizes at one write) and then put the event; ``run_created`` is one
+transaction. Every other event first reads what its rules look at (one
+consistent ``BatchGetItem`` of the run and the entity) and judges it: a refusal
+there costs no position, so the log of a run that sees no races holds no
+``noop``; the read also gives the entity the result must return (a transaction
+returns no images on success). Round trips per event (success path):
+
+==================  =====  ==========================================================
+event               trips  calls
+==================  =====  ==========================================================
+run_created         1      TransactWriteItems(run, event 1)
+run_started         2      UpdateItem(run: transition + seq), PutItem(event)
+  (creating)        2      UpdateItem refused (run missing), TransactWriteItems(run, events 1-2)
+run_completed/      3+     UpdateItem, PutItem, Query(hooks) (+2 writes per live hook)
+ failed/cancelled
+step_created        3      BatchGetItem(run, step), UpdateItem(reserve), TransactWriteItems(event, step)
+wait_created        3      BatchGetItem(run, wait), UpdateItem, TransactWriteItems(event, wait)
+hook_created        3      BatchGetItem(run, hook), UpdateItem, TransactWriteItems(event, hook, token)
+step_started/       3      BatchGetItem(run, step), UpdateItem(reserve),
+ retrying/                 TransactWriteItems(event, step if ver = seen)
+ completed/failed
+wait_completed      3      BatchGetItem(run, wait), UpdateItem, TransactWriteItems(event, wait)
+hook_received       3      BatchGetItem(run, hook, resume), UpdateItem,
+                           TransactWriteItems(event, check hook, resume)
+hook_disposed       3      BatchGetItem(run, hook), UpdateItem, TransactWriteItems(event, hook, token)
+==================  =====  ==========================================================
+
+Payloads above the inline limits add one S3 PutObject per distinct payload
+(SPEC §7.3). A refusal costs 1 round trip (the read) or, for the fence, 2 (read,
+refused reserve); a refusal that raced past the read costs 4 (read, reserve,
+cancelled commit, noop seal). ``bench/world_ops.py`` measures all of this.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from world_aws.aws.hook_events import HookEvents
+from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
+from world_aws.aws.run_events import RunEvents
+from world_aws.aws.sequencer import Sequencer
+from world_aws.aws.step_events import StepEvents
+from world_aws.aws.wait_events import WaitEvents
+from world_aws.contract import rules
+from world_aws.contract.clock import Clock
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
+from world_aws.contract.world import BlobStore
+
+
+class DynamoEventStore:
+    """The event log of every run in one DynamoDB table, with the entity changes each event makes."""
+
+    def __init__(
+        self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, repair: HoleRepairPolicy | None = None
+    ) -> None:
+        self._clock = clock
+        self._runs = RunEvents(sequencer, blobs)
+        self._steps = StepEvents(sequencer, blobs)
+        self._hooks = HookEvents(sequencer, blobs)
+        self._waits = WaitEvents(sequencer, blobs)
+        self._reader = LogReader(sequencer, blobs, clock, repair or HoleRepairPolicy())
+
+    def create(self, run_id: str, request: EventRequest) -> EventResult:
+        """Append one event and apply its entity change atomically (SPEC §3).
+
+        Raises:
+            NotFound, Conflict, RunExpired, TooEarly, Throttled, Transient, BadInput.
+        """
+        rules.validate_request(request)
+        now = self._clock.now()
+        etype = request.type
+        if etype is EventType.RUN_CREATED:
+            return self._runs.run_created(run_id, request, now)
+        if etype.is_run_event:
+            return self._runs.transition(run_id, request, now)
+        if etype is EventType.STEP_CREATED:
+            return self._steps.step_created(run_id, request, now)
+        if etype.is_step_event:
+            return self._steps.transition(run_id, request, now)
+        if etype is EventType.HOOK_CREATED:
+            return self._hooks.hook_created(run_id, request, now)
+        if etype is EventType.HOOK_RECEIVED:
+            return self._hooks.hook_received(run_id, request, now)
+        if etype is EventType.HOOK_DISPOSED:
+            return self._hooks.hook_disposed(run_id, request, now)
+        if etype is EventType.WAIT_CREATED:
+            return self._waits.wait_created(run_id, request, now)
+        return self._waits.wait_completed(run_id, request, now)
+
+    def list(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> builtins.list[Event]:
+        """The gap-free log of a run after position ``after``, in position order (SPEC §3.2).
+
+        Sealed positions (``noop``) are left out; an unknown run gives ``[]``. May
+        wait up to the repair grace period for a writer in flight (see ``log_reader``).
+        """
+        return self._reader.list(run_id, after=after, resolve_data=resolve_data)

@@ -1,0 +1,270 @@
+"""Hook events on DynamoDB: hook_created, hook_received, hook_disposed.
+
+``hook_created`` (3 round trips when the token is free): consistent read of run
+and hook (a duplicate hook id is refused there), reserve (fenced) + commit
+``[Put event, Put hook attribute_not_exists(sk), Put token attribute_not_exists(pk)]``.
+The token item (``token#<token>``) makes tokens unique among live hooks. If the token is held:
+
+* by a live hook (its run not terminal, its hook not disposed): the reserved
+  position gets a ``hook_conflict`` event (token, conflicting run id) instead,
+  and that is the answer (SPEC §3; no error). +1 read, +1 write;
+* by a dead holder (its run ended or its hook is gone, and the cleanup that
+  should have freed the token was lost): the token is taken over, conditioned
+  on the old holder still being the one named in it. +1 read, +1 transaction.
+
+A duplicate hook id (live or disposed: the hook item stays as a tombstone)
+fails the hook condition: Conflict, position sealed.
+
+``hook_received`` (3 round trips): consistent read of run, hook and the
+``resume#<resume_id>`` dedup item; a known resume id returns the first event
+(SPEC §6.2) even after the hook was disposed. Then reserve (fenced) + commit
+``[Put event, ConditionCheck hook live, Put resume item (its position)]``. Of two
+racing resumes with one id, the second fails the resume condition, seals its
+position and returns the first event.
+
+``hook_disposed`` (3 round trips): read run and hook (the token is on the hook),
+reserve (fenced) + commit ``[Put event, Update hook disposed_at, Delete token if
+it is still this hook's]``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Action, Cancelled, Item
+from world_aws.aws.payloads import PayloadReader, PayloadWriter
+from world_aws.aws.sequencer import MAX_RESERVATIONS, PositionTaken, Sequencer
+from world_aws.contract import rules
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    EventRequest,
+    EventResult,
+    EventType,
+    Hook,
+    ResolveData,
+    Run,
+)
+from world_aws.contract.world import BlobStore
+from world_aws.errors import Transient
+
+_LIVE_HOOK = "attribute_exists(sk) AND attribute_not_exists(disposed_at)"
+
+
+class HookEvents:
+    """Writes the hook events of one table."""
+
+    def __init__(self, sequencer: Sequencer, blobs: BlobStore) -> None:
+        self._seq = sequencer
+        self._table = sequencer.table
+        self._blobs = blobs
+        self._headers = PayloadReader(blobs, ResolveData.NONE)
+
+    # ------------------------------------------------------------------------- hook_created
+
+    def hook_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        assert request.correlation_id is not None
+        hook_key = keys.hook_key(run_id, request.correlation_id)
+        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), hook_key])}
+        rules.judge_child_create(
+            request, self._seq.run_header(found.get(keys.RUN_SK)), found.get(hook_key[keys.SK])
+        )
+        hook = rules.new_hook(run_id, request, now)
+        writer = PayloadWriter(self._blobs)
+        made: list[Event] = []
+        takeover: list[Item] = []  # the dead holder whose token we take over, if any
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            return [
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._table.put_action(
+                    items.hook_item(hook, writer, position=position), condition="attribute_not_exists(sk)"
+                ),
+                self._token_put(hook, takeover[0] if takeover else None),
+            ]
+
+        for _ in range(MAX_RESERVATIONS):
+            position, run_item = self._seq.reserve(
+                run_id, fenced=True, judge=lambda run: rules.judge_child_create(request, run, None)
+            )
+            try:
+                cancelled = self._seq.commit(run_id, position, build(position, run_item), now)
+                while cancelled is not None:
+                    holder = self._judge_created(request, run_item, position, cancelled, now)
+                    if holder is not None and self._holder_live(holder):
+                        return self._conflict(run_id, request, position, holder, now)
+                    takeover[:] = [holder] if holder is not None else []
+                    cancelled = self._seq.commit(run_id, position, build(position, run_item), now)
+            except PositionTaken:
+                continue
+            return EventResult(event=made[0], hook=hook)
+        raise Transient(f"run {run_id}: reserved positions kept being sealed; retry", retry_after=0.5)
+
+    def _token_put(self, hook: Hook, holder: Item | None) -> Action:
+        item = items.token_item(hook.token, hook.run_id, hook.hook_id)
+        if holder is None:
+            # Timeline: two hooks (of any runs) claim one token; the first commit holds it.
+            return self._table.put_action(item, condition="attribute_not_exists(pk)")
+        # Take over a dead holder's token, only if nobody else took it since we looked.
+        return self._table.put_action(
+            item,
+            condition="attribute_not_exists(pk) OR (run_id = :old_run AND hook_id = :old_hook)",
+            values={":old_run": holder["run_id"], ":old_hook": holder["hook_id"]},
+        )
+
+    def _judge_created(
+        self, request: EventRequest, run_item: Item, position: int, cancelled: Cancelled, now: datetime
+    ) -> Item | None:
+        """Raise the rejection of a refused hook_created, or return the token's holder (None: free now)."""
+        if cancelled.reasons[1].condition_failed:
+            self._seq.seal_noop(str(run_item["run_id"]), position, now)
+            rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.reasons[1].item)
+        return cancelled.reasons[2].item
+
+    def _holder_live(self, holder: Item) -> bool:
+        holder_run, holder_hook = str(holder["run_id"]), str(holder["hook_id"])
+        found = {
+            str(i[keys.SK]): i
+            for i in self._table.batch_get([keys.run_key(holder_run), keys.hook_key(holder_run, holder_hook)])
+        }
+        run = self._seq.run_header(found.get(keys.RUN_SK))
+        return (
+            run is not None
+            and not run.status.terminal
+            and items.hook_is_live(found.get(keys.hook_key(holder_run, holder_hook)[keys.SK]))
+        )
+
+    def _conflict(
+        self, run_id: str, request: EventRequest, position: int, holder: Item, now: datetime
+    ) -> EventResult:
+        data = EventData(token=request.data.token, conflicting_run_id=str(holder["run_id"]))
+        event = Event(run_id, position, EventType.HOOK_CONFLICT, request.correlation_id, now, data)
+        action = self._table.put_action(
+            items.event_item(event, PayloadWriter(self._blobs)), condition="attribute_not_exists(sk)"
+        )
+        if self._seq.commit(run_id, position, [action], now) is not None:
+            raise Transient("hook_conflict could not be written; retry")  # pragma: no cover
+        return EventResult(event=event)
+
+    # ------------------------------------------------------------------------- hook_received
+
+    def hook_received(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        for _ in range(MAX_RESERVATIONS):
+            result = self._try_receive(run_id, request, now)
+            if result is not None:
+                return result
+        raise Transient(f"hook {request.correlation_id} kept changing; retry", retry_after=0.1)
+
+    def _try_receive(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
+        assert request.correlation_id is not None
+        hook_key = keys.hook_key(run_id, request.correlation_id)
+        resume_id = request.data.resume_id
+        resume_key = keys.resume_key(run_id, resume_id) if resume_id is not None else None
+        wanted = [keys.run_key(run_id), hook_key] + ([resume_key] if resume_key else [])
+        found = {str(i[keys.SK]): i for i in self._table.batch_get(wanted)}
+        run_item, hook_item = found.get(keys.RUN_SK), found.get(hook_key[keys.SK])
+        seen = self._hook(run_id, hook_item, self._headers)
+        if run_item is None:
+            rules.judge_hook_event(request, None, seen)
+        if resume_key is not None and resume_key[keys.SK] in found:
+            return self._first(run_id, found[resume_key[keys.SK]], hook_item)
+        rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
+        writer = PayloadWriter(self._blobs)
+        made: list[Event] = []
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            actions = [
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                # Timeline: a resume racing hook_disposed or the run's end; a disposed hook
+                # receives nothing.
+                self._table.check_action(hook_key, _LIVE_HOOK),
+            ]
+            if resume_key is not None:
+                # Timeline: the direct resume and the consumer's re-ensure (SPEC §6.2) race;
+                # one event per resume id.
+                resume = {**resume_key, "pos": position}
+                actions.append(self._table.put_action(resume, condition="attribute_not_exists(sk)"))
+            return actions
+
+        def judge(run: Run | None) -> None:
+            rules.judge_hook_event(request, run, seen)
+
+        position, run_item, cancelled = self._seq.append(run_id, now, fenced=True, judge=judge, build=build)
+        if cancelled is None:
+            return EventResult(event=made[0], hook=self._hook(run_id, hook_item, PayloadReader(self._blobs)))
+        self._seq.seal_noop(run_id, position, now)
+        if len(cancelled.reasons) > 2 and cancelled.reasons[2].condition_failed:
+            assert cancelled.reasons[2].item is not None
+            return self._first(run_id, cancelled.reasons[2].item, hook_item)
+        rules.judge_hook_event(request, self._seq.run_header(run_item), None)
+        return None
+
+    def _first(self, run_id: str, resume_item: Item, hook_item: Item | None) -> EventResult:
+        """The event the first resume with this id wrote."""
+        stored = self._table.get(keys.event_key(run_id, int(resume_item["pos"])))
+        if stored is None:
+            raise Transient(f"run {run_id}: the first resume's event is not readable yet; retry")
+        event = items.event_from_item(run_id, stored, PayloadReader(self._blobs))
+        return EventResult(event=event, hook=self._hook(run_id, hook_item, PayloadReader(self._blobs)))
+
+    # ------------------------------------------------------------------------- hook_disposed
+
+    def hook_disposed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        for _ in range(MAX_RESERVATIONS):
+            result = self._try_dispose(run_id, request, now)
+            if result is not None:
+                return result
+        raise Transient(f"hook {request.correlation_id} could not be disposed; retry", retry_after=0.1)
+
+    def _try_dispose(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
+        assert request.correlation_id is not None
+        hook_key = keys.hook_key(run_id, request.correlation_id)
+        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), hook_key])}
+        hook_item = found.get(hook_key[keys.SK])
+        seen = self._hook(run_id, hook_item, self._headers)
+        rules.judge_hook_event(request, self._seq.run_header(found.get(keys.RUN_SK)), seen)
+        assert seen is not None
+        made: list[Event] = []
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            return [
+                self._table.put_action(
+                    items.event_item(event, PayloadWriter(self._blobs)), condition="attribute_not_exists(sk)"
+                ),
+                # Timeline: a dispose racing another dispose or a resume: the hook is live for
+                # exactly one of them.
+                self._table.update_action(
+                    hook_key,
+                    "SET disposed_at = :now, ver = :pos",
+                    condition=_LIVE_HOOK,
+                    values={":now": items.iso(now), ":pos": position},
+                ),
+                # Free the token, unless it is no longer this hook's.
+                self._table.delete_action(
+                    keys.token_key(seen.token),
+                    condition="attribute_not_exists(pk) OR (run_id = :run AND hook_id = :hook)",
+                    values={":run": run_id, ":hook": seen.hook_id},
+                ),
+            ]
+
+        def judge(run: Run | None) -> None:
+            rules.judge_hook_event(request, run, seen)
+
+        position, run_item, cancelled = self._seq.append(run_id, now, fenced=True, judge=judge, build=build)
+        if cancelled is None:
+            return EventResult(event=made[0], hook=self._hook(run_id, hook_item, PayloadReader(self._blobs)))
+        self._seq.seal_noop(run_id, position, now)
+        if cancelled.reasons[1].condition_failed:
+            rules.judge_hook_event(request, self._seq.run_header(run_item), None)
+        return None
+
+    @staticmethod
+    def _hook(run_id: str, item: Item | None, reader: PayloadReader) -> Hook | None:
+        return items.hook_from_item(run_id, item, reader) if items.hook_is_live(item) and item else None

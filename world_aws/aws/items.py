@@ -1,0 +1,285 @@
+"""Translation between the contract's records and the DynamoDB items of the table (keys in ``keys.py``).
+
+Only this module knows attribute names. Conventions:
+
+* timestamps are ISO-8601 UTC strings with microseconds (they sort as text,
+  which ``gsi1sk`` relies on), except a step's ``retry_after``, kept as a number
+  of epoch microseconds so a condition expression can compare it with "now"
+  (exact: Python datetimes have microsecond resolution);
+* payload fields are inline bytes or S3 references (``payloads.py``);
+* entity items carry ``cpos`` (the position of the event that created them, for
+  listing in creation order) and ``ver`` (the position of the last event that
+  changed them: the version an optimistic write is conditioned on);
+* a disposed hook stays as a tombstone (``disposed_at``), so its id cannot be
+  created again (a duplicate create is a Conflict, as in every World).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from world_aws.aws import keys
+from world_aws.aws.dynamo import Item
+from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    EventType,
+    Hook,
+    Run,
+    RunCreation,
+    RunStatus,
+    Step,
+    StepStatus,
+    Wait,
+    WaitStatus,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def parse_iso(text: object) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(str(text))
+
+
+def epoch_us(moment: datetime) -> int:
+    """``moment`` as whole microseconds since the epoch, exactly."""
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def from_epoch_us(value: object) -> datetime | None:
+    return None if value is None else _EPOCH + int(str(value)) * _MICROSECOND
+
+
+def _required_time(item: Item, name: str) -> datetime:
+    moment = parse_iso(item.get(name))
+    assert moment is not None, f"item {item.get(keys.SK)} has no {name}"
+    return moment
+
+
+# ----------------------------------------------------------------------------- runs
+
+
+def run_item(run: Run, writer: PayloadWriter, *, seq: int) -> Item:
+    """The whole run item of a new run (run_created, or a creating run_started)."""
+    created = iso(run.created_at)
+    item: Item = {
+        **keys.run_key(run.run_id),
+        "run_id": run.run_id,
+        "workflow_name": run.workflow_name,
+        "status": run.status.value,
+        "deployment_id": run.deployment_id,
+        "spec_version": run.spec_version,
+        "input": writer.encode(run.input, ENTITY_INLINE_LIMIT),
+        "attributes": dict(run.attributes),
+        "created_at": created,
+        "updated_at": iso(run.updated_at),
+        "started_at": iso(run.started_at) if run.started_at else None,
+        "seq": seq,
+        keys.GSI1_PK: keys.RUNS_GSI_PK,
+        keys.GSI1_SK: keys.runs_gsi_sk(created, run.run_id),
+    }
+    return item
+
+
+def run_from_item(item: Item, reader: PayloadReader) -> Run:
+    return Run(
+        run_id=str(item["run_id"]),
+        workflow_name=str(item["workflow_name"]),
+        status=RunStatus(item["status"]),
+        deployment_id=str(item["deployment_id"]),
+        spec_version=int(item["spec_version"]),
+        input=reader.decode(item.get("input")),
+        output=reader.decode(item.get("output")),
+        error=reader.decode(item.get("error")),
+        error_code=item.get("error_code"),
+        attributes={str(k): str(v) for k, v in (item.get("attributes") or {}).items()},
+        created_at=_required_time(item, "created_at"),
+        updated_at=_required_time(item, "updated_at"),
+        started_at=parse_iso(item.get("started_at")),
+        completed_at=parse_iso(item.get("completed_at")),
+    )
+
+
+# ----------------------------------------------------------------------------- steps, hooks, waits
+
+
+def step_item(step: Step, writer: PayloadWriter, *, position: int) -> Item:
+    return {
+        **keys.step_key(step.run_id, step.step_id),
+        "step_id": step.step_id,
+        "step_name": step.step_name,
+        "status": step.status.value,
+        "attempt": step.attempt,
+        "input": writer.encode(step.input, ENTITY_INLINE_LIMIT),
+        "created_at": iso(step.created_at),
+        "cpos": position,
+        "ver": position,
+    }
+
+
+def step_from_item(run_id: str, item: Item, reader: PayloadReader) -> Step:
+    return Step(
+        run_id=run_id,
+        step_id=str(item["step_id"]),
+        step_name=str(item["step_name"]),
+        status=StepStatus(item["status"]),
+        attempt=int(item["attempt"]),
+        input=reader.decode(item.get("input")),
+        output=reader.decode(item.get("output")),
+        error=reader.decode(item.get("error")),
+        retry_after=from_epoch_us(item.get("retry_after_us")),
+        created_at=_required_time(item, "created_at"),
+        started_at=parse_iso(item.get("started_at")),
+        completed_at=parse_iso(item.get("completed_at")),
+    )
+
+
+def hook_item(hook: Hook, writer: PayloadWriter, *, position: int) -> Item:
+    return {
+        **keys.hook_key(hook.run_id, hook.hook_id),
+        "hook_id": hook.hook_id,
+        "token": hook.token,
+        "metadata": writer.encode(hook.metadata, ENTITY_INLINE_LIMIT),
+        "created_at": iso(hook.created_at),
+        "cpos": position,
+        "ver": position,
+    }
+
+
+def hook_is_live(item: Item | None) -> bool:
+    return item is not None and item.get("disposed_at") is None
+
+
+def hook_from_item(run_id: str, item: Item, reader: PayloadReader) -> Hook:
+    return Hook(
+        run_id=run_id,
+        hook_id=str(item["hook_id"]),
+        token=str(item["token"]),
+        metadata=reader.decode(item.get("metadata")),
+        created_at=_required_time(item, "created_at"),
+    )
+
+
+def token_item(token: str, run_id: str, hook_id: str) -> Item:
+    return {**keys.token_key(token), "run_id": run_id, "hook_id": hook_id}
+
+
+def wait_item(wait: Wait, *, position: int) -> Item:
+    return {
+        **keys.wait_key(wait.run_id, wait.wait_id),
+        "wait_id": wait.wait_id,
+        "status": wait.status.value,
+        "resume_at": iso(wait.resume_at),
+        "created_at": iso(wait.created_at),
+        "cpos": position,
+        "ver": position,
+    }
+
+
+def wait_from_item(run_id: str, item: Item) -> Wait:
+    return Wait(
+        run_id=run_id,
+        wait_id=str(item["wait_id"]),
+        status=WaitStatus(item["status"]),
+        resume_at=_required_time(item, "resume_at"),
+        created_at=_required_time(item, "created_at"),
+        completed_at=parse_iso(item.get("completed_at")),
+    )
+
+
+# ----------------------------------------------------------------------------- events
+
+_PAYLOAD_FIELDS = ("output", "error", "input", "metadata", "payload")
+_TEXT_FIELDS = ("error_code", "reason", "step_name", "token", "resume_id", "conflicting_run_id")
+
+
+def encode_data(data: EventData, writer: PayloadWriter, *, limit: int = EVENT_INLINE_LIMIT) -> dict[str, Any]:
+    """The non-empty fields of ``data`` as a map attribute, large payloads offloaded."""
+    out: dict[str, Any] = {}
+    for name in _PAYLOAD_FIELDS:
+        value = writer.encode(getattr(data, name), limit)
+        if value is not None:
+            out[name] = value
+    for name in _TEXT_FIELDS:
+        if getattr(data, name) is not None:
+            out[name] = getattr(data, name)
+    if data.via_step_dispatch:
+        out["via_step_dispatch"] = True
+    if data.retry_after is not None:
+        out["retry_after"] = iso(data.retry_after)
+    if data.resume_at is not None:
+        out["resume_at"] = iso(data.resume_at)
+    if data.creation is not None:
+        creation = data.creation
+        out["creation"] = {
+            "workflow_name": creation.workflow_name,
+            "deployment_id": creation.deployment_id,
+            "spec_version": creation.spec_version,
+            "input": writer.encode(creation.input, limit),
+            "attributes": dict(creation.attributes),
+        }
+    return out
+
+
+def decode_data(stored: dict[str, Any] | None, reader: PayloadReader) -> EventData:
+    """The event data of a map attribute; payloads ``None`` (creation input ``b""``) when not wanted."""
+    stored = stored or {}
+    fields: dict[str, Any] = {name: reader.decode(stored.get(name)) for name in _PAYLOAD_FIELDS}
+    fields.update({name: stored.get(name) for name in _TEXT_FIELDS})
+    creation = stored.get("creation")
+    return EventData(
+        **fields,
+        via_step_dispatch=bool(stored.get("via_step_dispatch", False)),
+        retry_after=parse_iso(stored.get("retry_after")),
+        resume_at=parse_iso(stored.get("resume_at")),
+        creation=None
+        if creation is None
+        else RunCreation(
+            workflow_name=str(creation["workflow_name"]),
+            deployment_id=str(creation["deployment_id"]),
+            spec_version=int(creation["spec_version"]),
+            input=reader.decode(creation.get("input")) or b"",
+            attributes={str(k): str(v) for k, v in (creation.get("attributes") or {}).items()},
+        ),
+    )
+
+
+def event_item(event: Event, writer: PayloadWriter) -> Item:
+    item: Item = {
+        **keys.event_key(event.run_id, event.position),
+        "pos": event.position,
+        "type": event.type.value,
+        "created_at": iso(event.created_at),
+        "data": encode_data(event.data, writer),
+    }
+    if event.correlation_id is not None:
+        item["cid"] = event.correlation_id
+    return item
+
+
+def noop_item(run_id: str, position: int, now: datetime) -> Item:
+    """The seal of a reserved position that will hold no event (SPEC §3.2)."""
+    return {
+        **keys.event_key(run_id, position),
+        "pos": position,
+        "type": EventType.NOOP.value,
+        "created_at": iso(now),
+    }
+
+
+def event_from_item(run_id: str, item: Item, reader: PayloadReader) -> Event:
+    return Event(
+        run_id=run_id,
+        position=int(item["pos"]),
+        type=EventType(item["type"]),
+        correlation_id=item.get("cid"),
+        created_at=_required_time(item, "created_at"),
+        data=decode_data(item.get("data"), reader),
+    )

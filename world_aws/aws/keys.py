@@ -1,0 +1,95 @@
+"""Key construction for the single DynamoDB table (SPEC §7.2): one place that knows the layout.
+
+Table: partition key ``pk`` (S), sort key ``sk`` (S); one GSI ``gsi1``
+(``gsi1pk``, ``gsi1sk``) for listing runs newest first; TTL attribute
+``expires_at`` (N, epoch seconds).
+
+======================  ==========================  ================================
+item                    pk                          sk
+======================  ==========================  ================================
+run                     ``run#<run_id>``            ``run``
+event at position p     ``run#<run_id>``            ``evt#<p zero-padded to 12>``
+step                    ``run#<run_id>``            ``step#<step_id>``
+hook                    ``run#<run_id>``            ``hook#<hook_id>``
+wait                    ``run#<run_id>``            ``wait#<wait_id>``
+hook-resume dedup       ``run#<run_id>``            ``resume#<resume_id>``
+hook token              ``token#<token>``           ``token``
+queue idempotency key   ``dedup#<key>``             ``dedup``
+======================  ==========================  ================================
+
+Positions are zero-padded so that the sort key order is the position order:
+12 digits hold a trillion events per run.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+PK: Final = "pk"
+SK: Final = "sk"
+GSI1: Final = "gsi1"
+GSI1_PK: Final = "gsi1pk"
+GSI1_SK: Final = "gsi1sk"
+TTL_ATTRIBUTE: Final = "expires_at"
+
+RUN_SK: Final = "run"
+EVENT_PREFIX: Final = "evt#"
+STEP_PREFIX: Final = "step#"
+HOOK_PREFIX: Final = "hook#"
+WAIT_PREFIX: Final = "wait#"
+RESUME_PREFIX: Final = "resume#"
+TOKEN_SK: Final = "token"
+DEDUP_SK: Final = "dedup"
+
+# Every run item carries this GSI partition key, so gsi1 lists all runs by gsi1sk.
+RUNS_GSI_PK: Final = "runs"
+POSITION_DIGITS: Final = 12
+MAX_POSITION: Final = 10**POSITION_DIGITS - 1
+
+Key = dict[str, str]
+
+
+def run_pk(run_id: str) -> str:
+    return f"run#{run_id}"
+
+
+def run_key(run_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: RUN_SK}
+
+
+def event_sk(position: int) -> str:
+    return f"{EVENT_PREFIX}{position:0{POSITION_DIGITS}d}"
+
+
+def event_key(run_id: str, position: int) -> Key:
+    return {PK: run_pk(run_id), SK: event_sk(position)}
+
+
+def step_key(run_id: str, step_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: f"{STEP_PREFIX}{step_id}"}
+
+
+def hook_key(run_id: str, hook_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: f"{HOOK_PREFIX}{hook_id}"}
+
+
+def wait_key(run_id: str, wait_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: f"{WAIT_PREFIX}{wait_id}"}
+
+
+def resume_key(run_id: str, resume_id: str) -> Key:
+    return {PK: run_pk(run_id), SK: f"{RESUME_PREFIX}{resume_id}"}
+
+
+def token_key(token: str) -> Key:
+    return {PK: f"token#{token}", SK: TOKEN_SK}
+
+
+def dedup_key(key: str) -> Key:
+    """The idempotency item of a queue publish (SPEC §4.4); written by the SQS queue."""
+    return {PK: f"dedup#{key}", SK: DEDUP_SK}
+
+
+def runs_gsi_sk(created_at_iso: str, run_id: str) -> str:
+    """Sorts runs by creation time, then id; listed newest first (ScanIndexForward=False)."""
+    return f"{created_at_iso}#{run_id}"

@@ -1,0 +1,122 @@
+"""Reading a run's log from DynamoDB as a gap-free prefix, repairing holes (SPEC §3.2).
+
+``list`` queries ``sk BETWEEN evt#<after+1> AND evt#<max>`` with
+``ConsistentRead``, page by page (a Query page stops at 1 MB), and walks the
+positions in order. Positions are reserved before they are committed, so a
+reader may see position p+1 committed while p is not yet:
+
+* p's writer is in flight: re-reading p after a short backoff finds it;
+* p's writer died between reserving and committing: after a grace period
+  (measured from the first time any reader of this World saw the hole) the
+  reader *seals* p — with the real run event if p was reserved by a run
+  transition (the run item keeps a copy), else with a ``noop`` — by a
+  conditional put (``attribute_not_exists(sk)``). If that put fails, the writer
+  committed meanwhile and its event is used. A writer whose position was sealed
+  finds its commit cancelled as a whole (action 0 is the event put) and reserves
+  again, so nothing of it is lost or half-applied.
+
+So a read never skips a position and never returns a position that could later
+change: each read returns an extension of any earlier one. ``noop`` events
+(sealed positions) are left out of the returned list; the positions of the
+real events are as stored, so the list may skip numbers where noops are.
+"""
+
+from __future__ import annotations
+
+import builtins
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Item
+from world_aws.aws.payloads import PayloadReader
+from world_aws.aws.sequencer import Sequencer
+from world_aws.contract.clock import Clock
+from world_aws.contract.records import Event, EventType, ResolveData
+from world_aws.contract.world import BlobStore
+
+
+@dataclass(frozen=True, slots=True)
+class HoleRepairPolicy:
+    """How long a reader waits for an in-flight writer before sealing its position.
+
+    ``monotonic`` and ``sleep`` are injectable so tests need no real waiting.
+    """
+
+    grace_seconds: float = 2.0
+    first_delay: float = 0.01
+    max_delay: float = 0.16
+    monotonic: Callable[[], float] = field(default=time.monotonic)
+    sleep: Callable[[float], None] = field(default=time.sleep)
+
+
+class LogReader:
+    """``events.list`` of the AWS World."""
+
+    def __init__(
+        self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, policy: HoleRepairPolicy
+    ) -> None:
+        self._seq = sequencer
+        self._table = sequencer.table
+        self._blobs = blobs
+        self._clock = clock
+        self._policy = policy
+        # (run_id, position) -> when a reader first saw it missing; per World instance.
+        self._first_seen: dict[tuple[str, int], float] = {}
+        self._lock = threading.Lock()
+
+    def list(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> builtins.list[Event]:
+        """The run's events after position ``after``, gap-free, noops left out; ``[]`` for an unknown run."""
+        reader = PayloadReader(self._blobs, resolve_data)
+        events: builtins.list[Event] = []
+        expected = max(0, after) + 1
+        for item in self._stored(run_id, expected):
+            position = int(item["pos"])
+            while expected < position:
+                self._add(run_id, self._repair(run_id, expected), reader, events)
+                expected += 1
+            self._add(run_id, item, reader, events)
+            expected = position + 1
+        return events
+
+    def _stored(self, run_id: str, first: int) -> Iterator[Item]:
+        if first > keys.MAX_POSITION:
+            return iter(())
+        return self._table.query_all(
+            "pk = :pk AND sk BETWEEN :from AND :to",
+            {
+                ":pk": keys.run_pk(run_id),
+                ":from": keys.event_sk(first),
+                ":to": keys.event_sk(keys.MAX_POSITION),
+            },
+        )
+
+    @staticmethod
+    def _add(run_id: str, item: Item, reader: PayloadReader, events: builtins.list[Event]) -> None:
+        if item.get("type") != EventType.NOOP.value:
+            events.append(items.event_from_item(run_id, item, reader))
+
+    def _repair(self, run_id: str, position: int) -> Item:
+        """Wait for the writer of a hole at ``position``, or seal it after the grace period."""
+        policy = self._policy
+        hole = (run_id, position)
+        with self._lock:
+            first_seen = self._first_seen.setdefault(hole, policy.monotonic())
+        delay = policy.first_delay
+        try:
+            while True:
+                item = self._table.get(keys.event_key(run_id, position))
+                if item is not None:
+                    return item
+                waited = policy.monotonic() - first_seen
+                if waited >= policy.grace_seconds:
+                    return self._seq.seal_hole(run_id, position, self._clock.now())
+                policy.sleep(min(delay, policy.grace_seconds - waited))
+                delay = min(delay * 2, policy.max_delay)
+        finally:
+            with self._lock:
+                self._first_seen.pop(hole, None)

@@ -1,0 +1,80 @@
+"""Payload fields in DynamoDB items: inline bytes when small, an S3 reference when large (SPEC §7.3).
+
+A payload field of an item holds either the bytes (attribute type B) or a
+reference map ``{ref, size, sha256}`` to a content-addressed blob in S3.
+
+Two thresholds keep every item far below DynamoDB's 400 KB item limit
+(https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html):
+
+* an **event** item carries at most one payload, inline up to
+  ``MAX_INLINE_PAYLOAD_BYTES`` (128 KiB, SPEC §7.3): at most ~130 KB;
+* an **entity** item (run, step, hook) may carry three (a step's input, output
+  and last retry error; a run's input, output or error and the repair copy of
+  its last run event), so each is inline only up to 64 KiB: at most ~200 KB.
+
+Blobs are content-addressed, so the event and the entity of one write share
+one S3 object, written once (:class:`PayloadWriter` remembers what it put).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
+from world_aws.contract.records import ResolveData
+from world_aws.contract.world import BlobRef, BlobStore
+from world_aws.errors import BadInput
+
+EVENT_INLINE_LIMIT = MAX_INLINE_PAYLOAD_BYTES
+ENTITY_INLINE_LIMIT = MAX_INLINE_PAYLOAD_BYTES // 2
+
+StoredPayload = bytes | dict[str, object]
+
+
+class PayloadWriter:
+    """Encodes the payloads of one write, putting each distinct large one in S3 once."""
+
+    def __init__(self, blobs: BlobStore) -> None:
+        self._blobs = blobs
+        self._refs: dict[str, BlobRef] = {}
+        self.blob_puts = 0
+
+    def encode(self, data: bytes | None, limit: int) -> StoredPayload | None:
+        """``data`` as an item attribute: the bytes if ``len(data) <= limit``, else a blob reference."""
+        if data is None:
+            return None
+        data = bytes(data)
+        if len(data) <= limit:
+            return data
+        digest = hashlib.sha256(data).hexdigest()
+        ref = self._refs.get(digest)
+        if ref is None:
+            ref = self._blobs.put(data)
+            self.blob_puts += 1
+            self._refs[digest] = ref
+        return {"ref": ref.key, "size": ref.size, "sha256": ref.sha256}
+
+
+class PayloadReader:
+    """Decodes payload attributes, fetching referenced blobs only when payloads are wanted."""
+
+    def __init__(self, blobs: BlobStore, resolve_data: ResolveData = ResolveData.ALL) -> None:
+        self._blobs = blobs
+        self.wanted = resolve_data is not ResolveData.NONE
+
+    def decode(self, value: object) -> bytes | None:
+        """The payload bytes, or ``None`` when absent or not wanted (never touches S3 then).
+
+        Raises:
+            NotFound: a referenced blob is missing.
+            BadInput: the stored value or the blob is malformed.
+        """
+        if value is None or not self.wanted:
+            return None
+        if isinstance(value, bytes):
+            return value
+        if isinstance(value, Mapping):
+            ref = BlobRef(key=str(value["ref"]), size=int(value["size"]), sha256=str(value["sha256"]))
+            return self._blobs.get(ref)
+        raise BadInput(f"a stored payload is neither bytes nor a blob reference: {type(value).__name__}")

@@ -1,0 +1,261 @@
+"""Run-level events on DynamoDB: run_created, run_started, run_completed, run_failed, run_cancelled.
+
+* ``run_created``: one ``TransactWriteItems`` puts the run item (``seq = 1``,
+  condition ``attribute_not_exists(pk)``) and event 1. 1 round trip.
+* A transition changes the run item **in the reserving write**: one conditional
+  ``UpdateItem`` that checks the allowed current status, sets the new status and
+  fields, takes the next position (``seq + 1``) and keeps a copy of the event
+  (``rev_started`` / ``rev_final``) for repair; then the event item is put at
+  that position. 2 round trips (+ hook release after a terminal transition).
+  Because the status change and the position are one single-item write, it is
+  the linearization point of the fence: a fenced event (step_started, creates,
+  ...) reserved after it sees the terminal status and is refused; one reserved
+  before it holds a lower position.
+  If the writer dies between the two writes, a reader rebuilds the event from
+  the copy (``Sequencer.seal_hole``); if the reader got there first, the
+  writer's conditional put fails and the rebuilt (identical) event stands.
+* ``run_started`` on a running run is refused by the status condition; the
+  ``ALL_OLD`` image shows "running", so it is the accepted no-op (no position).
+* ``run_started`` with creation data on a missing run: one transaction creates
+  the run already running (``seq = 2``) with ``run_created`` (1) and
+  ``run_started`` (2). If the run appeared meanwhile, the normal path runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Cancelled, ConditionFailed, Item
+from world_aws.aws.errors import cancellation_error
+from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer, run_event_slot
+from world_aws.contract import rules
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    EventRequest,
+    EventResult,
+    EventType,
+    Run,
+    RunStatus,
+)
+from world_aws.contract.world import BlobStore
+from world_aws.errors import Transient, WorldAwsError
+
+_ALLOWED_FROM = {
+    EventType.RUN_STARTED: (RunStatus.PENDING,),
+    EventType.RUN_COMPLETED: (RunStatus.RUNNING,),
+    EventType.RUN_FAILED: (RunStatus.RUNNING,),
+    EventType.RUN_CANCELLED: (RunStatus.PENDING, RunStatus.RUNNING),
+}
+_NEW_STATUS = {
+    EventType.RUN_STARTED: RunStatus.RUNNING,
+    EventType.RUN_COMPLETED: RunStatus.COMPLETED,
+    EventType.RUN_FAILED: RunStatus.FAILED,
+    EventType.RUN_CANCELLED: RunStatus.CANCELLED,
+}
+_EVENT_PUT_ATTEMPTS = 3
+
+
+class RunEvents:
+    """Writes the run-level events of one table."""
+
+    def __init__(self, sequencer: Sequencer, blobs: BlobStore) -> None:
+        self._seq = sequencer
+        self._table = sequencer.table
+        self._blobs = blobs
+
+    def run_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        run = rules.new_run(run_id, request, now)
+        writer = PayloadWriter(self._blobs)
+        event = Event(run_id, 1, EventType.RUN_CREATED, None, now, EventData(creation=request.data.creation))
+        try:
+            self._table.transact(
+                [
+                    # Timeline: two creators of the same run id race; exactly one run item wins.
+                    self._table.put_action(
+                        items.run_item(run, writer, seq=1), condition="attribute_not_exists(pk)"
+                    ),
+                    self._table.put_action(
+                        items.event_item(event, writer), condition="attribute_not_exists(sk)"
+                    ),
+                ]
+            )
+        except Cancelled as cancelled:
+            if cancelled.reasons and cancelled.reasons[0].condition_failed:
+                rules.judge_run_event(request, self._seq.run_header(cancelled.reasons[0].item))
+            raise cancellation_error([r.code for r in cancelled.reasons], operation="run_created") from None
+        return EventResult(event=event, run=run)
+
+    def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        """run_started / run_completed / run_failed / run_cancelled (and the creating run_started)."""
+        etype = request.type
+        # Creation data on run_started is bootstrap-only: run_created keeps it (as every World does).
+        logged = replace(request.data, creation=None) if etype is EventType.RUN_STARTED else request.data
+        for _ in range(MAX_RESERVATIONS):
+            writer = PayloadWriter(self._blobs)
+            try:
+                run_item = self._reserve_transition(run_id, etype, logged, now, writer)
+            except ConditionFailed as refused:
+                if refused.item is None and etype is EventType.RUN_STARTED and request.data.creation:
+                    created = self._create_started(run_id, request, logged, now)
+                    if created is not None:
+                        return created
+                    continue  # the run appeared meanwhile: take the normal path
+                if rules.judge_run_event(request, self._seq.run_header(refused.item)):
+                    continue  # the run moved on between our write and its refusal: try again
+                assert refused.item is not None
+                return EventResult(event=None, run=self._full_run(refused.item))
+            event = Event(run_id, int(run_item["seq"]), etype, None, now, logged)
+            stored = self._put_event(event, writer)
+            run = self._full_run(run_item)
+            if run.status.terminal:
+                self._release_hooks(run_id, now)
+            return EventResult(event=stored, run=run)
+        raise Transient(f"run {run_id} kept changing during {etype.value}; retry", retry_after=0.5)
+
+    # ------------------------------------------------------------------------- internals
+
+    def _reserve_transition(
+        self, run_id: str, etype: EventType, data: EventData, now: datetime, writer: PayloadWriter
+    ) -> Item:
+        slot = run_event_slot(etype)
+        # The copy kept for repair leaves out output/error: they are the run's own fields.
+        copy = {
+            "type": etype.value,
+            "created_at": items.iso(now),
+            "data": items.encode_data(
+                replace(data, output=None, error=None), writer, limit=ENTITY_INLINE_LIMIT
+            ),
+        }
+        sets = [
+            "seq = seq + :one",
+            "#status = :new",
+            "updated_at = :now",
+            f"{slot} = :copy",
+            f"{slot}_pos = seq + :one",
+        ]
+        allowed = _ALLOWED_FROM[etype]
+        values: dict[str, object] = {
+            ":one": 1,
+            ":new": _NEW_STATUS[etype].value,
+            ":now": items.iso(now),
+            ":copy": copy,
+            **{f":from{i}": status.value for i, status in enumerate(allowed)},
+        }
+        if etype is EventType.RUN_STARTED:
+            sets.append("started_at = if_not_exists(started_at, :now)")
+        else:
+            sets.append("completed_at = :now")
+        names = {"#status": "status"}
+        if etype is EventType.RUN_COMPLETED and data.output is not None:
+            sets.append("#output = :output")
+            names["#output"] = "output"
+            values[":output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
+        if etype is EventType.RUN_FAILED:
+            sets.append("#error = :error")
+            names["#error"] = "error"
+            values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+            if data.error_code is not None:
+                sets.append("error_code = :code")
+                values[":code"] = data.error_code
+        # Timeline: two transitions race (run_completed vs run_cancelled, or a redelivered
+        # run_started): the first write changes the status, the second fails this condition.
+        return self._table.update(
+            keys.run_key(run_id),
+            "SET " + ", ".join(sets),
+            condition="#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")",
+            names=names,
+            values=values,
+        )
+
+    def _create_started(
+        self, run_id: str, request: EventRequest, logged: EventData, now: datetime
+    ) -> EventResult | None:
+        """Create a missing run already running (resilient start, SPEC §6.1); None if it exists."""
+        run = rules.apply_run_event(request, rules.new_run(run_id, request, now), now)
+        writer = PayloadWriter(self._blobs)
+        created = Event(
+            run_id, 1, EventType.RUN_CREATED, None, now, EventData(creation=request.data.creation)
+        )
+        started = Event(run_id, 2, EventType.RUN_STARTED, None, now, logged)
+        run_item = items.run_item(run, writer, seq=2)
+        run_item[run_event_slot(EventType.RUN_STARTED)] = {
+            "type": EventType.RUN_STARTED.value,
+            "created_at": items.iso(now),
+            "data": items.encode_data(logged, writer, limit=ENTITY_INLINE_LIMIT),
+        }
+        run_item[f"{run_event_slot(EventType.RUN_STARTED)}_pos"] = 2
+        try:
+            self._table.transact(
+                [
+                    self._table.put_action(run_item, condition="attribute_not_exists(pk)"),
+                    self._table.put_action(
+                        items.event_item(created, writer), condition="attribute_not_exists(sk)"
+                    ),
+                    self._table.put_action(
+                        items.event_item(started, writer), condition="attribute_not_exists(sk)"
+                    ),
+                ]
+            )
+        except Cancelled as cancelled:
+            if cancelled.reasons and cancelled.reasons[0].condition_failed:
+                return None
+            raise cancellation_error([r.code for r in cancelled.reasons], operation="run_started") from None
+        return EventResult(event=started, run=run)
+
+    def _put_event(self, event: Event, writer: PayloadWriter) -> Event:
+        """Put the event of a reserved run transition; if a reader rebuilt it first, that one stands."""
+        item = items.event_item(event, writer)
+        for attempt in range(_EVENT_PUT_ATTEMPTS):
+            try:
+                self._table.put(item, condition="attribute_not_exists(sk)")
+                return event
+            except ConditionFailed as taken:
+                assert taken.item is not None
+                return items.event_from_item(event.run_id, taken.item, PayloadReader(self._blobs))
+            except WorldAwsError:
+                # The transition is applied; a reader would rebuild the event after its grace
+                # period, but putting it now keeps readers from waiting for it.
+                if attempt == _EVENT_PUT_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _full_run(self, item: Item) -> Run:
+        return items.run_from_item(item, PayloadReader(self._blobs))
+
+    def _release_hooks(self, run_id: str, now: datetime) -> None:
+        """Dispose the live hooks of a run that just became terminal and free their tokens (SPEC §3.1).
+
+        Best effort: if this is lost (a crash, throttling), the hook store treats the
+        hooks of a terminal run as gone, and ``hook_created`` takes over a token whose
+        holder is dead.
+        """
+        try:
+            hooks = self._table.query_all(
+                "pk = :pk AND begins_with(sk, :hook)", {":pk": keys.run_pk(run_id), ":hook": keys.HOOK_PREFIX}
+            )
+            for hook in hooks:
+                if not items.hook_is_live(hook):
+                    continue
+                try:
+                    self._table.delete(
+                        keys.token_key(str(hook["token"])),
+                        condition="run_id = :run AND hook_id = :hook",
+                        values={":run": run_id, ":hook": hook["hook_id"]},
+                    )
+                except ConditionFailed:
+                    pass  # the token is no longer this hook's
+                try:
+                    self._table.update(
+                        keys.hook_key(run_id, str(hook["hook_id"])),
+                        "SET disposed_at = :now",
+                        condition="attribute_exists(sk) AND attribute_not_exists(disposed_at)",
+                        values={":now": items.iso(now)},
+                    )
+                except ConditionFailed:
+                    pass
+        except WorldAwsError:
+            pass

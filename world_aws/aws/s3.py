@@ -1,0 +1,81 @@
+"""``S3BlobStore``: content-addressed payload storage in S3 (SPEC §7.3).
+
+A blob lives under ``blobs/sha256/<hex digest>``, so its key names its content:
+a put is idempotent (``IfNoneMatch='*'``: written only if absent, an existing
+object is already the right bytes), and a reference can be checked on read.
+``get`` verifies size and sha256, so a corrupted or mismatched object is a clear
+``BadInput`` rather than silently wrong bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from world_aws.aws.errors import error_code, translate
+from world_aws.contract.world import BlobRef
+from world_aws.errors import BadInput, NotFound
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+KEY_PREFIX = "blobs/sha256/"
+# 412: the object exists (our If-None-Match held); 409: a concurrent put of the same key is in
+# flight. Both mean the content-addressed object is, or is about to be, there.
+_ALREADY_THERE = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
+
+
+def blob_key(sha256_hex: str) -> str:
+    return f"{KEY_PREFIX}{sha256_hex}"
+
+
+class S3BlobStore:
+    """Bytes by their sha256 digest in one bucket, through an injected boto3 S3 client."""
+
+    def __init__(self, client: S3Client, bucket: str) -> None:
+        self._client = client
+        self._bucket = bucket
+
+    def put(self, data: bytes) -> BlobRef:
+        """Store ``data`` under its content address; idempotent.
+
+        Returns:
+            The reference (key, size, sha256) to keep in place of the bytes.
+
+        Raises:
+            Throttled, Transient: S3 failed; nothing referenced the blob yet, so retrying is safe.
+        """
+        data = bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        ref = BlobRef(key=blob_key(digest), size=len(data), sha256=digest)
+        try:
+            self._client.put_object(Bucket=self._bucket, Key=ref.key, Body=data, IfNoneMatch="*")
+        except ClientError as exc:
+            if error_code(exc) not in _ALREADY_THERE:
+                raise translate(exc, operation="S3 PutObject") from exc
+        except BotoCoreError as exc:
+            raise translate(exc, operation="S3 PutObject") from exc
+        return ref
+
+    def get(self, ref: BlobRef) -> bytes:
+        """The bytes behind ``ref``, checked against its size and sha256.
+
+        Raises:
+            NotFound: no object under ``ref.key``.
+            BadInput: the object does not match the reference.
+            Throttled, Transient: S3 failed.
+        """
+        try:
+            response: Any = self._client.get_object(Bucket=self._bucket, Key=ref.key)
+            data = bytes(response["Body"].read())
+        except ClientError as exc:
+            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                raise NotFound(f"blob {ref.key} not found in bucket {self._bucket}") from exc
+            raise translate(exc, operation="S3 GetObject") from exc
+        except BotoCoreError as exc:
+            raise translate(exc, operation="S3 GetObject") from exc
+        if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
+            raise BadInput(f"blob {ref.key} does not match its reference (size {ref.size}, {ref.sha256})")
+        return data

@@ -1,0 +1,231 @@
+"""The run item as sequencer and fence: reserve a position, commit at it, or seal it (SPEC §3.1, §3.2, §7.2).
+
+Every event but ``run_created`` takes its position from the run item's ``seq``
+with one conditional ``UpdateItem`` (the *reservation*). That single-item write
+is the linearization point of the event: DynamoDB applies writes to one item
+one at a time, so positions are handed out densely and in order, and a
+condition on the run's status evaluated there is evaluated at exactly the
+moment the position is taken.
+
+The event item and the entity change then commit at the reserved position in
+one ``TransactWriteItems`` (the *commit*) that never touches the run item, so a
+256-branch fan-out does not collide in transactions on the hot run item. Action
+0 of every commit is the event ``Put`` conditioned on ``attribute_not_exists(sk)``:
+if a reader has sealed the position meanwhile (the writer looked dead), the
+whole transaction is cancelled, nothing of it is applied, and the writer
+reserves again.
+
+A position whose commit was refused by an entity condition is *sealed* with a
+``noop`` event, so the log stays dense. A position whose writer died is sealed
+by a reader after a grace period (:mod:`world_aws.aws.log_reader`), with the
+real run event when the reservation itself was a run transition (the run item
+keeps a copy of its last ``run_started`` and terminal event for that).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, Table
+from world_aws.aws.errors import cancellation_error
+from world_aws.aws.payloads import PayloadReader
+from world_aws.contract.records import EventType, ResolveData, Run
+from world_aws.contract.world import BlobStore
+from world_aws.errors import Transient, WorldAwsError
+
+# A reader seals a position only after its grace period, so a writer loses its
+# position to a seal rarely; a few fresh reservations are plenty.
+MAX_RESERVATIONS = 5
+# TransactionConflict: another transaction or write on one of our items was in flight.
+MAX_CONFLICT_RETRIES = 4
+TERMINAL_STATUSES = {":completed": "completed", ":failed": "failed", ":cancelled": "cancelled"}
+
+# Attributes of the run item that keep a copy of the run events, so a reader can
+# repair a position whose run-transition writer died before putting the event:
+# ``<slot>`` = {type, created_at, data}, ``<slot>_pos`` = its position (set in the
+# reserving write as ``seq + 1``: an update's operands see the item before it).
+STARTED_SLOT = "rev_started"
+FINAL_SLOT = "rev_final"
+
+Judge = Callable[[Run | None], None]
+
+
+class PositionTaken(Exception):
+    """The reserved position already holds an item (a reader sealed it): reserve again."""
+
+
+class Sequencer:
+    """Reservations, commits and seals on one table."""
+
+    def __init__(
+        self, table: Table, blobs: BlobStore, *, sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.table = table
+        self._headers = PayloadReader(blobs, ResolveData.NONE)
+        self._sleep = sleep
+
+    def run_header(self, item: Item | None) -> Run | None:
+        """The run of a run item without its payloads (never touches S3): enough for the rules."""
+        return None if item is None else items.run_from_item(item, self._headers)
+
+    # ----------------------------------------------------------------------- reserve
+
+    def reserve(self, run_id: str, *, fenced: bool, judge: Judge) -> tuple[int, Item]:
+        """Take the next position of the run.
+
+        Args:
+            run_id: the run.
+            fenced: also require the run not to be terminal (SPEC §3.1). Evaluated
+                in the same single-item write that takes the position, so a
+                fenced event reserved after a terminal transition is refused, and
+                one reserved before it sits at a lower position.
+            judge: called with the run as it was when the reservation is refused;
+                it must raise the rejection (``rules.judge_*``).
+
+        Returns:
+            The position and the run item as of that position (``ALL_NEW``).
+        """
+        condition = "attribute_exists(pk)"
+        values: dict[str, object] = {":one": 1}
+        names: dict[str, str] = {}
+        if fenced:
+            # The fence. Timeline it protects: run_completed reserves p (status ->
+            # completed in that same write); a step_started reserving p+1 evaluates
+            # this against the completed status and is refused (RunExpired). One
+            # reserving p-1 saw "running" and is ordered before the completion.
+            condition += " AND NOT #status IN (:completed, :failed, :cancelled)"
+            values.update(TERMINAL_STATUSES)
+            names["#status"] = "status"
+        try:
+            run_item = self.table.update(
+                keys.run_key(run_id), "SET seq = seq + :one", condition=condition, names=names, values=values
+            )
+        except ConditionFailed as refused:
+            judge(self.run_header(refused.item))
+            raise Transient("the run changed while reserving a position; retry") from None
+        return int(run_item["seq"]), run_item
+
+    # ----------------------------------------------------------------------- commit
+
+    def commit(
+        self, run_id: str, position: int, actions: Sequence[Action], now: datetime
+    ) -> Cancelled | None:
+        """Commit ``actions`` (action 0: the event put at ``position``) in one transaction.
+
+        Returns:
+            ``None`` when committed; the cancellation when an entity condition
+            failed (the position is then still open: the caller seals it or puts
+            another event there).
+
+        Raises:
+            PositionTaken: the position was sealed by a reader; nothing was applied.
+            Throttled, Transient, BadInput: the commit failed otherwise; the position
+                was sealed (best effort) so readers need not wait for it.
+        """
+        for attempt in range(MAX_CONFLICT_RETRIES + 1):
+            try:
+                self.table.transact(actions)
+                return None
+            except Cancelled as cancelled:
+                if cancelled.reasons and cancelled.reasons[0].condition_failed:
+                    raise PositionTaken from None
+                if cancelled.only_conditions():
+                    return cancelled
+                codes = [r.code for r in cancelled.reasons]
+                if attempt < MAX_CONFLICT_RETRIES and set(codes) <= {"None", "TransactionConflict"}:
+                    self._sleep(0.005 * 2**attempt)
+                    continue
+                self.seal_noop(run_id, position, now)
+                raise cancellation_error(codes, operation="events.create commit") from None
+            except WorldAwsError:
+                # Throttled, or the outcome is unknown (a timeout): seal the position if it
+                # is still open. If our transaction did commit, the seal fails harmlessly
+                # and a retry of the request is answered by the entity rules (Conflict).
+                self.seal_noop(run_id, position, now)
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def append(
+        self,
+        run_id: str,
+        now: datetime,
+        *,
+        fenced: bool,
+        judge: Judge,
+        build: Callable[[int, Item], Sequence[Action]],
+    ) -> tuple[int, Item, Cancelled | None]:
+        """Reserve a position and commit ``build(position, run_item)`` at it, re-reserving if it was sealed.
+
+        Returns:
+            The position, the run item as of it, and the cancellation if an entity
+            condition refused the commit (the position is still open then).
+        """
+        for _ in range(MAX_RESERVATIONS):
+            position, run_item = self.reserve(run_id, fenced=fenced, judge=judge)
+            try:
+                cancelled = self.commit(run_id, position, build(position, run_item), now)
+            except PositionTaken:
+                continue
+            return position, run_item, cancelled
+        raise Transient(f"run {run_id}: reserved positions kept being sealed; retry", retry_after=0.5)
+
+    # ----------------------------------------------------------------------- seals
+
+    def seal_noop(self, run_id: str, position: int, now: datetime) -> None:
+        """Fill an open position with a ``noop`` (best effort: a reader repairs it otherwise)."""
+        try:
+            self.table.put(items.noop_item(run_id, position, now), condition="attribute_not_exists(sk)")
+        except (ConditionFailed, WorldAwsError):
+            pass
+
+    def seal_hole(self, run_id: str, position: int, now: datetime) -> Item:
+        """Fill a position whose writer looks dead; returns whatever the position holds afterwards.
+
+        If the reservation of ``position`` was a run transition (the run item says
+        so), the real run event is rebuilt from the run item; otherwise a ``noop``.
+        """
+        run_item = self.table.get(keys.run_key(run_id))
+        item = rebuild_run_event(run_item, position) if run_item is not None else None
+        if item is None:
+            item = items.noop_item(run_id, position, now)
+        try:
+            self.table.put(item, condition="attribute_not_exists(sk)")
+        except ConditionFailed as taken:
+            # The writer committed meanwhile: its event stands.
+            assert taken.item is not None
+            return taken.item
+        return item
+
+
+def run_event_slot(etype: EventType) -> str:
+    return STARTED_SLOT if etype is EventType.RUN_STARTED else FINAL_SLOT
+
+
+def rebuild_run_event(run_item: Item, position: int) -> Item | None:
+    """The event item of the run transition reserved at ``position``, from the run item's copy.
+
+    Payloads are copied as stored (inline bytes or S3 reference): no S3 call.
+    """
+    for slot in (STARTED_SLOT, FINAL_SLOT):
+        copy: dict[str, Any] | None = run_item.get(slot)
+        if copy is None or run_item.get(f"{slot}_pos") != position:
+            continue
+        data: dict[str, Any] = dict(copy.get("data") or {})
+        etype = EventType(copy["type"])
+        # run_completed's output and run_failed's error are the run's own fields: not copied twice.
+        if etype is EventType.RUN_COMPLETED and run_item.get("output") is not None:
+            data["output"] = run_item["output"]
+        if etype is EventType.RUN_FAILED and run_item.get("error") is not None:
+            data["error"] = run_item["error"]
+        return {
+            **keys.event_key(str(run_item["run_id"]), position),
+            "pos": position,
+            "type": etype.value,
+            "created_at": copy["created_at"],
+            "data": data,
+        }
+    return None

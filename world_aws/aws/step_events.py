@@ -1,0 +1,175 @@
+"""Step events on DynamoDB: step_created, step_started, step_retrying, step_completed, step_failed.
+
+``step_created`` (3 round trips): a consistent ``BatchGetItem`` of the run and
+the step, judged with ``rules.judge_child_create``, so that the common
+duplicate (a replay, a resilient re-ensure, SPEC §5.2) is refused without taking
+a position; then reserve (fenced) + commit ``[Put event, Put step
+attribute_not_exists(sk)]``. A duplicate that raced past the read fails the step
+condition: its position is sealed with a ``noop`` and the ``ALL_OLD`` image names
+the rejection (Conflict) with ``rules.judge_child_create``, without another read.
+
+Transitions (3 round trips): one consistent ``BatchGetItem`` of the run and the
+step, judged with ``rules.judge_step_event`` (a rejection costs this one read
+and no position); reserve (fenced for step_started/step_retrying, SPEC §3.1;
+*unfenced* for step_completed/step_failed, because a running step may report
+its outcome after its run ended); commit ``[Put event, Update step]`` with the
+condition ``ver = :seen`` (the step is still exactly as judged). The read is
+needed anyway: the result carries the whole step (its input, to execute it),
+and a transaction returns no item images on success. If another writer changed
+the step in between, the position is sealed and the ``ALL_OLD`` image judged:
+a rejection is raised from it, an acceptable new state is tried again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Action, Item
+from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
+from world_aws.contract import rules
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run, Step
+from world_aws.contract.world import BlobStore
+from world_aws.errors import Transient
+
+
+class StepEvents:
+    """Writes the step events of one table."""
+
+    def __init__(self, sequencer: Sequencer, blobs: BlobStore) -> None:
+        self._seq = sequencer
+        self._table = sequencer.table
+        self._blobs = blobs
+        self._headers = PayloadReader(blobs, ResolveData.NONE)
+
+    def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        assert request.correlation_id is not None
+        run_item, existing = self._read(run_id, keys.step_key(run_id, request.correlation_id))
+        rules.judge_child_create(request, self._seq.run_header(run_item), existing)
+        step = rules.new_step(run_id, request, now)
+        writer = PayloadWriter(self._blobs)
+        made: list[Event] = []
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            return [
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
+                # the first commit creates the step, the other fails here and gets Conflict.
+                self._table.put_action(
+                    items.step_item(step, writer, position=position), condition="attribute_not_exists(sk)"
+                ),
+            ]
+
+        position, run_item, cancelled = self._seq.append(
+            run_id,
+            now,
+            fenced=True,
+            judge=lambda run: rules.judge_child_create(request, run, None),
+            build=build,
+        )
+        if cancelled is None:
+            return EventResult(event=made[0], step=step)
+        self._seq.seal_noop(run_id, position, now)
+        rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.reasons[1].item)
+        raise Transient(f"step {step.step_id}: commit refused for no rule; retry")
+
+    def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        """step_started / step_retrying / step_completed / step_failed."""
+        for _ in range(MAX_RESERVATIONS):
+            result = self._try_transition(run_id, request, now)
+            if result is not None:
+                return result
+        raise Transient(f"step {request.correlation_id} kept changing; retry", retry_after=0.1)
+
+    def _try_transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
+        """One read-judge-reserve-commit attempt; None when the step changed under us but may still go."""
+        assert request.correlation_id is not None
+        step_key = keys.step_key(run_id, request.correlation_id)
+        run_item, step_item = self._read(run_id, step_key)
+        seen = self._header(run_id, step_item)
+        rules.judge_step_event(request, self._seq.run_header(run_item), seen, now)
+        assert step_item is not None and seen is not None
+        new = rules.apply_step_event(request, seen, now)
+        version = int(step_item["ver"])
+        writer = PayloadWriter(self._blobs)
+        made: list[Event] = []
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            update, values, names = _step_update(request, new, writer, position)
+            return [
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                # Timeline: two deliveries of one step race (a redelivered start, an outcome
+                # and a retry): only the writer that saw the current version applies.
+                self._table.update_action(
+                    step_key, update, condition="ver = :ver", names=names, values={**values, ":ver": version}
+                ),
+            ]
+
+        def judge(run: Run | None) -> None:
+            rules.judge_step_event(request, run, seen, now)
+
+        fenced = request.type in (EventType.STEP_STARTED, EventType.STEP_RETRYING)
+        position, run_item, cancelled = self._seq.append(run_id, now, fenced=fenced, judge=judge, build=build)
+        if cancelled is None:
+            full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
+            return EventResult(event=made[0], step=rules.apply_step_event(request, full, now))
+        self._seq.seal_noop(run_id, position, now)
+        old = self._header(run_id, cancelled.reasons[1].item)
+        rules.judge_step_event(request, self._seq.run_header(run_item), old, now)
+        return None  # still acceptable in its new state (a concurrent start, say): go again
+
+    # ------------------------------------------------------------------------- internals
+
+    def _read(self, run_id: str, entity_key: keys.Key) -> tuple[Item | None, Item | None]:
+        found = self._table.batch_get([keys.run_key(run_id), entity_key])
+        by_sk = {str(item[keys.SK]): item for item in found}
+        return by_sk.get(keys.RUN_SK), by_sk.get(entity_key[keys.SK])
+
+    def _header(self, run_id: str, item: Item | None) -> Step | None:
+        return None if item is None else items.step_from_item(run_id, item, self._headers)
+
+
+def _step_update(
+    request: EventRequest, new: Step, writer: PayloadWriter, position: int
+) -> tuple[str, dict[str, object], dict[str, str]]:
+    """The update expression that turns the seen step into ``new`` (SPEC §2.2)."""
+    data = request.data
+    sets = ["#status = :status", "ver = :pos"]
+    removes: list[str] = []
+    values: dict[str, Any] = {":status": new.status.value, ":pos": position}
+    names = {"#status": "status"}
+    etype = request.type
+    if etype is EventType.STEP_STARTED:
+        sets += ["attempt = :attempt", "started_at = :started"]
+        values[":attempt"] = new.attempt
+        values[":started"] = items.iso(new.started_at) if new.started_at else None
+        removes.append("retry_after_us")
+    elif etype is EventType.STEP_RETRYING:
+        sets.append("#error = :error")
+        names["#error"] = "error"
+        values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+        if data.retry_after is not None:
+            sets.append("retry_after_us = :retry")
+            values[":retry"] = items.epoch_us(data.retry_after)
+        else:
+            removes.append("retry_after_us")
+    elif etype is EventType.STEP_COMPLETED:
+        sets.append("completed_at = :now")
+        values[":now"] = items.iso(new.completed_at) if new.completed_at else None
+        if data.output is not None:
+            sets.append("#output = :output")
+            names["#output"] = "output"
+            values[":output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
+    else:  # STEP_FAILED
+        sets += ["completed_at = :now", "#error = :error"]
+        names["#error"] = "error"
+        values[":now"] = items.iso(new.completed_at) if new.completed_at else None
+        values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+    update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+    return update, values, names

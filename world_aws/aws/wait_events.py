@@ -1,0 +1,125 @@
+"""Wait events on DynamoDB: wait_created and wait_completed.
+
+``wait_created`` (3 round trips): consistent read of run and wait (a duplicate
+is refused there, without a position), reserve (fenced) + commit ``[Put event,
+Put wait attribute_not_exists(sk)]``; a duplicate that raced past the read seals
+its position and is named Conflict from the ``ALL_OLD`` image.
+
+``wait_completed`` (3 round trips): consistent read of run and wait (judged
+with ``rules.judge_wait_completed``; a rejection costs no position), reserve
+(fenced) + commit ``[Put event, Update wait status = completed if ver = :seen]``.
+Of two racing completions, the second fails the version condition and is named
+Conflict from the ``ALL_OLD`` image.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from world_aws.aws import items, keys
+from world_aws.aws.dynamo import Action, Item
+from world_aws.aws.payloads import PayloadWriter
+from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
+from world_aws.contract import rules
+from world_aws.contract.records import Event, EventRequest, EventResult, Run, Wait, WaitStatus
+from world_aws.contract.world import BlobStore
+from world_aws.errors import Transient
+
+
+class WaitEvents:
+    """Writes the wait events of one table."""
+
+    def __init__(self, sequencer: Sequencer, blobs: BlobStore) -> None:
+        self._seq = sequencer
+        self._table = sequencer.table
+        self._blobs = blobs
+
+    def wait_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        assert request.correlation_id is not None
+        wait_key = keys.wait_key(run_id, request.correlation_id)
+        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), wait_key])}
+        rules.judge_child_create(
+            request, self._seq.run_header(found.get(keys.RUN_SK)), found.get(wait_key[keys.SK])
+        )
+        wait = rules.new_wait(run_id, request, now)
+        writer = PayloadWriter(self._blobs)
+        made: list[Event] = []
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            return [
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._table.put_action(
+                    items.wait_item(wait, position=position), condition="attribute_not_exists(sk)"
+                ),
+            ]
+
+        position, run_item, cancelled = self._seq.append(
+            run_id,
+            now,
+            fenced=True,
+            judge=lambda run: rules.judge_child_create(request, run, None),
+            build=build,
+        )
+        if cancelled is None:
+            return EventResult(event=made[0], wait=wait)
+        self._seq.seal_noop(run_id, position, now)
+        rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.reasons[1].item)
+        raise Transient(f"wait {wait.wait_id}: commit refused for no rule; retry")
+
+    def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        for _ in range(MAX_RESERVATIONS):
+            result = self._try_complete(run_id, request, now)
+            if result is not None:
+                return result
+        raise Transient(f"wait {request.correlation_id} kept changing; retry", retry_after=0.1)
+
+    def _try_complete(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
+        assert request.correlation_id is not None
+        wait_key = keys.wait_key(run_id, request.correlation_id)
+        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), wait_key])}
+        wait_item = found.get(wait_key[keys.SK])
+        seen = self._wait(run_id, wait_item)
+        rules.judge_wait_completed(request, self._seq.run_header(found.get(keys.RUN_SK)), seen)
+        assert wait_item is not None and seen is not None
+        version = int(wait_item["ver"])
+        writer = PayloadWriter(self._blobs)
+        made: list[Event] = []
+
+        def build(position: int, _run: Item) -> list[Action]:
+            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
+            made[:] = [event]
+            return [
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                # Timeline: two wakes of one sleep race; the first completes it, the second
+                # fails the version condition and is named Conflict.
+                self._table.update_action(
+                    wait_key,
+                    "SET #status = :completed, completed_at = :now, ver = :pos",
+                    condition="ver = :ver",
+                    names={"#status": "status"},
+                    values={
+                        ":completed": WaitStatus.COMPLETED.value,
+                        ":now": items.iso(now),
+                        ":pos": position,
+                        ":ver": version,
+                    },
+                ),
+            ]
+
+        def judge(run: Run | None) -> None:
+            rules.judge_wait_completed(request, run, seen)
+
+        position, run_item, cancelled = self._seq.append(run_id, now, fenced=True, judge=judge, build=build)
+        if cancelled is None:
+            return EventResult(event=made[0], wait=rules.complete_wait(seen, now))
+        self._seq.seal_noop(run_id, position, now)
+        rules.judge_wait_completed(
+            request, self._seq.run_header(run_item), self._wait(run_id, cancelled.reasons[1].item)
+        )
+        return None
+
+    @staticmethod
+    def _wait(run_id: str, item: Item | None) -> Wait | None:
+        return None if item is None else items.wait_from_item(run_id, item)

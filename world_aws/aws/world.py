@@ -1,0 +1,124 @@
+"""``AwsWorld``: the World on DynamoDB (log and entities), SQS (queues) and S3 (large payloads).
+
+Build it with :func:`create_aws_world` from an :class:`AwsConfig` (``from_env()``
+in Lambda) and, optionally, injected clients and clock. Nothing here is global:
+every store, client and cache hangs off the World instance.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from world_aws.aws.clients import AwsClients
+from world_aws.aws.config import AwsConfig
+from world_aws.aws.dynamo import Table
+from world_aws.aws.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
+from world_aws.aws.event_store import DynamoEventStore
+from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.s3 import S3BlobStore
+from world_aws.aws.sequencer import Sequencer
+from world_aws.aws.sqs import SqsQueue
+from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.world import Consumers, MessageHandler, QueueName, WorldCapabilities
+
+__all__ = ["AwsClients", "AwsConfig", "AwsWorld", "create_aws_world"]
+
+
+class AwsWorld:
+    """The AWS World. Thread-safe; one per process is the norm (a Lambda container keeps it warm)."""
+
+    def __init__(
+        self,
+        config: AwsConfig,
+        clients: AwsClients,
+        clock: Clock,
+        capabilities: WorldCapabilities,
+        *,
+        repair: HoleRepairPolicy | None = None,
+        owns_clients: bool = False,
+    ) -> None:
+        self.config = config
+        self.clients = clients
+        self.clock = clock
+        self._capabilities = capabilities
+        self._owns_clients = owns_clients
+        self.table = Table(clients.dynamodb, config.table_name)
+        self.blobs = S3BlobStore(clients.s3, config.bucket_name)
+        # Exposed for tests and tools that simulate a writer dying between reserve and commit.
+        self.sequencer = Sequencer(self.table, self.blobs)
+        self.events = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self.runs = DynamoRunStore(self.table, self.blobs)
+        self.steps = DynamoStepStore(self.table, self.blobs)
+        self.hooks = DynamoHookStore(self.table, self.blobs)
+        self.waits = DynamoWaitStore(self.table, self.blobs)
+        self.queue = SqsQueue(
+            clients.sqs,
+            self.queue_urls(),
+            dynamodb=clients.dynamodb,
+            table_name=config.table_name,
+            clock=clock,
+        )
+        self._consumers: list[Consumers] = []
+        self._lock = threading.Lock()
+
+    @property
+    def capabilities(self) -> WorldCapabilities:
+        return self._capabilities
+
+    def deployment_id(self) -> str:
+        """The deployment this process serves (from the configuration; no backend call)."""
+        return self.config.deployment_id
+
+    def queue_urls(self) -> dict[QueueName, str]:
+        return {
+            QueueName.WORKFLOW: self.config.workflow_queue_url,
+            QueueName.STEP: self.config.step_queue_url,
+        }
+
+    def start_consumers(self, handler: MessageHandler) -> Consumers:
+        """Poll both queues in background threads and deliver to ``handler`` (local runs and tests)."""
+        # Imported here: the event source is only for local use, Lambda brings its own.
+        from world_aws.aws.event_source import LocalEventSource
+
+        source = LocalEventSource(self.clients.sqs, self.queue_urls(), handler, clock=self.clock)
+        with self._lock:
+            self._consumers.append(source)
+        return source
+
+    def close(self) -> None:
+        """Stop the consumers this World started; close the clients if it created them."""
+        with self._lock:
+            consumers, self._consumers = self._consumers, []
+        for consumer in consumers:
+            consumer.stop()
+        if self._owns_clients:
+            self.clients.close()
+
+
+def create_aws_world(
+    config: AwsConfig,
+    *,
+    clients: AwsClients | None = None,
+    clock: Clock | None = None,
+    capabilities: WorldCapabilities | None = None,
+    repair: HoleRepairPolicy | None = None,
+) -> AwsWorld:
+    """The AWS World over ``config``'s table, queues and bucket.
+
+    Args:
+        config: where the resources are.
+        clients: boto3 clients to use (built from ``config`` if omitted; then the
+            World closes them on ``close()``).
+        clock: the time source (``SystemClock`` by default; tests pass a ``ManualClock``).
+        capabilities: what the World declares beyond the base contract. Deployment
+            affinity is off by default: local deployment ids are synthetic.
+        repair: how readers wait for, and seal, positions of dead writers (SPEC §3.2).
+    """
+    return AwsWorld(
+        config,
+        clients if clients is not None else AwsClients.create(config),
+        clock if clock is not None else SystemClock(),
+        capabilities if capabilities is not None else WorldCapabilities(),
+        repair=repair,
+        owns_clients=clients is None,
+    )
