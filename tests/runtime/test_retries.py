@@ -7,12 +7,15 @@ TooEarly asks for redelivery after the seconds left.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
+
+import pytest
 
 from world_aws import FatalError, RetryableError, StepFailedError, Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName, Redeliver
-from world_aws.errors import Transient
+from world_aws.errors import Transient, WorkflowFailedError
 
 from .harness import Harness
 from .spy import Call, Publish
@@ -174,3 +177,28 @@ def test_failure_to_record_a_completion_is_retried_without_rerunning_the_step(ha
     types = harness.event_types(handle.run_id)
     assert EventType.STEP_RETRYING not in types
     assert types.count(EventType.STEP_COMPLETED) == 1
+
+
+def test_async_step_raising_cancelled_error_is_retried_then_fails(memory_harness: Harness) -> None:
+    # GIVEN an async step whose body raises CancelledError every time
+    app = Workflows()
+    calls: list[int] = []
+
+    @app.step(max_retries=1)
+    async def cancels_itself() -> None:
+        calls.append(get_step_metadata().attempt)
+        raise asyncio.CancelledError("the body cancelled itself")
+
+    @app.workflow
+    async def wf() -> None:
+        await cancels_itself()
+
+    runtime = memory_harness.runtime_for(app)
+    # WHEN the run settles
+    handle = runtime.start(wf)
+    memory_harness.settle(handle.run_id)
+    # THEN the step was attempted twice (a retry, not a consumer crash) and the run failed
+    assert calls == [1, 2]
+    with pytest.raises(WorkflowFailedError) as failed:
+        handle.result(timeout=1)
+    assert "cancelled" in failed.value.error_message

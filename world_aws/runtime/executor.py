@@ -13,6 +13,7 @@ outcome and that check cannot strand the run.
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import timedelta
 
@@ -178,10 +179,13 @@ class StepExecutor:
             return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
         except SerializationError as exc:
             return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            # Any other failure of the body is retried (SPEC §8.2); CancelledError is a
+            # BaseException, but a step that cancels itself has failed, not the consumer.
+            failure = exc if isinstance(exc, Exception) else RuntimeError(f"step cancelled: {exc!r}")
             if step.attempt >= max_attempts:
-                return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
-            return self._retry(run_id, step, exc)
+                return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(failure))
+            return self._retry(run_id, step, failure)
         finally:
             context.reset_step_metadata(token)
         return self._record_terminal(run_id, step, EventType.STEP_COMPLETED, output=output)
