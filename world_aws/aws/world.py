@@ -19,7 +19,19 @@ from world_aws.aws.s3 import S3BlobStore
 from world_aws.aws.sequencer import Sequencer
 from world_aws.aws.sqs import SqsQueue
 from world_aws.contract.clock import Clock, SystemClock
-from world_aws.contract.world import Consumers, MessageHandler, QueueName, WorldCapabilities
+from world_aws.contract.world import (
+    BlobStore,
+    Consumers,
+    EventStore,
+    HookStore,
+    MessageHandler,
+    Queue,
+    QueueName,
+    RunStore,
+    StepStore,
+    WaitStore,
+    WorldCapabilities,
+)
 
 __all__ = ["AwsClients", "AwsConfig", "AwsWorld", "create_aws_world"]
 
@@ -39,19 +51,19 @@ class AwsWorld:
     ) -> None:
         self.config = config
         self.clients = clients
-        self.clock = clock
+        self.clock: Clock = clock
         self._capabilities = capabilities
         self._owns_clients = owns_clients
         self.table = Table(clients.dynamodb, config.table_name)
-        self.blobs = S3BlobStore(clients.s3, config.bucket_name)
+        self.blobs: BlobStore = S3BlobStore(clients.s3, config.bucket_name)
         # Exposed for tests and tools that simulate a writer dying between reserve and commit.
         self.sequencer = Sequencer(self.table, self.blobs)
-        self.events = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
-        self.runs = DynamoRunStore(self.table, self.blobs)
-        self.steps = DynamoStepStore(self.table, self.blobs)
-        self.hooks = DynamoHookStore(self.table, self.blobs)
-        self.waits = DynamoWaitStore(self.table, self.blobs)
-        self.queue = SqsQueue(
+        self.events: EventStore = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self.runs: RunStore = DynamoRunStore(self.table, self.blobs)
+        self.steps: StepStore = DynamoStepStore(self.table, self.blobs)
+        self.hooks: HookStore = DynamoHookStore(self.table, self.blobs)
+        self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
+        self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),
             dynamodb=clients.dynamodb,

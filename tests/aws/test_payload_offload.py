@@ -1,0 +1,145 @@
+"""Payloads in the AWS World: inline up to 128 KiB, in S3 above, byte for byte (SPEC §3.3, §7.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from world_aws.aws import keys
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
+from world_aws.contract.records import EventData, EventType, ResolveData
+from world_aws.testing.conformance.support import create_run, create_step, running_step, write
+
+# DynamoDB's item limit (400 KB, attribute names included); items must stay far below it.
+ITEM_LIMIT = 400 * 1024
+
+PAYLOADS = {
+    "empty": b"",
+    "nul-bytes": b"\x00\xff\x00" * 1000,
+    "at-the-limit": bytes(range(256)) * (MAX_INLINE_PAYLOAD_BYTES // 256),
+    "one-over-the-limit": b"\x01" * (MAX_INLINE_PAYLOAD_BYTES + 1),
+    "3-mb": bytes(range(251)) * (3 * 1024 * 1024 // 251),
+}
+
+
+@contextmanager
+def counting_s3_calls(world: AwsWorld) -> Iterator[list[str]]:
+    calls: list[str] = []
+
+    def count(event_name: str, **_: Any) -> None:
+        calls.append(event_name)
+
+    world.clients.s3.meta.events.register("before-call.s3.*", count)
+    try:
+        yield calls
+    finally:
+        world.clients.s3.meta.events.unregister("before-call.s3.*", count)
+
+
+def _item_size(item: dict[str, Any]) -> int:
+    """A rough DynamoDB item size: names plus values, nested maps included."""
+
+    def size(value: Any) -> int:
+        if isinstance(value, dict):
+            return sum(len(k) + size(v) for k, v in value.items())
+        if isinstance(value, bytes | str):
+            return len(value)
+        return 8
+
+    return size(item)
+
+
+@pytest.mark.parametrize("payload", list(PAYLOADS.values()), ids=list(PAYLOADS))
+def test_payloads_round_trip_byte_for_byte_through_run_step_and_log(world: AwsWorld, payload: bytes) -> None:
+    # GIVEN a run whose input, a step's input and the step's output are the payload
+    run_id = create_run(world, input=payload)
+    step_id = running_step(world, run_id, input=payload)
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=payload))
+    # WHEN everything is read back
+    run = world.runs.get(run_id)
+    step = world.steps.get(run_id, step_id)
+    events = world.events.list(run_id)
+    # THEN every copy is the exact bytes
+    assert run.input == payload
+    assert (step.input, step.output) == (payload, payload)
+    assert events[0].data.creation is not None and events[0].data.creation.input == payload
+    assert events[2].data.input == payload
+    assert events[-1].data.output == payload
+
+
+@pytest.mark.parametrize(
+    ("size", "offloaded"), [(MAX_INLINE_PAYLOAD_BYTES, False), (MAX_INLINE_PAYLOAD_BYTES + 1, True)]
+)
+def test_event_payloads_above_128_kib_live_in_s3_under_their_digest(
+    world: AwsWorld, size: int, offloaded: bool
+) -> None:
+    # GIVEN a step created with an input of the given size
+    run_id = create_run(world)
+    create_step(world, run_id, input=b"\x07" * size)
+    # WHEN the stored event item is inspected
+    stored = world.table.get(keys.event_key(run_id, 3))
+    # THEN it holds the bytes inline up to 128 KiB, and a content-addressed reference above
+    assert stored is not None
+    value = stored["data"]["input"]
+    if offloaded:
+        assert isinstance(value, dict) and value["size"] == size
+        assert value["ref"] == f"blobs/sha256/{value['sha256']}"
+    else:
+        assert value == b"\x07" * size
+
+
+def test_items_stay_far_below_the_dynamodb_item_limit(world: AwsWorld) -> None:
+    # GIVEN a step that holds three payloads of the largest inline size (input, retry error, output)
+    run_id = create_run(world, input=b"i" * MAX_INLINE_PAYLOAD_BYTES)
+    big = b"p" * MAX_INLINE_PAYLOAD_BYTES
+    step_id = running_step(world, run_id, input=big)
+    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=big[:-1] + b"e"))
+    write(world, run_id, EventType.STEP_STARTED, step_id)
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=big[:-1] + b"o"))
+    write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=big[:-1] + b"r"))
+    # WHEN the raw items are measured
+    found = world.table.query_all("pk = :pk", {":pk": keys.run_pk(run_id)})
+    sizes = {str(item[keys.SK]): _item_size(item) for item in found}
+    # THEN none is more than about half the limit, and the data is still whole
+    assert max(sizes.values()) < ITEM_LIMIT // 2, sizes
+    assert world.steps.get(run_id, step_id).output == big[:-1] + b"o"
+    assert world.runs.get(run_id).output == big[:-1] + b"r"
+
+
+def test_resolve_data_none_never_touches_s3(world: AwsWorld) -> None:
+    # GIVEN a run, step and log whose payloads live in S3
+    big = b"\x09" * (3 * MAX_INLINE_PAYLOAD_BYTES)
+    run_id = create_run(world, input=big)
+    step_id = running_step(world, run_id, input=big)
+    # WHEN they are read without payloads
+    with counting_s3_calls(world) as calls:
+        run = world.runs.get(run_id, resolve_data=ResolveData.NONE)
+        step = world.steps.get(run_id, step_id, resolve_data=ResolveData.NONE)
+        steps = world.steps.list(run_id, resolve_data=ResolveData.NONE)
+        events = world.events.list(run_id, resolve_data=ResolveData.NONE)
+    # THEN no S3 call was made and the payloads are left out
+    assert calls == []
+    assert (run.input, step.input, steps[0].input) == (None, None, None)
+    assert events[0].data.creation is not None and events[0].data.creation.input == b""
+    assert events[2].data.input is None
+    # ... while a full read resolves them
+    with counting_s3_calls(world) as calls:
+        assert world.runs.get(run_id).input == big
+    assert calls != []
+
+
+def test_one_large_payload_is_put_in_s3_once_per_write(world: AwsWorld) -> None:
+    # GIVEN a running run
+    run_id = create_run(world)
+    big = b"\x05" * (MAX_INLINE_PAYLOAD_BYTES + 10)
+    # WHEN a step is created with a large input (stored in the event and in the step)
+    with counting_s3_calls(world) as calls:
+        create_step(world, run_id, input=big)
+    # THEN one object was put, and both items reference it
+    assert [c for c in calls if c.endswith("PutObject")] == ["before-call.s3.PutObject"]
+    listed = world.clients.s3.list_objects_v2(Bucket=world.config.bucket_name)
+    assert len(listed.get("Contents", [])) == 1
