@@ -1,0 +1,216 @@
+"""What each World operation costs on AWS: DynamoDB reads, writes, transactions and S3 calls.
+
+Runs every event type (and a few rejections and reads) against the AWS World on
+in-process moto, counting the API calls through botocore's event hooks
+(``before-call.*.*`` on the World's own clients), and prints a markdown table::
+
+    python bench/world_ops.py
+
+The counts are the design's round trips, not timings: moto's speed says nothing
+about DynamoDB's. Reads are GetItem, BatchGetItem and Query calls; writes are
+PutItem, UpdateItem and DeleteItem; transactions are TransactWriteItems.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
+from world_aws.contract.records import EventData, EventType
+from world_aws.errors import WorldAwsError
+from world_aws.testing.aws_factory import aws_world
+from world_aws.testing.conformance.support import (
+    create_hook,
+    create_run,
+    create_step,
+    creation,
+    end_run,
+    new_id,
+    receive_hook,
+    running_step,
+    start_step,
+    write,
+)
+
+READS = frozenset({"GetItem", "BatchGetItem", "Query"})
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem"})
+TRANSACTIONS = frozenset({"TransactWriteItems"})
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    reads: int
+    writes: int
+    transactions: int
+    s3: int
+    outcome: str
+
+    @property
+    def round_trips(self) -> int:
+        return self.reads + self.writes + self.transactions + self.s3
+
+
+class CallCounter:
+    """Counts API calls made by the World's DynamoDB and S3 clients."""
+
+    def __init__(self, world: AwsWorld) -> None:
+        self.calls: Counter[tuple[str, str]] = Counter()
+        for client in (world.clients.dynamodb, world.clients.s3):
+            client.meta.events.register("before-call.*.*", self._count)
+
+    def _count(self, event_name: str, **_: Any) -> None:
+        _, service, operation = event_name.split(".", 2)
+        self.calls[(service, operation)] += 1
+
+    @contextmanager
+    def measure(self) -> Iterator[Counter[tuple[str, str]]]:
+        before = Counter(self.calls)
+        taken: Counter[tuple[str, str]] = Counter()
+        try:
+            yield taken
+        finally:
+            taken.update(self.calls - before)
+
+
+def cost_of(counter: CallCounter, operation: Callable[[], object]) -> Cost:
+    """Run ``operation`` once and count what it called; a world-aws error is an outcome, not a failure."""
+    with counter.measure() as calls:
+        try:
+            operation()
+            outcome = "ok"
+        except WorldAwsError as exc:
+            outcome = type(exc).__name__
+    ddb = {op: n for (service, op), n in calls.items() if service == "dynamodb"}
+    return Cost(
+        reads=sum(n for op, n in ddb.items() if op in READS),
+        writes=sum(n for op, n in ddb.items() if op in WRITES),
+        transactions=sum(n for op, n in ddb.items() if op in TRANSACTIONS),
+        s3=sum(n for (service, _), n in calls.items() if service == "s3"),
+        outcome=outcome,
+    )
+
+
+def scenarios(world: AwsWorld, clock: ManualClock) -> list[tuple[str, Callable[[], object]]]:
+    """(name, operation) pairs; each operation's setup is done here, outside the measurement."""
+    out: list[tuple[str, Callable[[], object]]] = []
+    big = b"\x01" * (MAX_INLINE_PAYLOAD_BYTES + 1)
+
+    run_id = new_id("wrun")
+    out.append(
+        (
+            "run_created",
+            lambda: write(world, run_id, EventType.RUN_CREATED, data=EventData(creation=creation())),
+        )
+    )
+    pending = create_run(world, started=False)
+    out.append(("run_started", lambda: write(world, pending, EventType.RUN_STARTED)))
+    running = create_run(world)
+    out.append(("run_started on a running run (no-op)", lambda: write(world, running, EventType.RUN_STARTED)))
+    missing = new_id("wrun")
+    out.append(
+        (
+            "run_started with creation data, run missing",
+            lambda: write(world, missing, EventType.RUN_STARTED, data=EventData(creation=creation())),
+        )
+    )
+
+    step_run = create_run(world)
+    out.append(("step_created", lambda: create_step(world, step_run)))
+    out.append(("step_created, input > 128 KiB", lambda: create_step(world, step_run, input=big)))
+    duplicate = create_step(world, step_run)
+    out.append(("step_created duplicate (Conflict)", lambda: create_step(world, step_run, step_id=duplicate)))
+    pending_step = create_step(world, step_run)
+    out.append(("step_started", lambda: start_step(world, step_run, pending_step)))
+    retrying = running_step(world, step_run)
+    retry_at = clock.now() + timedelta(seconds=5)
+    retry_data = EventData(error=b"boom", retry_after=retry_at)
+    out.append(
+        ("step_retrying", lambda: write(world, step_run, EventType.STEP_RETRYING, retrying, retry_data))
+    )
+    out.append(("step_started before retry_after (TooEarly)", lambda: start_step(world, step_run, retrying)))
+    completing = running_step(world, step_run)
+    done = EventData(output=b"result")
+    out.append(("step_completed", lambda: write(world, step_run, EventType.STEP_COMPLETED, completing, done)))
+    failing = running_step(world, step_run)
+    failed = EventData(error=b"boom")
+    out.append(("step_failed", lambda: write(world, step_run, EventType.STEP_FAILED, failing, failed)))
+
+    hook_run = create_run(world)
+    token = new_id("tok")
+    out.append(("hook_created", lambda: create_hook(world, hook_run, token, hook_id="hook_bench")))
+    other = create_run(world)
+    out.append(("hook_created, token held (hook_conflict)", lambda: create_hook(world, other, token)))
+    out.append(
+        (
+            "hook_received",
+            lambda: receive_hook(world, hook_run, "hook_bench", b"payload", resume_id="resume_1"),
+        )
+    )
+    out.append(
+        (
+            "hook_received, same resume_id (dedup)",
+            lambda: receive_hook(world, hook_run, "hook_bench", b"payload", resume_id="resume_1"),
+        )
+    )
+    out.append(("hook_disposed", lambda: write(world, hook_run, EventType.HOOK_DISPOSED, "hook_bench")))
+
+    wait_run = create_run(world)
+    resume_at = EventData(resume_at=clock.now())
+    out.append(
+        ("wait_created", lambda: write(world, wait_run, EventType.WAIT_CREATED, "wait_bench", resume_at))
+    )
+    out.append(("wait_completed", lambda: write(world, wait_run, EventType.WAIT_COMPLETED, "wait_bench")))
+
+    ending = create_run(world)
+    create_hook(world, ending, new_id("tok"))
+    out.append(("run_completed (1 live hook to release)", lambda: end_run(world, ending)))
+    to_fail, to_cancel = create_run(world), create_run(world)
+    out.append(("run_failed", lambda: end_run(world, to_fail, EventType.RUN_FAILED)))
+    out.append(("run_cancelled", lambda: end_run(world, to_cancel, EventType.RUN_CANCELLED)))
+    ended = create_run(world)
+    fenced = create_step(world, ended)
+    end_run(world, ended)
+    out.append(("step_started on a terminal run (RunExpired)", lambda: start_step(world, ended, fenced)))
+
+    out.append(("events.list (step run, ~20 events)", lambda: world.events.list(step_run)))
+    out.append(("runs.get", lambda: world.runs.get(step_run)))
+    out.append(("steps.get", lambda: world.steps.get(step_run, pending_step)))
+    out.append(("steps.list", lambda: world.steps.list(step_run)))
+    live_token = new_id("tok")
+    create_hook(world, other, live_token)
+    out.append(("hooks.get_by_token", lambda: world.hooks.get_by_token(live_token)))
+    out.append(("hooks.list", lambda: world.hooks.list(other)))
+    out.append(("runs.list (limit 10)", lambda: world.runs.list(limit=10)))
+    return out
+
+
+def table(rows: list[tuple[str, Cost]]) -> str:
+    lines = [
+        "| operation | outcome | DynamoDB reads | writes | transactions | S3 | round trips |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, cost in rows:
+        lines.append(
+            f"| {name} | {cost.outcome} | {cost.reads} | {cost.writes} | {cost.transactions} | "
+            f"{cost.s3} | {cost.round_trips} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    clock = ManualClock()
+    with aws_world(clock) as world:
+        counter = CallCounter(world)
+        rows = [(name, cost_of(counter, operation)) for name, operation in scenarios(world, clock)]
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
