@@ -66,7 +66,7 @@ class CallCounter:
             client.meta.events.register("before-call.*.*", self._count)
 
     def _count(self, event_name: str, **_: Any) -> None:
-        _, service, operation = event_name.split(".", 2)
+        _hook, service, operation = event_name.split(".", 2)
         self.calls[(service, operation)] += 1
 
     @contextmanager
