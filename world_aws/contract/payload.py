@@ -5,20 +5,26 @@ Rules:
   must be ``bytes``: a str, list or number fails parsing, so a mangled payload is
   never written into the log;
 * unknown fields are ignored (a newer producer may add fields; an older consumer
-  must not dead-letter them), every known field is type-checked strictly;
+  must not dead-letter them), every known field is type-checked strictly: no
+  coercion (a number is not a datetime, bytes are not a str, 1.0 is not an int);
+* ``step_input`` has exactly one shape: ``{input}`` or ``{ref, size, sha256}``;
+  a map with both, or neither, is refused rather than guessed;
+* ``step_id`` and ``step_name`` come together, and ``step_input`` only with them;
+* ``requested_at`` is timezone-aware (CBOR cannot carry a naive datetime);
 * a health check ``{health_check: true, correlation_id}`` is recognised first.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Discriminator, Field, Strict, Tag, model_validator
 
 StrictBytes = Annotated[bytes, Strict()]
 StrictStr = Annotated[str, Strict()]
 StrictInt = Annotated[int, Strict()]
+StrictStrMap = dict[StrictStr, StrictStr]
+NonEmptyStr = Annotated[str, Strict(), Field(min_length=1)]
 
 
 class _Model(BaseModel):
@@ -32,9 +38,31 @@ class InlineStepInput(_Model):
 class StepInputRef(_Model):
     """Claim check: the step input lives in blob storage (SPEC §5.2)."""
 
-    ref: StrictStr
+    ref: NonEmptyStr
     size: StrictInt = Field(ge=0)
     sha256: Annotated[str, Strict(), Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+def _step_input_shape(value: Any) -> str | None:
+    """Which shape a step_input is; None (a validation error) when it has both keys or neither."""
+    if isinstance(value, InlineStepInput | StepInputRef):
+        return type(value).__name__
+    if not isinstance(value, dict):
+        return None
+    has_input, has_ref = "input" in value, "ref" in value
+    if has_input == has_ref:
+        return None
+    return "InlineStepInput" if has_input else "StepInputRef"
+
+
+StepInput = Annotated[
+    Annotated[InlineStepInput, Tag("InlineStepInput")] | Annotated[StepInputRef, Tag("StepInputRef")],
+    Discriminator(
+        _step_input_shape,
+        custom_error_type="step_input_shape",
+        custom_error_message="must be a map with exactly one of 'input' (bytes) or 'ref' (a blob reference)",
+    ),
+]
 
 
 class RunContext(_Model):
@@ -54,7 +82,13 @@ class RunInput(_Model):
     spec_version: StrictInt
     input: StrictBytes | None = None
     input_ref: StepInputRef | None = None
-    attributes: dict[str, str] = Field(default_factory=dict)
+    attributes: StrictStrMap = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_input(self) -> RunInput:
+        if self.input is not None and self.input_ref is not None:
+            raise ValueError("run_input carries both 'input' and 'input_ref'; exactly one is allowed")
+        return self
 
 
 class HookInput(_Model):
@@ -67,18 +101,32 @@ class HookInput(_Model):
     payload_ref: StepInputRef | None = None
     payload_digest: StrictStr
 
+    @model_validator(mode="after")
+    def _one_payload(self) -> HookInput:
+        if (self.payload is None) == (self.payload_ref is None):
+            raise ValueError("hook_input needs exactly one of 'payload' and 'payload_ref'")
+        return self
+
 
 class InvokePayload(_Model):
-    run_id: Annotated[str, Strict(), Field(min_length=1)]
-    step_id: StrictStr | None = None
-    step_name: StrictStr | None = None
-    step_input: InlineStepInput | StepInputRef | None = None
+    run_id: NonEmptyStr
+    step_id: NonEmptyStr | None = None
+    step_name: NonEmptyStr | None = None
+    step_input: StepInput | None = None
     run_context: RunContext | None = None
     run_input: RunInput | None = None
     hook_input: HookInput | None = None
-    trace_carrier: dict[str, str] = Field(default_factory=dict)
-    requested_at: datetime | None = None
-    deployment_mismatch_retry_count: StrictInt = 0
+    trace_carrier: StrictStrMap = Field(default_factory=dict)
+    requested_at: Annotated[AwareDatetime, Strict()] | None = None
+    deployment_mismatch_retry_count: StrictInt = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _step_fields_together(self) -> InvokePayload:
+        if (self.step_id is None) != (self.step_name is None):
+            raise ValueError("step_id and step_name must be both present or both absent")
+        if self.step_input is not None and self.step_id is None:
+            raise ValueError("step_input is only allowed on a step message (with step_id and step_name)")
+        return self
 
     @property
     def is_step(self) -> bool:

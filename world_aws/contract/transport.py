@@ -2,8 +2,9 @@
 
 The body of every queue message is ``base64(cbor(payload))``. CBOR keeps bytes
 as bytes; base64 keeps the body inside the characters SQS accepts. Decoding is
-strict: bad base64, trailing bytes, truncated CBOR, a non-map top level or a
-field of the wrong type is a ``BadInput`` that names what is wrong.
+strict: bad base64, trailing bytes, truncated CBOR, a repeated map key, a
+non-map top level or a field of the wrong type is a ``BadInput`` that names what
+is wrong. Unknown fields are ignored (see payload.py for why).
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def strict_cbor_loads(data: bytes) -> Any:
         raise BadInput("empty message: no CBOR item")
     stream = io.BytesIO(data)
     try:
-        value = cbor2.CBORDecoder(stream).decode()
+        # A repeated map key would let two readers disagree on a field: refuse it.
+        value = cbor2.CBORDecoder(stream, allow_duplicate_keys=False).decode()
     except cbor2.CBORDecodeEOF as exc:
         raise BadInput(f"truncated CBOR: {exc}") from exc
     except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError) as exc:
@@ -76,9 +78,12 @@ def decode_payload(data: bytes) -> InvokePayload | HealthCheck:
     value = strict_cbor_loads(data)
     if not isinstance(value, dict):
         raise BadInput(f"message must be a CBOR map, got {type(value).__name__}")
-    try:
-        if value.get("health_check") is True:
+    if value.get("health_check") is True:
+        try:
             return HealthCheck.model_validate(value)
+        except ValidationError as exc:
+            raise BadInput(f"invalid health check: {_describe(exc)}") from exc
+    try:
         return InvokePayload.model_validate(value)
     except ValidationError as exc:
         raise BadInput(f"invalid invoke payload: {_describe(exc)}") from exc
@@ -90,8 +95,14 @@ def decode_body(body: str | bytes) -> InvokePayload | HealthCheck:
 
 
 def _describe(exc: ValidationError) -> str:
+    """``field.path: problem; ...`` for the first few errors (a union's branch names are left out)."""
     parts = []
-    for err in exc.errors()[:5]:
-        where = ".".join(str(p) for p in err["loc"]) or "<message>"
-        parts.append(f"{where}: {err['msg']}")
+    for err in exc.errors(include_url=False)[:5]:
+        where = ".".join(str(p) for p in err["loc"] if p not in _UNION_TAGS)
+        message = err["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
+
+
+# Tags of the step_input union (payload.StepInput): noise in an error's location.
+_UNION_TAGS = frozenset({"InlineStepInput", "StepInputRef"})
