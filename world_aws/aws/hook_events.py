@@ -50,6 +50,8 @@ from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient
 
 _LIVE_HOOK = "attribute_exists(sk) AND attribute_not_exists(disposed_at)"
+# Takeovers of a dead holder's token tried at one position before giving up.
+_MAX_TAKEOVERS = 4
 
 
 class HookEvents:
@@ -92,7 +94,9 @@ class HookEvents:
             )
             try:
                 cancelled = self._seq.commit(run_id, position, build(position, run_item), now)
-                while cancelled is not None:
+                for _ in range(_MAX_TAKEOVERS):
+                    if cancelled is None:
+                        break
                     holder = self._judge_created(request, run_item, position, cancelled, now)
                     if holder is not None and self._holder_live(holder):
                         return self._conflict(run_id, request, position, holder, now)
@@ -100,6 +104,10 @@ class HookEvents:
                     cancelled = self._seq.commit(run_id, position, build(position, run_item), now)
             except PositionTaken:
                 continue
+            if cancelled is not None:
+                # The token kept changing hands under us: give the position up.
+                self._seq.seal_noop(run_id, position, now)
+                raise Transient(f"token of hook {hook.hook_id} kept changing hands; retry", retry_after=0.1)
             return EventResult(event=made[0], hook=hook)
         raise Transient(f"run {run_id}: reserved positions kept being sealed; retry", retry_after=0.5)
 
