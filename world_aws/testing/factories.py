@@ -25,6 +25,12 @@ WorldFactory = Callable[[ManualClock], AbstractContextManager[World]]
 
 _AWS_FACTORY_MODULE = "world_aws.testing.aws_factory"
 
+# Worlds whose queue delays and visibility timeouts run on the queue service's own
+# clock, not on the injected ManualClock: SQS (moto honours DelaySeconds in real
+# time). Tests marked ``queue_follows_clock`` are skipped for them; the SQS queue's
+# delays are tested in tests/aws/sqs by releasing moto's delayed messages.
+SERVER_CLOCK_QUEUES = frozenset({"aws"})
+
 
 @contextmanager
 def memory_world(clock: ManualClock) -> Iterator[World]:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from typing import TypeVar
 
+from world_aws.contract.payload import InlineStepInput, InvokePayload
 from world_aws.contract.records import (
     EventData,
     EventRequest,
@@ -21,6 +22,7 @@ from world_aws.contract.records import (
     EventType,
     RunCreation,
 )
+from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import (
     SPEC_VERSION_CURRENT,
     Ack,
@@ -198,3 +200,17 @@ class Racer:
 
         futures = [self._pool.submit(run, call) for call in calls]
         return [future.result() for future in futures]
+
+
+def message(label: str) -> bytes:
+    """A valid, distinguishable queue body (an encoded invoke payload) named ``label``.
+
+    The label travels as a step's inline input, so bytes such as NUL survive too.
+    """
+    payload = InvokePayload(
+        run_id="wrun_conformance",
+        step_id="step_conformance",
+        step_name="conformance.label",
+        step_input=InlineStepInput(input=label.encode("utf-8")),
+    )
+    return encode_payload(payload)
