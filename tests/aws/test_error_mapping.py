@@ -20,6 +20,7 @@ from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import EventType
 from world_aws.errors import BadInput, Throttled, Transient
 from world_aws.testing.conformance.support import create_run, create_step, new_id, write
+from world_aws.testing.fake_time import FakeMonotonic
 
 
 def _client_error(code: str, operation: str, **extra: Any) -> ClientError:
@@ -104,7 +105,9 @@ def test_transaction_conflicts_are_retried_then_transient(world: AwsWorld) -> No
     _assert_log_has_no(world, run_id, EventType.STEP_CREATED)
 
 
-def test_throttled_s3_put_is_throttled_and_writes_nothing(world: AwsWorld) -> None:
+def test_throttled_s3_put_is_throttled_and_takes_no_position(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
     # GIVEN a running run, and S3 slowing down every put
     run_id = create_run(world)
     big = b"\x01" * (MAX_INLINE_PAYLOAD_BYTES + 1)
@@ -112,9 +115,13 @@ def test_throttled_s3_put_is_throttled_and_writes_nothing(world: AwsWorld) -> No
     # WHEN a step with a large input is created
     with failing(world.clients.s3, "before-call.s3.PutObject", lambda: slow_down), pytest.raises(Throttled):
         create_step(world, run_id, input=big)
-    # THEN neither the step nor its event exists
+    # THEN neither the step nor its event exists: the blob is put before a position is taken ...
     assert world.steps.list(run_id) == []
     _assert_log_has_no(world, run_id, EventType.STEP_CREATED)
+    # ... so the next write takes the very next position and no reader waits for a hole
+    step_id = create_step(world, run_id, input=big)
+    assert [(e.position, e.correlation_id) for e in world.events.list(run_id)][2:] == [(3, step_id)]
+    assert fake_time.now == 0
 
 
 def test_network_failures_on_reads_are_transient(world: AwsWorld) -> None:

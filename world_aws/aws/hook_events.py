@@ -74,6 +74,7 @@ class HookEvents:
         )
         hook = rules.new_hook(run_id, request, now)
         writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data, entity_fields=("metadata",))
         made: list[Event] = []
         takeover: list[Item] = []  # the dead holder whose token we take over, if any
 
@@ -181,6 +182,7 @@ class HookEvents:
             return self._first(run_id, found[resume_key[keys.SK]], hook_item)
         rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
         writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data)
         made: list[Event] = []
 
         def build(position: int, _run: Item) -> list[Action]:
@@ -237,15 +239,15 @@ class HookEvents:
         seen = self._hook(run_id, hook_item, self._headers)
         rules.judge_hook_event(request, self._seq.run_header(found.get(keys.RUN_SK)), seen)
         assert seen is not None
+        writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data)
         made: list[Event] = []
 
         def build(position: int, _run: Item) -> list[Action]:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             return [
-                self._table.put_action(
-                    items.event_item(event, PayloadWriter(self._blobs)), condition="attribute_not_exists(sk)"
-                ),
+                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
                 # Timeline: a dispose racing another dispose or a resume: the hook is live for
                 # exactly one of them.
                 self._table.update_action(

@@ -19,10 +19,10 @@ one S3 object, written once (:class:`PayloadWriter` remembers what it put).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import ResolveData
+from world_aws.contract.records import EventData, ResolveData
 from world_aws.contract.world import BlobRef, BlobStore
 from world_aws.errors import BadInput
 
@@ -54,6 +54,25 @@ class PayloadWriter:
             self.blob_puts += 1
             self._refs[digest] = ref
         return {"ref": ref.key, "size": ref.size, "sha256": ref.sha256}
+
+    def prepare(self, data: EventData, *, entity_fields: Iterable[str] = ()) -> None:
+        """Put the large payloads of ``data`` in S3 now, before a position is reserved.
+
+        A writer must not do slow or failing work between reserving a position and
+        committing at it (readers would wait for it). The later ``encode`` calls of
+        this write find these blobs already put.
+
+        Args:
+            data: the event's data.
+            entity_fields: payload fields that the entity item stores too (with the
+                lower entity limit).
+        """
+        entity = set(entity_fields)
+        for name in ("output", "error", "input", "metadata", "payload"):
+            limit = ENTITY_INLINE_LIMIT if name in entity else EVENT_INLINE_LIMIT
+            self.encode(getattr(data, name), limit)
+        if data.creation is not None:
+            self.encode(data.creation.input, EVENT_INLINE_LIMIT)
 
 
 class PayloadReader:

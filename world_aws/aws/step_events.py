@@ -50,6 +50,7 @@ class StepEvents:
         rules.judge_child_create(request, self._seq.run_header(run_item), existing)
         step = rules.new_step(run_id, request, now)
         writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data, entity_fields=("input",))
         made: list[Event] = []
 
         def build(position: int, _run: Item) -> list[Action]:
@@ -96,6 +97,7 @@ class StepEvents:
         new = rules.apply_step_event(request, seen, now)
         version = int(step_item["ver"])
         writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data, entity_fields=("output", "error"))
         made: list[Event] = []
 
         def build(position: int, _run: Item) -> list[Action]:

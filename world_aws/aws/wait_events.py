@@ -43,6 +43,7 @@ class WaitEvents:
         )
         wait = rules.new_wait(run_id, request, now)
         writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data)
         made: list[Event] = []
 
         def build(position: int, _run: Item) -> list[Action]:
@@ -85,6 +86,7 @@ class WaitEvents:
         assert wait_item is not None and seen is not None
         version = int(wait_item["ver"])
         writer = PayloadWriter(self._blobs)
+        writer.prepare(request.data)
         made: list[Event] = []
 
         def build(position: int, _run: Item) -> list[Action]:
