@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from world_aws.cli import dev, operate, render
-from world_aws.runtime.loading import load_app
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, WorkflowFailedError
 from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.loading import load_app
 from world_aws.runtime.registry import Workflows
 
 DEMO_APP = "examples.orders:app"

@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from world_aws.runtime.loading import load_app
 from world_aws.errors import BadInput
+from world_aws.runtime.loading import load_app
 
 DEV_DEFAULT_APP = "examples.orders:app"
 DEV_DEFAULT_PORT = 8787
