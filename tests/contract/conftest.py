@@ -6,6 +6,6 @@ import pytest
 # asserts so failures show the compared values.
 pytest.register_assert_rewrite("world_aws.testing")
 
-from world_aws.testing.plugin import clock, world  # noqa: E402
+from world_aws.testing.plugin import clock, race_iterations, world  # noqa: E402
 
-__all__ = ["clock", "world"]
+__all__ = ["clock", "race_iterations", "world"]

@@ -13,6 +13,7 @@ registry is built by a function on each call (no mutable module state):
 from __future__ import annotations
 
 import importlib
+import os
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -30,6 +31,12 @@ _AWS_FACTORY_MODULE = "world_aws.testing.aws_factory"
 # time). Tests marked ``queue_follows_clock`` are skipped for them; the SQS queue's
 # delays are tested in tests/aws/sqs by releasing moto's delayed messages.
 SERVER_CLOCK_QUEUES = frozenset({"aws"})
+
+# Iterations of the 8-thread fence race (issue: 200). On moto every iteration costs
+# ~70 serialised DynamoDB calls (~1.8 s), so the default suite runs fewer on "aws"
+# and ``WORLD_AWS_RACE_ITERATIONS=200`` runs the full count there.
+RACE_ITERATIONS = 200
+SLOW_WORLD_RACE_ITERATIONS = {"aws": 40}
 
 
 @contextmanager
@@ -66,3 +73,12 @@ def _optional_factory(module_name: str, attribute: str) -> WorldFactory | None:
         return None
     factory: WorldFactory = getattr(module, attribute)
     return factory
+
+
+def race_iterations(world_name: str, environ: dict[str, str] | None = None) -> int:
+    """How many times the fence race runs on ``world_name`` (see RACE_ITERATIONS)."""
+    env = dict(os.environ) if environ is None else environ
+    override = env.get("WORLD_AWS_RACE_ITERATIONS", "").strip()
+    if override:
+        return int(override)
+    return SLOW_WORLD_RACE_ITERATIONS.get(world_name, RACE_ITERATIONS)

@@ -15,6 +15,7 @@ import pytest
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import World
+from world_aws.testing import factories
 from world_aws.testing.factories import SERVER_CLOCK_QUEUES, world_factories
 
 
@@ -32,3 +33,9 @@ def world(request: pytest.FixtureRequest, clock: ManualClock) -> Iterator[World]
     factory = world_factories()[request.param]
     with factory(clock) as built:
         yield built
+
+
+@pytest.fixture
+def race_iterations(request: pytest.FixtureRequest) -> int:
+    """Iterations of the fence race for this test's World (WORLD_AWS_RACE_ITERATIONS overrides)."""
+    return factories.race_iterations(str(request.node.callspec.params["world"]))

@@ -63,9 +63,11 @@ def _assert_ordered(world: World, run_id: str) -> None:
 # ----------------------------------------------------------------------------- (a) the fence
 
 
-def test_run_completed_racing_step_started_never_leaves_a_start_after_the_end(world: World) -> None:
+def test_run_completed_racing_step_started_never_leaves_a_start_after_the_end(
+    world: World, race_iterations: int
+) -> None:
     with Racer(8) as racer:
-        for iteration in range(200):
+        for iteration in range(race_iterations):
             # odd iterations: the steps already run, so every start is a redelivery
             _race_end_against_starts(world, racer, steps_running=iteration % 2 == 1)
 
