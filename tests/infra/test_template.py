@@ -83,7 +83,8 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         {"AttributeName": keys.GSI1_PK, "KeyType": "HASH"},
         {"AttributeName": keys.GSI1_SK, "KeyType": "RANGE"},
     ]
-    assert gsi["Projection"] == {"ProjectionType": "ALL"}
+    # Only the listing filters are projected: step events must not write the runs index.
+    assert gsi["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "workflow_name"]}
     types = {d["AttributeName"]: d["AttributeType"] for d in p["AttributeDefinitions"]}
     assert types == {keys.PK: "S", keys.SK: "S", keys.GSI1_PK: "S", keys.GSI1_SK: "S"}
     assert p["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTRIBUTE, "Enabled": True}

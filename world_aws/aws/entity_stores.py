@@ -97,8 +97,17 @@ class DynamoRunStore(_Reader):
             start = page.last_key
             if start is None:
                 break
+        # The index projects only the listing filters (status, workflow_name): step events
+        # bump the run item's seq, and projecting it would write the one "runs" index
+        # partition on every event. So the page's run items are fetched by key.
+        page_keys = [{keys.PK: item[keys.PK], keys.SK: item[keys.SK]} for item in found[:limit]]
+        by_pk = {str(item[keys.PK]): item for item in self._table.batch_get(page_keys)}
         reader = PayloadReader(self._blobs)
-        runs = [items.run_from_item(item, reader) for item in found[:limit]]
+        runs = [
+            items.run_from_item(by_pk[str(item[keys.PK])], reader)
+            for item in found[:limit]
+            if str(item[keys.PK]) in by_pk
+        ]
         more = len(found) > limit
         return RunPage(runs=runs, cursor=_encode_cursor(found[limit - 1]) if more else None)
 
