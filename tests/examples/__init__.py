@@ -1,0 +1,1 @@
+"""The runnable examples in examples/: each one run to completion as a user would."""
