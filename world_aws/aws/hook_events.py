@@ -68,10 +68,8 @@ class HookEvents:
     def hook_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
         hook_key = keys.hook_key(run_id, request.correlation_id)
-        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), hook_key])}
-        rules.judge_child_create(
-            request, self._seq.run_header(found.get(keys.RUN_SK)), found.get(hook_key[keys.SK])
-        )
+        run_item, entity_item = self._seq.read_run_and(run_id, hook_key)
+        rules.judge_child_create(request, self._seq.run_header(run_item), entity_item)
         hook = rules.new_hook(run_id, request, now)
         writer = PayloadWriter(self._blobs)
         writer.prepare(request.data, entity_fields=("metadata",))
@@ -82,7 +80,7 @@ class HookEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             return [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 self._table.put_action(
                     items.hook_item(hook, writer, position=position), condition="attribute_not_exists(sk)"
                 ),
@@ -189,7 +187,7 @@ class HookEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             actions = [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 # Timeline: a resume racing hook_disposed or the run's end; a disposed hook
                 # receives nothing.
                 self._table.check_action(hook_key, _LIVE_HOOK),
@@ -234,10 +232,9 @@ class HookEvents:
     def _try_dispose(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
         hook_key = keys.hook_key(run_id, request.correlation_id)
-        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), hook_key])}
-        hook_item = found.get(hook_key[keys.SK])
+        run_item, hook_item = self._seq.read_run_and(run_id, hook_key)
         seen = self._hook(run_id, hook_item, self._headers)
-        rules.judge_hook_event(request, self._seq.run_header(found.get(keys.RUN_SK)), seen)
+        rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
         assert seen is not None
         writer = PayloadWriter(self._blobs)
         writer.prepare(request.data)
@@ -247,7 +244,7 @@ class HookEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             return [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 # Timeline: a dispose racing another dispose or a resume: the hook is live for
                 # exactly one of them.
                 self._table.update_action(

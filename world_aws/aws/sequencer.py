@@ -32,8 +32,8 @@ from typing import Any
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, Table
 from world_aws.aws.errors import cancellation_error
-from world_aws.aws.payloads import PayloadReader
-from world_aws.contract.records import EventType, ResolveData, Run
+from world_aws.aws.payloads import PayloadReader, PayloadWriter
+from world_aws.contract.records import Event, EventType, ResolveData, Run
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient, WorldAwsError
 
@@ -71,6 +71,17 @@ class Sequencer:
     def run_header(self, item: Item | None) -> Run | None:
         """The run of a run item without its payloads (never touches S3): enough for the rules."""
         return None if item is None else items.run_from_item(item, self._headers)
+
+    def read_run_and(self, run_id: str, entity_key: keys.Key) -> tuple[Item | None, Item | None]:
+        """The run item and one of its children, in one consistent ``BatchGetItem``."""
+        found = {
+            str(item[keys.SK]): item for item in self.table.batch_get([keys.run_key(run_id), entity_key])
+        }
+        return found.get(keys.RUN_SK), found.get(str(entity_key[keys.SK]))
+
+    def event_put(self, event: Event, writer: PayloadWriter) -> Action:
+        """The ``Put`` of an event at its reserved position; it fails if a reader sealed it."""
+        return self.table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)")
 
     # ----------------------------------------------------------------------- reserve
 

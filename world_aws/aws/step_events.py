@@ -46,7 +46,7 @@ class StepEvents:
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
-        run_item, existing = self._read(run_id, keys.step_key(run_id, request.correlation_id))
+        run_item, existing = self._seq.read_run_and(run_id, keys.step_key(run_id, request.correlation_id))
         rules.judge_child_create(request, self._seq.run_header(run_item), existing)
         step = rules.new_step(run_id, request, now)
         writer = PayloadWriter(self._blobs)
@@ -57,7 +57,7 @@ class StepEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             return [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
                 # the first commit creates the step, the other fails here and gets Conflict.
                 self._table.put_action(
@@ -90,7 +90,7 @@ class StepEvents:
         """One read-judge-reserve-commit attempt; None when the step changed under us but may still go."""
         assert request.correlation_id is not None
         step_key = keys.step_key(run_id, request.correlation_id)
-        run_item, step_item = self._read(run_id, step_key)
+        run_item, step_item = self._seq.read_run_and(run_id, step_key)
         seen = self._header(run_id, step_item)
         rules.judge_step_event(request, self._seq.run_header(run_item), seen, now)
         assert step_item is not None and seen is not None
@@ -105,7 +105,7 @@ class StepEvents:
             made[:] = [event]
             update, values, names = _step_update(request, new, writer, position)
             return [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 # Timeline: two deliveries of one step race (a redelivered start, an outcome
                 # and a retry): only the writer that saw the current version applies.
                 self._table.update_action(
@@ -127,11 +127,6 @@ class StepEvents:
         return None  # still acceptable in its new state (a concurrent start, say): go again
 
     # ------------------------------------------------------------------------- internals
-
-    def _read(self, run_id: str, entity_key: keys.Key) -> tuple[Item | None, Item | None]:
-        found = self._table.batch_get([keys.run_key(run_id), entity_key])
-        by_sk = {str(item[keys.SK]): item for item in found}
-        return by_sk.get(keys.RUN_SK), by_sk.get(entity_key[keys.SK])
 
     def _header(self, run_id: str, item: Item | None) -> Step | None:
         return None if item is None else items.step_from_item(run_id, item, self._headers)

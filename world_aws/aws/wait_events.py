@@ -37,10 +37,8 @@ class WaitEvents:
     def wait_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
         wait_key = keys.wait_key(run_id, request.correlation_id)
-        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), wait_key])}
-        rules.judge_child_create(
-            request, self._seq.run_header(found.get(keys.RUN_SK)), found.get(wait_key[keys.SK])
-        )
+        run_item, entity_item = self._seq.read_run_and(run_id, wait_key)
+        rules.judge_child_create(request, self._seq.run_header(run_item), entity_item)
         wait = rules.new_wait(run_id, request, now)
         writer = PayloadWriter(self._blobs)
         writer.prepare(request.data)
@@ -50,7 +48,7 @@ class WaitEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             return [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 self._table.put_action(
                     items.wait_item(wait, position=position), condition="attribute_not_exists(sk)"
                 ),
@@ -79,10 +77,9 @@ class WaitEvents:
     def _try_complete(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
         wait_key = keys.wait_key(run_id, request.correlation_id)
-        found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), wait_key])}
-        wait_item = found.get(wait_key[keys.SK])
+        run_item, wait_item = self._seq.read_run_and(run_id, wait_key)
         seen = self._wait(run_id, wait_item)
-        rules.judge_wait_completed(request, self._seq.run_header(found.get(keys.RUN_SK)), seen)
+        rules.judge_wait_completed(request, self._seq.run_header(run_item), seen)
         assert wait_item is not None and seen is not None
         version = int(wait_item["ver"])
         writer = PayloadWriter(self._blobs)
@@ -93,7 +90,7 @@ class WaitEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             return [
-                self._table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)"),
+                self._seq.event_put(event, writer),
                 # Timeline: two wakes of one sleep race; the first completes it, the second
                 # fails the version condition and is named Conflict.
                 self._table.update_action(
