@@ -39,12 +39,12 @@ from functions._metrics import (
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.aws.world import AwsWorld, create_aws_world
-from world_aws.runtime.loading import load_app
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.errors import BadInput
 from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.loading import load_app
 from world_aws.runtime.runtime import Runtime
 
 APP_VARIABLE = "WORKFLOW_APP"
