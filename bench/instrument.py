@@ -1,0 +1,214 @@
+"""``CallRecorder``: counts the AWS calls of a World by kind and injects per-call latency.
+
+It hooks botocore's event system on the World's own boto3 clients:
+
+* ``provide-client-params.<service>.<Operation>``: count the call (with its API
+  parameters, so a ``GetItem`` of the run item can be told apart from other reads);
+* ``before-call.<service>.<Operation>``: sleep the injected latency on the calling
+  thread, so that concurrent calls overlap their round trips as they do on AWS;
+  then (``serialize_calls``) take the call lock, released by ``after-call`` /
+  ``after-call-error``;
+* ``after-call.sqs.ReceiveMessage``: count receives when they return, telling those
+  that brought messages from empty polls.
+
+Why the call lock: moto runs in this process and serialises its requests under a
+lock of its own, while the GIL is shared with every thread that is building or
+parsing a request. Under a fan-out the thread holding moto's lock then gets a
+small share of the GIL, every other request queues behind it, and calls take
+hundreds of milliseconds each (a lock convoy): the benchmark would measure the
+emulator's scheduling, not the runtime. With the whole call (client work and
+moto's work) serialised, the emulator is a single server that does one request
+at a time, at its real speed, and the injected latency still overlaps.
+
+The recorder also knows, per thread, whether the thread is handling a step
+message and has not yet entered that step's claim (``step_started``): a read of
+the run item in that window is a *run read before the claim* (SPEC §5.1).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from world_aws.aws.clients import AwsClients
+
+# Kinds reported per step, and the operations that fall into each.
+KINDS: dict[str, tuple[str, ...]] = {
+    "ddb_read": ("dynamodb.GetItem", "dynamodb.BatchGetItem", "dynamodb.Query"),
+    "ddb_write": ("dynamodb.PutItem", "dynamodb.UpdateItem", "dynamodb.DeleteItem"),
+    "ddb_txn": ("dynamodb.TransactWriteItems",),
+    "sqs_send": ("sqs.SendMessage", "sqs.SendMessageBatch"),
+    "sqs_receive": ("sqs.ReceiveMessage",),
+    "sqs_delete": ("sqs.DeleteMessage", "sqs.DeleteMessageBatch"),
+    "sqs_visibility": ("sqs.ChangeMessageVisibility", "sqs.ChangeMessageVisibilityBatch"),
+}
+# Empty long polls are an artefact of local pollers (Lambda's pollers cost the
+# function nothing): counted apart from the receives that brought messages.
+RECEIVE = "sqs.ReceiveMessage"
+EMPTY_RECEIVE = "sqs.ReceiveMessage(empty)"
+RUN_READ = "dynamodb.run_item_read"
+RUN_SK = "run"
+
+
+def kind_of(operation: str) -> str:
+    """The reporting kind of ``service.Operation`` (``s3`` for any S3 call, else ``other``)."""
+    for kind, operations in KINDS.items():
+        if operation in operations:
+            return kind
+    return "s3" if operation.startswith("s3.") else "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Counters of a recorder at one moment; ``after - before`` is what happened in between.
+
+    Attributes:
+        calls: calls per ``service.Operation`` (plus ``RUN_READ`` and ``EMPTY_RECEIVE``).
+        busy: seconds the emulator spent per operation (the call lock held), when serialised.
+        pre_claim_run_reads: run-item reads by step deliveries before their claim.
+    """
+
+    calls: Counter[str]
+    busy: dict[str, float]
+    pre_claim_run_reads: int
+
+    def __sub__(self, before: Snapshot) -> Snapshot:
+        calls = Counter({k: v for k, v in (self.calls - before.calls).items() if v})
+        busy = {k: v - before.busy.get(k, 0.0) for k, v in self.busy.items() if v > before.busy.get(k, 0.0)}
+        return Snapshot(calls, busy, self.pre_claim_run_reads - before.pre_claim_run_reads)
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Injected round-trip time per call, in seconds, by service."""
+
+    dynamodb: float = 0.005
+    sqs: float = 0.010
+    s3: float = 0.010
+
+    def of(self, service: str) -> float:
+        return float(getattr(self, service, 0.0))
+
+
+class _ThreadState(threading.local):
+    muted: bool = False
+    before_claim: bool = False
+    operation: str = ""
+    since: float = 0.0
+
+
+class CallRecorder:
+    """Counts calls (``service.Operation``) made through the clients it is attached to."""
+
+    def __init__(self, latency: Latency | None = None, *, serialize_calls: bool = True) -> None:
+        self.latency = latency or Latency()
+        self._serialize = serialize_calls
+        self._call_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+        self._busy: dict[str, float] = {}
+        self._pre_claim_run_reads = 0
+        self._local = _ThreadState()
+
+    def attach(self, clients: AwsClients) -> None:
+        """Hook the World's three clients."""
+        for client in (clients.dynamodb, clients.sqs, clients.s3):
+            events = client.meta.events
+            events.register("provide-client-params.*.*", self._on_params)
+            events.register("before-call.*.*", self._on_before_call)
+            if self._serialize:
+                events.register("after-call.*.*", self._on_call_done)
+                events.register("after-call-error.*.*", self._on_call_done)
+        clients.sqs.meta.events.register("after-call.sqs.ReceiveMessage", self._on_receive)
+
+    # ---------------------------------------------------------------- what the bench reads
+
+    def snapshot(self) -> Snapshot:
+        """The counts so far."""
+        with self._lock:
+            return Snapshot(Counter(self._counts), dict(self._busy), self._pre_claim_run_reads)
+
+    @contextmanager
+    def muted(self) -> Iterator[None]:
+        """Calls made by this thread inside the block are not counted (the bench's own polling)."""
+        self._local.muted = True
+        try:
+            yield
+        finally:
+            self._local.muted = False
+
+    @contextmanager
+    def step_delivery(self) -> Iterator[None]:
+        """This thread handles a step message: run reads count as pre-claim until the claim."""
+        self._local.before_claim = True
+        try:
+            yield
+        finally:
+            self._local.before_claim = False
+
+    def claiming(self) -> None:
+        """This thread enters ``step_started``: what the claim itself reads is not pre-claim."""
+        self._local.before_claim = False
+
+    # ---------------------------------------------------------------- botocore handlers
+
+    def _on_params(self, params: Mapping[str, Any], event_name: str, **_: Any) -> None:
+        if self._local.muted:
+            return None
+        operation = _operation(event_name)
+        if operation == RECEIVE:
+            return None  # counted when it returns, as a receive or an empty poll
+        run_read = operation in ("dynamodb.GetItem", "dynamodb.BatchGetItem") and _reads_run_item(params)
+        with self._lock:
+            self._counts[operation] += 1
+            if run_read:
+                self._counts[RUN_READ] += 1
+                if self._local.before_claim:
+                    self._pre_claim_run_reads += 1
+        return None  # keep the parameters as they are
+
+    def _on_before_call(self, event_name: str, **_: Any) -> None:
+        delay = self.latency.of(_operation(event_name).split(".", 1)[0])
+        if delay > 0:
+            time.sleep(delay)  # this thread's round trip; other threads proceed
+        if self._serialize:
+            self._call_lock.acquire()
+            self._local.operation = _operation(event_name)
+            self._local.since = time.perf_counter()
+        return None
+
+    def _on_call_done(self, **_: Any) -> None:
+        busy = time.perf_counter() - self._local.since
+        self._call_lock.release()
+        if not self._local.muted:
+            with self._lock:
+                operation = self._local.operation
+                self._busy[operation] = self._busy.get(operation, 0.0) + busy
+
+    def _on_receive(self, parsed: Mapping[str, Any], **_: Any) -> None:
+        # Counted on return (not in provide-client-params): a poll in flight when a
+        # snapshot is taken must not be counted before we know whether it was empty.
+        if self._local.muted:
+            return
+        with self._lock:
+            self._counts[RECEIVE if parsed.get("Messages") else EMPTY_RECEIVE] += 1
+
+
+def _operation(event_name: str) -> str:
+    """``provide-client-params.dynamodb.GetItem`` -> ``dynamodb.GetItem``."""
+    _, service, operation = event_name.split(".", 2)
+    return f"{service}.{operation}"
+
+
+def _reads_run_item(params: Mapping[str, Any]) -> bool:
+    keys: list[Mapping[str, Any]] = []
+    if "Key" in params:
+        keys.append(params["Key"])
+    for request in dict(params.get("RequestItems") or {}).values():
+        keys.extend(request.get("Keys", []))
+    return any(key.get("sk", {}).get("S") == RUN_SK for key in keys)

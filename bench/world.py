@@ -1,0 +1,169 @@
+"""``BenchWorld``: the AWS World as the runtime sees it during a benchmark run.
+
+It is the AWS World with two stores wrapped:
+
+* ``events``: notes the moment each step's ``step_started`` is recorded and when
+  a run ends (the benchmark's clock stops there), and tells the call recorder
+  when a step delivery enters its claim;
+* ``queue`` (legacy prologue only): re-encodes every step message without
+  ``run_context``, as a producer from before SPEC §5.1 sends it, so the step
+  consumer takes its ``runs.get`` prologue. Nothing else of the runtime changes.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from bench.instrument import CallRecorder
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.clock import Clock
+from world_aws.contract.payload import InvokePayload
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
+from world_aws.contract.transport import decode_payload, encode_payload
+from world_aws.contract.world import (
+    BlobStore,
+    Consumers,
+    EventStore,
+    HookStore,
+    MessageHandler,
+    Queue,
+    QueueName,
+    RunStore,
+    StepStore,
+    WaitStore,
+    WorldCapabilities,
+)
+
+_RUN_ENDINGS = (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
+
+
+class RunTimeline:
+    """When each step of the watched run was claimed, and whether the run ended (perf_counter seconds).
+
+    ``expect(run_id, n, on_all_started)`` calls ``on_all_started`` on the thread that
+    records the ``n``-th distinct ``step_started`` of the run (or at once, if that
+    already happened).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._started: dict[str, dict[str, float]] = {}
+        self._ended: dict[str, threading.Event] = {}
+        self._expected: dict[str, tuple[int, Callable[[], None]]] = {}
+
+    def expect(self, run_id: str, count: int, on_all_started: Callable[[], None]) -> None:
+        with self._lock:
+            self._ended.setdefault(run_id, threading.Event())
+            if len(self._started.get(run_id, {})) < count:
+                self._expected[run_id] = (count, on_all_started)
+                return
+        on_all_started()
+
+    def step_started(self, run_id: str, step_id: str, at: float) -> None:
+        callback = None
+        with self._lock:
+            started = self._started.setdefault(run_id, {})
+            started.setdefault(step_id, at)
+            expected = self._expected.get(run_id)
+            if expected is not None and len(started) >= expected[0]:
+                callback = self._expected.pop(run_id)[1]
+            self._lock.notify_all()
+        if callback is not None:
+            callback()
+
+    def wait_started(self, run_id: str, count: int, timeout: float) -> bool:
+        """Block until ``count`` steps of ``run_id`` have started; False on timeout."""
+        with self._lock:
+            return self._lock.wait_for(lambda: len(self._started.get(run_id, {})) >= count, timeout)
+
+    def run_ended(self, run_id: str) -> None:
+        with self._lock:
+            ended = self._ended.setdefault(run_id, threading.Event())
+        ended.set()
+
+    def wait_ended(self, run_id: str, timeout: float) -> bool:
+        with self._lock:
+            ended = self._ended.setdefault(run_id, threading.Event())
+        return ended.wait(timeout)
+
+    def starts(self, run_id: str) -> dict[str, float]:
+        """First ``step_started`` time per step id of ``run_id``."""
+        with self._lock:
+            return dict(self._started.get(run_id, {}))
+
+
+class TimedEvents:
+    """``EventStore`` that reports claims and run endings to the timeline and the recorder."""
+
+    def __init__(self, inner: EventStore, timeline: RunTimeline, recorder: CallRecorder) -> None:
+        self._inner = inner
+        self._timeline = timeline
+        self._recorder = recorder
+
+    def create(self, run_id: str, request: EventRequest) -> EventResult:
+        if request.type is EventType.STEP_STARTED:
+            self._recorder.claiming()
+        result = self._inner.create(run_id, request)
+        if request.type is EventType.STEP_STARTED and request.correlation_id is not None:
+            self._timeline.step_started(run_id, request.correlation_id, time.perf_counter())
+        elif request.type in _RUN_ENDINGS:
+            self._timeline.run_ended(run_id)
+        return result
+
+    def list(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> list[Event]:
+        return self._inner.list(run_id, after=after, resolve_data=resolve_data)
+
+
+class LegacyProducerQueue:
+    """``Queue`` that strips ``run_context`` from step messages (an older producer)."""
+
+    def __init__(self, inner: Queue) -> None:
+        self._inner = inner
+
+    def publish(
+        self,
+        queue: QueueName,
+        body: bytes,
+        *,
+        delay_seconds: float = 0,
+        idempotency_key: str | None = None,
+    ) -> str:
+        if queue is QueueName.STEP:
+            payload = decode_payload(body)
+            if isinstance(payload, InvokePayload) and payload.run_context is not None:
+                body = encode_payload(payload.model_copy(update={"run_context": None}))
+        return self._inner.publish(queue, body, delay_seconds=delay_seconds, idempotency_key=idempotency_key)
+
+
+class BenchWorld:
+    """The ``World`` protocol over an ``AwsWorld``, with timed events and an optional legacy producer."""
+
+    def __init__(
+        self, inner: AwsWorld, timeline: RunTimeline, recorder: CallRecorder, *, legacy_producer: bool
+    ) -> None:
+        self.inner = inner
+        self.events: EventStore = TimedEvents(inner.events, timeline, recorder)
+        self.runs: RunStore = inner.runs
+        self.steps: StepStore = inner.steps
+        self.hooks: HookStore = inner.hooks
+        self.waits: WaitStore = inner.waits
+        self.blobs: BlobStore = inner.blobs
+        self.queue: Queue = LegacyProducerQueue(inner.queue) if legacy_producer else inner.queue
+        self.clock: Clock = inner.clock
+
+    @property
+    def capabilities(self) -> WorldCapabilities:
+        return self.inner.capabilities
+
+    def deployment_id(self) -> str:
+        return self.inner.deployment_id()
+
+    def start_consumers(self, handler: MessageHandler) -> Consumers:
+        raise NotImplementedError("the benchmark drives the queues with its own pump (bench.pump)")
+
+    def close(self) -> None:
+        """The wrapped World is closed by whoever made it."""
