@@ -230,6 +230,13 @@ class _SpySteps:
         )
         return steps
 
+    def any_pending(self, run_id: str, *, besides: str | None = None) -> bool:
+        inner = self._spy.inner.steps
+        pending: bool = self._spy.invoke(
+            "steps.any_pending", run_id, besides, lambda: inner.any_pending(run_id, besides=besides)
+        )
+        return pending
+
 
 class _SpyQueue:
     def __init__(self, spy: SpyWorld) -> None:

@@ -147,6 +147,21 @@ class DynamoStepStore(_Reader):
             items.step_from_item(run_id, item, reader) for item in self._children(run_id, keys.STEP_PREFIX)
         ]
 
+    def any_pending(self, run_id: str, *, besides: str | None = None) -> bool:
+        """Whether a step of the run other than ``besides`` has no outcome yet.
+
+        One consistent Query of at most two ``pend#`` markers (keys.py): the markers
+        change in the same transactions as the steps' outcomes, so this sees every
+        outcome committed before it, and reads two small items whatever the fan-out.
+        """
+        page = self._table.query_page(
+            "pk = :pk AND begins_with(sk, :prefix)",
+            {":pk": keys.run_pk(run_id), ":prefix": keys.PENDING_PREFIX},
+            limit=2,
+        )
+        mine = None if besides is None else keys.pending_key(run_id, besides)[keys.SK]
+        return any(item[keys.SK] != mine for item in page.items)
+
 
 class DynamoHookStore(_Reader):
     """``hooks.get_by_token`` / ``hooks.list``: live hooks only."""

@@ -10,12 +10,18 @@ item                    pk                          sk
 run                     ``run#<run_id>``            ``run``
 event at position p     ``run#<run_id>``            ``evt#<p zero-padded to 12>``
 step                    ``run#<run_id>``            ``step#<step_id>``
+step without outcome    ``run#<run_id>``            ``pend#<step_id>``
 hook                    ``run#<run_id>``            ``hook#<hook_id>``
 wait                    ``run#<run_id>``            ``wait#<wait_id>``
 hook-resume dedup       ``run#<run_id>``            ``resume#<resume_id>``
 hook token              ``token#<token>``           ``token``
 queue idempotency key   ``dedup#<key>``             ``dedup``
 ======================  ==========================  ================================
+
+A ``pend#`` marker is put in the transaction that creates its step and deleted
+in the one that records the step's outcome (completed or failed), so one
+consistent Query of at most two markers answers "does any other step of this
+run still run?" (the last completer, SPEC §5.1 step 6) whatever the fan-out.
 
 Positions are zero-padded so that the sort key order is the position order:
 12 digits hold a trillion events per run.
@@ -35,6 +41,7 @@ TTL_ATTRIBUTE: Final = "expires_at"
 RUN_SK: Final = "run"
 EVENT_PREFIX: Final = "evt#"
 STEP_PREFIX: Final = "step#"
+PENDING_PREFIX: Final = "pend#"
 HOOK_PREFIX: Final = "hook#"
 WAIT_PREFIX: Final = "wait#"
 RESUME_PREFIX: Final = "resume#"
@@ -67,6 +74,11 @@ def event_key(run_id: str, position: int) -> Key:
 
 def step_key(run_id: str, step_id: str) -> Key:
     return {PK: run_pk(run_id), SK: f"{STEP_PREFIX}{step_id}"}
+
+
+def pending_key(run_id: str, step_id: str) -> Key:
+    """The marker of a step that has no outcome yet."""
+    return {PK: run_pk(run_id), SK: f"{PENDING_PREFIX}{step_id}"}
 
 
 def hook_key(run_id: str, hook_id: str) -> Key:

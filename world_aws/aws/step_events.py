@@ -4,7 +4,7 @@
 the step, judged with ``rules.judge_child_create``, so that the common
 duplicate (a replay, a resilient re-ensure, SPEC §5.2) is refused without taking
 a position; then reserve (fenced) + commit ``[Put event, Put step
-attribute_not_exists(sk)]``. A duplicate that raced past the read fails the step
+attribute_not_exists(sk), Put pend# marker]``. A duplicate that raced past the read fails the step
 condition: its position is sealed with a ``noop`` and the ``ALL_OLD`` image names
 the rejection (Conflict) with ``rules.judge_child_create``, without another read.
 
@@ -12,8 +12,8 @@ Transitions (3 round trips): one consistent ``BatchGetItem`` of the run and the
 step, judged with ``rules.judge_step_event`` (a rejection costs this one read
 and no position); reserve (fenced for step_started/step_retrying, SPEC §3.1;
 *unfenced* for step_completed/step_failed, because a running step may report
-its outcome after its run ended); commit ``[Put event, Update step]`` with the
-condition ``ver = :seen`` (the step is still exactly as judged). The read is
+its outcome after its run ended); commit ``[Put event, Update step]`` (plus ``Delete pend# marker``
+for an outcome) with the condition ``ver = :seen`` (the step is still exactly as judged). The read is
 needed anyway: the result carries the whole step (its input, to execute it),
 and a transaction returns no item images on success. If another writer changed
 the step in between, the position is sealed and the ``ALL_OLD`` image judged:
@@ -63,6 +63,8 @@ class StepEvents:
                 self._table.put_action(
                     items.step_item(step, writer, position=position), condition="attribute_not_exists(sk)"
                 ),
+                # Until the outcome deletes it, the step counts as pending for the last completer.
+                self._table.put_action(keys.pending_key(run_id, step.step_id)),
             ]
 
         position, run_item, cancelled = self._seq.append(
@@ -104,7 +106,7 @@ class StepEvents:
             event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
             made[:] = [event]
             update, values, names = _step_update(request, new, writer, position)
-            return [
+            actions = [
                 self._seq.event_put(event, writer),
                 # Timeline: two deliveries of one step race (a redelivered start, an outcome
                 # and a retry): only the writer that saw the current version applies.
@@ -112,6 +114,11 @@ class StepEvents:
                     step_key, update, condition="ver = :ver", names=names, values={**values, ":ver": version}
                 ),
             ]
+            if new.status.terminal:
+                # In the same transaction as the outcome: a last-completer check that
+                # follows this commit cannot see the step as pending.
+                actions.append(self._table.delete_action(keys.pending_key(run_id, new.step_id)))
+            return actions
 
         def judge(run: Run | None) -> None:
             rules.judge_step_event(request, run, seen, now)

@@ -85,6 +85,17 @@ class StepStore(Protocol):
 
     def list(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> list[Step]: ...
 
+    def any_pending(self, run_id: str, *, besides: str | None = None) -> bool:
+        """Whether a step of the run other than ``besides`` has no outcome yet.
+
+        Pending, running and retrying steps count; completed and failed ones do not.
+        Linearizable: the answer reflects every outcome committed before the call, so
+        of the branches of a fan-out that each record their outcome and then ask, at
+        least one is told ``False`` (SPEC §5.1 step 6, the last completer). Costs O(1)
+        whatever the number of steps. An unknown run gives ``False``.
+        """
+        ...
+
 
 class HookStore(Protocol):
     def get_by_token(self, token: str) -> Hook:

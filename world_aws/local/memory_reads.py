@@ -107,6 +107,14 @@ class MemoryStepStore(_Reader):
             steps = builtins.list(record.steps.values()) if record is not None else []
         return [step_out(step, resolve_data) for step in steps]
 
+    def any_pending(self, run_id: str, *, besides: str | None = None) -> bool:
+        """Whether a step of the run other than ``besides`` has no outcome yet."""
+        self._stats.incr(Stat.STEP_PENDING_CHECKS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            steps = builtins.list(record.steps.values()) if record is not None else []
+            return any(step.step_id != besides and not step.status.terminal for step in steps)
+
 
 class MemoryHookStore(_Reader):
     """``hooks.get_by_token`` / ``hooks.list``: live hooks only."""

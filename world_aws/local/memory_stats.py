@@ -23,6 +23,7 @@ class Stat(StrEnum):
     RUN_LISTS = "run_lists"  # runs.list
     STEP_READS = "step_reads"  # steps.get
     STEP_LISTS = "step_lists"  # steps.list
+    STEP_PENDING_CHECKS = "step_pending_checks"  # steps.any_pending
     HOOK_READS = "hook_reads"  # hooks.get_by_token
     HOOK_LISTS = "hook_lists"  # hooks.list
     WAIT_READS = "wait_reads"  # waits.get
@@ -88,6 +89,10 @@ class WorldStats:
     @property
     def step_lists(self) -> int:
         return self[Stat.STEP_LISTS]
+
+    @property
+    def step_pending_checks(self) -> int:
+        return self[Stat.STEP_PENDING_CHECKS]
 
     @property
     def publishes(self) -> int:

@@ -20,7 +20,7 @@ from datetime import timedelta
 from opentelemetry.trace import Span
 
 from world_aws.contract.payload import InvokePayload, RunContext
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Step, StepStatus
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Step
 from world_aws.contract.world import Ack, Delivery, HandlerResult, Redeliver, World
 from world_aws.errors import (
     Conflict,
@@ -253,8 +253,7 @@ class StepExecutor:
 
     def _maybe_continue(self, run_id: str, step_id: str) -> HandlerResult:
         """The last-completer check (SPEC §5.1 step 6)."""
-        steps = self._world.steps.list(run_id, resolve_data=ResolveData.NONE)
-        if any(s.step_id != step_id and not s.status.terminal for s in steps):
+        if self._world.steps.any_pending(run_id, besides=step_id):
             return Ack()
         run = self._world.runs.get(run_id)
         if run.status.terminal:
@@ -289,7 +288,3 @@ class _ClaimRefused(Exception):
         super().__init__(outcome)
         self.result = result
         self.outcome = outcome
-
-
-def step_is_pending(step: Step) -> bool:
-    return step.status in (StepStatus.PENDING, StepStatus.RUNNING)

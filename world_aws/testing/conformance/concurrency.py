@@ -185,6 +185,30 @@ def _race_end_against_outcomes(world: World, racer: Racer, *, steps: int) -> Non
     _assert_dense(world, run_id)
 
 
+def test_concurrent_last_outcomes_leave_exactly_the_last_completer_seeing_none_pending(world: World) -> None:
+    with Racer(8) as racer:
+        for _ in range(10):
+            _race_last_completers(world, racer, steps=8)
+
+
+def _race_last_completers(world: World, racer: Racer, *, steps: int) -> None:
+    # GIVEN a fan-out of 8 running steps
+    run_id = create_run(world)
+    step_ids = [running_step(world, run_id) for _ in range(steps)]
+
+    def complete_then_check(step_id: str) -> bool:
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"ok"))
+        return world.steps.any_pending(run_id, besides=step_id)
+
+    # WHEN every branch records its outcome and then asks whether others are pending
+    outcomes = racer.race([partial(complete_then_check, s) for s in step_ids])
+    # THEN at least one branch is told none is pending (the continuation is never lost),
+    # and once all have finished, none is
+    assert [o for o in outcomes if isinstance(o, Exception)] == []
+    assert False in outcomes
+    assert world.steps.any_pending(run_id) is False
+
+
 # ----------------------------------------------------------------------------- hooks and waits
 
 

@@ -210,6 +210,56 @@ def test_steps_list_returns_every_step_of_the_run(world: World) -> None:
     assert world.steps.list(new_id("wrun")) == []
 
 
+def test_any_pending_counts_steps_without_an_outcome(world: World, clock: ManualClock) -> None:
+    # GIVEN a run with one step in each state
+    run_id = create_run(world)
+    assert world.steps.any_pending(run_id) is False
+    pending = create_step(world, run_id)
+    running = running_step(world, run_id)
+    retrying = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_RETRYING, retrying, EventData(error=b"again"))
+    completed = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_COMPLETED, completed, EventData(output=b"1"))
+    failed = running_step(world, run_id)
+    write(world, run_id, EventType.STEP_FAILED, failed, EventData(error=b"no"))
+    # THEN pending, running and retrying steps count, finished ones do not
+    assert world.steps.any_pending(run_id) is True
+    for step_id in (pending, running, retrying, completed, failed):
+        assert world.steps.any_pending(run_id, besides=step_id) is True
+    # WHEN all but one finish, only "besides" that one says nothing else is pending
+    start_step(world, run_id, retrying)
+    for step_id in (running, retrying):
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"2"))
+    assert world.steps.any_pending(run_id) is True
+    assert world.steps.any_pending(run_id, besides=pending) is False
+    assert world.steps.any_pending(run_id, besides=completed) is True
+    # AND once the last one fails, nothing is pending, with or without "besides"
+    start_step(world, run_id, pending)
+    write(world, run_id, EventType.STEP_FAILED, pending, EventData(error=b"no"))
+    assert world.steps.any_pending(run_id) is False
+    assert world.steps.any_pending(run_id, besides=pending) is False
+
+
+def test_any_pending_is_per_run_and_unknown_runs_have_none(world: World) -> None:
+    run_id = create_run(world)
+    other_run = create_run(world)
+    create_step(world, other_run)
+    assert world.steps.any_pending(run_id) is False
+    assert world.steps.any_pending(other_run) is True
+    assert world.steps.any_pending(new_id("wrun")) is False
+
+
+def test_any_pending_after_a_refused_outcome_still_sees_the_step(world: World) -> None:
+    # GIVEN a pending step whose completion is refused (it never started)
+    run_id = create_run(world)
+    step_id = create_step(world, run_id)
+    with pytest.raises((Conflict, BadInput)):
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+    # THEN the refused write changed nothing: the step is still pending
+    assert world.steps.any_pending(run_id) is True
+    assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
+
+
 def test_steps_get_of_missing_step_is_not_found(world: World) -> None:
     run_id = create_run(world)
     with pytest.raises(NotFound):
