@@ -2,9 +2,9 @@
 
 Run from the repository root (matplotlib comes with the ``bench`` extra)::
 
-    python -m bench.fanout            # the benchmark (about 9 minutes on 2 cores)
+    python -m bench.fanout            # the benchmark (about 15 minutes on 2 cores)
     python -m bench.fanout --quick    # N in 1, 16; 2 runs: a smoke run of a minute
-    python -m bench.fanout --ns '' --full-ns 256   # the whole-run pass at 256 (about 2 min per run)
+    python -m bench.fanout --ns 64 --full-ns ""   # the held pass at one N
 
 For each N and each variant — step-message prologue ``run_context`` (SPEC §5.1) or
 ``legacy`` (the producer omits run_context, so the consumer reads the run first)
@@ -35,7 +35,7 @@ from pathlib import Path
 
 from bench.core import FanoutBench, PumpShape, RunSample, Variant, all_variants
 from bench.instrument import Latency
-from bench.report import markdown_table, plot, summarise, write_json
+from bench.report import markdown_table, paired_prologues, paired_table, plot, summarise, write_json
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 
@@ -46,12 +46,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--ns", default="1,16,64,256", help="branch counts of the held (TTLS) pass")
     parser.add_argument("--runs", type=int, default=5, help="runs per N and variant (held pass)")
     parser.add_argument(
-        "--runs-256", type=int, default=2, help="runs per variant for N >= 256 (held pass; each ~25 s)"
+        "--runs-256", type=int, default=5, help="runs per variant for N >= 256 (held pass; each ~25 s)"
     )
     parser.add_argument(
         "--full-ns",
-        default="1,16,64",
-        help="branch counts of the full pass, one run each ('' to skip; N=256 takes ~2 min per run)",
+        default="1,16,64,256",
+        help="branch counts of the full pass, one run each ('' to skip)",
     )
     parser.add_argument("--ddb-latency-ms", type=float, default=5.0)
     parser.add_argument("--sqs-latency-ms", type=float, default=10.0)
@@ -90,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     with FanoutBench(latency, PumpShape(step_workers=args.workers)) as bench:
         bench.run_once(4, Variant("run_context", "resilient"))  # warm-up, not recorded
         for n in held_ns:
-            # Variants interleaved run by run, so that drift (a growing table) hits them alike.
+            # Variants interleaved run by run, so that drift (load, a growing table) hits them
+            # alike, in alternating order, so that no variant always runs first in its round.
             for run in range(runs_for[n]):
-                for variant in variants:
+                for variant in variants if run % 2 == 0 else variants[::-1]:
                     samples.append(_measured(bench, n, variant, held=True, run=run))
         for n in full_ns:
             for variant in variants:
@@ -105,11 +106,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{len(samples)} runs in {elapsed:.0f} s. Calls are per step; receives count only those that "
         "brought messages; TTLS and moto busy time in seconds. Held runs per variant: "
         + ", ".join(f"N={n}: {r}" for n, r in runs_for.items())
-        + " (fewer at N >= 256 to keep the default under ~10 minutes: --runs-256)."
+        + "."
     )
     if held_rows:
         print("\n### Start path (held: steps wait until every branch started; calls to the last start)\n")
         print(markdown_table(held_rows))
+    pairs = [p for p in paired_prologues(samples) if p.mode == "held"]
+    if pairs:
+        print("\n### Legacy prologue against run_context, round by round (held; Δ = legacy - run_context)\n")
+        print(paired_table(pairs))
     if full_rows:
         print("\n### Whole run (full: trivial steps, completions interleaved; calls over the whole run)\n")
         print(markdown_table(full_rows))
@@ -123,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "step_workers_full": args.workers,
         "elapsed_seconds": round(elapsed, 1),
     }
-    write_json(args.out / "fanout.json", config, samples, rows)
+    write_json(args.out / "fanout.json", config, samples, rows, pairs)
     subtitle = (
         f"AWS World on in-process moto; injected latency DynamoDB {args.ddb_latency_ms:g} ms, "
         f"SQS {args.sqs_latency_ms:g} ms; {command.strip()}"

@@ -102,6 +102,74 @@ def summarise(samples: Iterable[RunSample]) -> list[Row]:
     return rows
 
 
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """The legacy prologue against ``run_context``, round by round, for one (mode, N, dispatch).
+
+    Rounds pair the k-th run of each prologue (the benchmark runs the variants of a
+    round back to back, alternating their order), so that load drifting over minutes
+    hits both sides of a pair alike. ``dispatch`` is "both" for the pool of the two modes.
+    """
+
+    mode: str
+    n: int
+    dispatch: str
+    rounds: int
+    legacy_slower: int
+    median_delta_seconds: float  # legacy TTLS minus run_context TTLS, median over rounds
+    median_delta_percent: float  # the same relative to run_context
+
+
+def paired_prologues(samples: Sequence[RunSample]) -> list[Paired]:
+    """Per (mode, N, dispatch) and pooled over dispatch modes: how often legacy was slower, by how much."""
+    series: dict[tuple[bool, int, str, str], list[float]] = {}
+    for sample in samples:
+        key = (sample.held, sample.n, sample.variant.dispatch, sample.variant.prologue)
+        series.setdefault(key, []).append(sample.ttls_seconds)
+    deltas: dict[tuple[bool, int, str], list[tuple[float, float]]] = {}
+    for (held, n, dispatch, prologue), fast in series.items():
+        if prologue != "run_context":
+            continue
+        slow = series.get((held, n, dispatch, "legacy"), [])
+        pairs = [(b - a, (b - a) / a * 100 if a > 0 else math.nan) for a, b in zip(fast, slow, strict=False)]
+        deltas.setdefault((held, n, dispatch), []).extend(pairs)
+        deltas.setdefault((held, n, "both"), []).extend(pairs)
+    out = []
+    for (held, n, dispatch), pairs in deltas.items():
+        if not pairs:
+            continue
+        out.append(
+            Paired(
+                mode="held" if held else "full",
+                n=n,
+                dispatch=dispatch,
+                rounds=len(pairs),
+                legacy_slower=sum(1 for d, _ in pairs if d > 0),
+                median_delta_seconds=percentile([d for d, _ in pairs], 0.5),
+                median_delta_percent=percentile([pct for _, pct in pairs], 0.5),
+            )
+        )
+    order = {"resilient": 0, "sequential": 1, "both": 2}
+    return sorted(out, key=lambda p: (p.mode != "held", p.n, order.get(p.dispatch, 3)))
+
+
+def paired_table(pairs: Sequence[Paired]) -> str:
+    """The paired comparison as a markdown table."""
+    headers = ["N", "dispatch", "rounds", "legacy slower", "median Δ TTLS (s)", "median Δ TTLS (%)"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    for pair in pairs:
+        cells = [
+            str(pair.n),
+            pair.dispatch,
+            str(pair.rounds),
+            f"{pair.legacy_slower}/{pair.rounds}",
+            f"{pair.median_delta_seconds:+.2f}",
+            f"{pair.median_delta_percent:+.1f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def markdown_table(rows: Sequence[Row]) -> str:
     """The rows as a GitHub markdown table (calls are per step, times in seconds)."""
     headers = [
@@ -132,11 +200,18 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_json(path: Path, config: dict[str, Any], samples: Sequence[RunSample], rows: Sequence[Row]) -> None:
+def write_json(
+    path: Path,
+    config: dict[str, Any],
+    samples: Sequence[RunSample],
+    rows: Sequence[Row],
+    pairs: Sequence[Paired] = (),
+) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     document = {
         "config": config,
         "summary": [asdict(row) for row in rows],
+        "paired_prologues": [asdict(pair) for pair in pairs],
         "samples": [asdict(sample) for sample in samples],
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
