@@ -34,7 +34,7 @@ from datetime import datetime
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, PositionTaken, Sequencer
+from world_aws.aws.sequencer import MAX_RESERVATIONS, EventCommit, PositionTaken, Sequencer
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
@@ -71,21 +71,17 @@ class HookEvents:
         run_item, entity_item = self._seq.read_run_and(run_id, hook_key)
         rules.judge_child_create(request, self._seq.run_header(run_item), entity_item)
         hook = rules.new_hook(run_id, request, now)
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data, entity_fields=("metadata",))
-        made: list[Event] = []
         takeover: list[Item] = []  # the dead holder whose token we take over, if any
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             return [
-                self._seq.event_put(event, writer),
                 self._table.put_action(
                     items.hook_item(hook, writer, position=position), condition="attribute_not_exists(sk)"
                 ),
                 self._token_put(hook, takeover[0] if takeover else None),
             ]
+
+        build = EventCommit(self._seq, run_id, request, now, entity_actions, entity_fields=("metadata",))
 
         for _ in range(MAX_RESERVATIONS):
             position, run_item = self._seq.reserve(
@@ -107,7 +103,7 @@ class HookEvents:
                 # The token kept changing hands under us: give the position up.
                 self._seq.seal_noop(run_id, position, now)
                 raise Transient(f"token of hook {hook.hook_id} kept changing hands; retry", retry_after=0.1)
-            return EventResult(event=made[0], hook=hook)
+            return EventResult(event=build.event, hook=hook)
         raise Transient(f"run {run_id}: reserved positions kept being sealed; retry", retry_after=0.5)
 
     def _token_put(self, hook: Hook, holder: Item | None) -> Action:
@@ -179,15 +175,9 @@ class HookEvents:
         if resume_key is not None and resume_key[keys.SK] in found:
             return self._first(run_id, found[resume_key[keys.SK]], hook_item)
         rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data)
-        made: list[Event] = []
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
             actions = [
-                self._seq.event_put(event, writer),
                 # Timeline: a resume racing hook_disposed or the run's end; a disposed hook
                 # receives nothing.
                 self._table.check_action(hook_key, _LIVE_HOOK),
@@ -202,14 +192,17 @@ class HookEvents:
         def judge(run: Run | None) -> None:
             rules.judge_hook_event(request, run, seen)
 
-        position, run_item, cancelled = self._seq.append(run_id, now, fenced=True, judge=judge, build=build)
-        if cancelled is None:
-            return EventResult(event=made[0], hook=self._hook(run_id, hook_item, PayloadReader(self._blobs)))
-        self._seq.seal_noop(run_id, position, now)
-        if len(cancelled.reasons) > 2 and cancelled.reasons[2].condition_failed:
-            assert cancelled.reasons[2].item is not None
-            return self._first(run_id, cancelled.reasons[2].item, hook_item)
-        rules.judge_hook_event(request, self._seq.run_header(run_item), None)
+        appended = self._seq.append_event(
+            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
+        )
+        if appended.refused is None:
+            hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
+            return EventResult(event=appended.event, hook=hook)
+        reasons = appended.refused.reasons
+        if len(reasons) > 2 and reasons[2].condition_failed:
+            assert reasons[2].item is not None
+            return self._first(run_id, reasons[2].item, hook_item)
+        rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
         return None
 
     def _first(self, run_id: str, resume_item: Item, hook_item: Item | None) -> EventResult:
@@ -236,15 +229,9 @@ class HookEvents:
         seen = self._hook(run_id, hook_item, self._headers)
         rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
         assert seen is not None
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data)
-        made: list[Event] = []
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
             return [
-                self._seq.event_put(event, writer),
                 # Timeline: a dispose racing another dispose or a resume: the hook is live for
                 # exactly one of them.
                 self._table.update_action(
@@ -264,12 +251,14 @@ class HookEvents:
         def judge(run: Run | None) -> None:
             rules.judge_hook_event(request, run, seen)
 
-        position, run_item, cancelled = self._seq.append(run_id, now, fenced=True, judge=judge, build=build)
-        if cancelled is None:
-            return EventResult(event=made[0], hook=self._hook(run_id, hook_item, PayloadReader(self._blobs)))
-        self._seq.seal_noop(run_id, position, now)
-        if cancelled.reasons[1].condition_failed:
-            rules.judge_hook_event(request, self._seq.run_header(run_item), None)
+        appended = self._seq.append_event(
+            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
+        )
+        if appended.refused is None:
+            hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
+            return EventResult(event=appended.event, hook=hook)
+        if appended.refused.reasons[1].condition_failed:
+            rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
         return None
 
     @staticmethod

@@ -25,7 +25,8 @@ keeps a copy of its last ``run_started`` and terminal event for that).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,7 +34,8 @@ from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, Table
 from world_aws.aws.errors import cancellation_error
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
-from world_aws.contract.records import Event, EventType, ResolveData, Run
+from world_aws.contract import rules
+from world_aws.contract.records import Event, EventRequest, EventType, ResolveData, Run
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient, WorldAwsError
 
@@ -54,8 +56,66 @@ FINAL_SLOT = "rev_final"
 Judge = Callable[[Run | None], None]
 
 
+EntityActions = Callable[[int, PayloadWriter], Sequence[Action]]
+
+
 class PositionTaken(Exception):
     """The reserved position already holds an item (a reader sealed it): reserve again."""
+
+
+class EventCommit:
+    """The commit of one requested event at whatever position it is given.
+
+    Calling it with a position builds the actions: action 0 the event put, then
+    the entity's actions from ``entity_actions(position, writer)``. Payloads are
+    put in S3 once, up front (``PayloadWriter.prepare``), before any position is
+    reserved. ``event`` is the event as last built.
+    """
+
+    def __init__(
+        self,
+        sequencer: Sequencer,
+        run_id: str,
+        request: EventRequest,
+        now: datetime,
+        entity_actions: EntityActions,
+        *,
+        entity_fields: Iterable[str] = (),
+    ) -> None:
+        self._seq = sequencer
+        self._run_id = run_id
+        self._request = request
+        self._now = now
+        self._entity_actions = entity_actions
+        self.writer = PayloadWriter(sequencer.blobs)
+        self.writer.prepare(request.data, entity_fields=entity_fields)
+        self._event: Event | None = None
+
+    @property
+    def event(self) -> Event:
+        assert self._event is not None, "the commit was never built"
+        return self._event
+
+    def __call__(self, position: int, _run_item: Item) -> list[Action]:
+        request = self._request
+        self._event = Event(
+            self._run_id, position, request.type, request.correlation_id, self._now, request.data
+        )
+        return [self._seq.event_put(self._event, self.writer), *self._entity_actions(position, self.writer)]
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What ``Sequencer.append_event`` did: ``refused`` is None when the event committed.
+
+    When an entity condition refused the commit, its position has been sealed
+    with a ``noop``; ``refused`` holds the cancellation (with the ``ALL_OLD``
+    images) and ``run_item`` the run as of that position, for the caller to judge.
+    """
+
+    event: Event
+    run_item: Item
+    refused: Cancelled | None
 
 
 class Sequencer:
@@ -65,6 +125,7 @@ class Sequencer:
         self, table: Table, blobs: BlobStore, *, sleep: Callable[[float], None] = time.sleep
     ) -> None:
         self.table = table
+        self.blobs = blobs
         self._headers = PayloadReader(blobs, ResolveData.NONE)
         self._sleep = sleep
 
@@ -183,6 +244,66 @@ class Sequencer:
                 continue
             return position, run_item, cancelled
         raise Transient(f"run {run_id}: reserved positions kept being sealed; retry", retry_after=0.5)
+
+    def append_event(
+        self,
+        run_id: str,
+        request: EventRequest,
+        now: datetime,
+        *,
+        fenced: bool,
+        judge: Judge,
+        entity_actions: EntityActions,
+        entity_fields: Iterable[str] = (),
+    ) -> Appended:
+        """Append ``request`` as an event with its entity's change, in one commit at a fresh position.
+
+        The shape of every event writer but ``run_created`` and ``hook_created``:
+        payloads prepared, then reserve (``fenced``; ``judge`` names a refusal) and
+        commit ``[event put, *entity_actions(position, writer)]``, re-reserving if a
+        reader sealed the position. A commit refused by an entity condition has its
+        position sealed here; the caller judges ``Appended.refused``.
+        """
+        commit = EventCommit(self, run_id, request, now, entity_actions, entity_fields=entity_fields)
+        position, run_item, cancelled = self.append(run_id, now, fenced=fenced, judge=judge, build=commit)
+        if cancelled is not None:
+            self.seal_noop(run_id, position, now)
+        return Appended(commit.event, run_item, cancelled)
+
+    def create_child(
+        self,
+        run_id: str,
+        request: EventRequest,
+        now: datetime,
+        entity_key: keys.Key,
+        entity_actions: EntityActions,
+        *,
+        entity_fields: Iterable[str] = (),
+    ) -> Event:
+        """``step_created`` / ``wait_created``: read, judge, append with the entity's put (3 round trips).
+
+        The consistent read of run and entity refuses the common duplicate (a replay, a
+        resilient re-ensure, SPEC §5.2) without taking a position. A duplicate that raced
+        past the read fails its entity put's ``attribute_not_exists(sk)`` (action 1 of the
+        commit): its position is sealed and the ``ALL_OLD`` image names the Conflict.
+        """
+        run_item, existing = self.read_run_and(run_id, entity_key)
+        rules.judge_child_create(request, self.run_header(run_item), existing)
+        appended = self.append_event(
+            run_id,
+            request,
+            now,
+            fenced=True,
+            judge=lambda run: rules.judge_child_create(request, run, None),
+            entity_actions=entity_actions,
+            entity_fields=entity_fields,
+        )
+        if appended.refused is None:
+            return appended.event
+        rules.judge_child_create(
+            request, self.run_header(appended.run_item), appended.refused.reasons[1].item
+        )
+        raise Transient(f"{request.type.value} {request.correlation_id}: commit refused for no rule; retry")
 
     # ----------------------------------------------------------------------- seals
 

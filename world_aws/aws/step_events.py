@@ -30,7 +30,7 @@ from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
 from world_aws.contract import rules
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run, Step
+from world_aws.contract.records import EventRequest, EventResult, EventType, ResolveData, Run, Step
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient
 
@@ -46,18 +46,10 @@ class StepEvents:
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
-        run_item, existing = self._seq.read_run_and(run_id, keys.step_key(run_id, request.correlation_id))
-        rules.judge_child_create(request, self._seq.run_header(run_item), existing)
         step = rules.new_step(run_id, request, now)
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data, entity_fields=("input",))
-        made: list[Event] = []
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             return [
-                self._seq.event_put(event, writer),
                 # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
                 # the first commit creates the step, the other fails here and gets Conflict.
                 self._table.put_action(
@@ -67,18 +59,11 @@ class StepEvents:
                 self._table.put_action(keys.pending_key(run_id, step.step_id)),
             ]
 
-        position, run_item, cancelled = self._seq.append(
-            run_id,
-            now,
-            fenced=True,
-            judge=lambda run: rules.judge_child_create(request, run, None),
-            build=build,
+        step_key = keys.step_key(run_id, step.step_id)
+        event = self._seq.create_child(
+            run_id, request, now, step_key, entity_actions, entity_fields=("input",)
         )
-        if cancelled is None:
-            return EventResult(event=made[0], step=step)
-        self._seq.seal_noop(run_id, position, now)
-        rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.reasons[1].item)
-        raise Transient(f"step {step.step_id}: commit refused for no rule; retry")
+        return EventResult(event=event, step=step)
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""
@@ -98,16 +83,10 @@ class StepEvents:
         assert step_item is not None and seen is not None
         new = rules.apply_step_event(request, seen, now)
         version = int(step_item["ver"])
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data, entity_fields=("output", "error"))
-        made: list[Event] = []
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             update, values, names = _step_update(request, new, writer, position)
             actions = [
-                self._seq.event_put(event, writer),
                 # Timeline: two deliveries of one step race (a redelivered start, an outcome
                 # and a retry): only the writer that saw the current version applies.
                 self._table.update_action(
@@ -123,14 +102,22 @@ class StepEvents:
         def judge(run: Run | None) -> None:
             rules.judge_step_event(request, run, seen, now)
 
-        fenced = request.type in (EventType.STEP_STARTED, EventType.STEP_RETRYING)
-        position, run_item, cancelled = self._seq.append(run_id, now, fenced=fenced, judge=judge, build=build)
-        if cancelled is None:
+        appended = self._seq.append_event(
+            run_id,
+            request,
+            now,
+            # Fenced for a claim or a retry (SPEC §3.1); not for an outcome: a running step
+            # may report it after its run ended.
+            fenced=request.type in (EventType.STEP_STARTED, EventType.STEP_RETRYING),
+            judge=judge,
+            entity_actions=entity_actions,
+            entity_fields=("output", "error"),
+        )
+        if appended.refused is None:
             full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
-            return EventResult(event=made[0], step=rules.apply_step_event(request, full, now))
-        self._seq.seal_noop(run_id, position, now)
-        old = self._header(run_id, cancelled.reasons[1].item)
-        rules.judge_step_event(request, self._seq.run_header(run_item), old, now)
+            return EventResult(event=appended.event, step=rules.apply_step_event(request, full, now))
+        old = self._header(run_id, appended.refused.reasons[1].item)
+        rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         return None  # still acceptable in its new state (a concurrent start, say): go again
 
     # ------------------------------------------------------------------------- internals

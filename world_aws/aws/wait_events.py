@@ -21,7 +21,7 @@ from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import PayloadWriter
 from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
 from world_aws.contract import rules
-from world_aws.contract.records import Event, EventRequest, EventResult, Run, Wait, WaitStatus
+from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient
 
@@ -36,36 +36,18 @@ class WaitEvents:
 
     def wait_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
-        wait_key = keys.wait_key(run_id, request.correlation_id)
-        run_item, entity_item = self._seq.read_run_and(run_id, wait_key)
-        rules.judge_child_create(request, self._seq.run_header(run_item), entity_item)
         wait = rules.new_wait(run_id, request, now)
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data)
-        made: list[Event] = []
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
             return [
-                self._seq.event_put(event, writer),
                 self._table.put_action(
                     items.wait_item(wait, position=position), condition="attribute_not_exists(sk)"
-                ),
+                )
             ]
 
-        position, run_item, cancelled = self._seq.append(
-            run_id,
-            now,
-            fenced=True,
-            judge=lambda run: rules.judge_child_create(request, run, None),
-            build=build,
-        )
-        if cancelled is None:
-            return EventResult(event=made[0], wait=wait)
-        self._seq.seal_noop(run_id, position, now)
-        rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.reasons[1].item)
-        raise Transient(f"wait {wait.wait_id}: commit refused for no rule; retry")
+        wait_key = keys.wait_key(run_id, wait.wait_id)
+        event = self._seq.create_child(run_id, request, now, wait_key, entity_actions)
+        return EventResult(event=event, wait=wait)
 
     def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         for _ in range(MAX_RESERVATIONS):
@@ -82,15 +64,9 @@ class WaitEvents:
         rules.judge_wait_completed(request, self._seq.run_header(run_item), seen)
         assert wait_item is not None and seen is not None
         version = int(wait_item["ver"])
-        writer = PayloadWriter(self._blobs)
-        writer.prepare(request.data)
-        made: list[Event] = []
 
-        def build(position: int, _run: Item) -> list[Action]:
-            event = Event(run_id, position, request.type, request.correlation_id, now, request.data)
-            made[:] = [event]
+        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
             return [
-                self._seq.event_put(event, writer),
                 # Timeline: two wakes of one sleep race; the first completes it, the second
                 # fails the version condition and is named Conflict.
                 self._table.update_action(
@@ -110,13 +86,13 @@ class WaitEvents:
         def judge(run: Run | None) -> None:
             rules.judge_wait_completed(request, run, seen)
 
-        position, run_item, cancelled = self._seq.append(run_id, now, fenced=True, judge=judge, build=build)
-        if cancelled is None:
-            return EventResult(event=made[0], wait=rules.complete_wait(seen, now))
-        self._seq.seal_noop(run_id, position, now)
-        rules.judge_wait_completed(
-            request, self._seq.run_header(run_item), self._wait(run_id, cancelled.reasons[1].item)
+        appended = self._seq.append_event(
+            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
         )
+        if appended.refused is None:
+            return EventResult(event=appended.event, wait=rules.complete_wait(seen, now))
+        old = self._wait(run_id, appended.refused.reasons[1].item)
+        rules.judge_wait_completed(request, self._seq.run_header(appended.run_item), old)
         return None
 
     @staticmethod
