@@ -23,6 +23,13 @@ at a time, at its real speed, and the injected latency still overlaps.
 The recorder also knows, per thread, whether the thread is handling a step
 message and has not yet entered that step's claim (``step_started``): a read of
 the run item in that window is a *run read before the claim* (SPEC §5.1).
+
+And it knows which World operation a thread is in (``op(key)``, entered by the
+bench's store proxies, ``bench.ops``): every call is attributed to that op, or
+to ``EVENT_SOURCE`` when it is made outside any op (the pump's receives, deletes
+and visibility changes). ``bench.opcosts`` turns that into round trips per op.
+The model pass (``bench.model``) makes no AWS calls at all: it counts its ops
+the same way and records its modeled SQS calls with ``record_call``.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from world_aws.aws.clients import AwsClients
@@ -53,6 +60,8 @@ RECEIVE = "sqs.ReceiveMessage"
 EMPTY_RECEIVE = "sqs.ReceiveMessage(empty)"
 RUN_READ = "dynamodb.run_item_read"
 RUN_SK = "run"
+# Calls made outside any World operation: the event source's (receive, delete, visibility).
+EVENT_SOURCE = "event_source"
 
 
 def kind_of(operation: str) -> str:
@@ -71,16 +80,28 @@ class Snapshot:
         calls: calls per ``service.Operation`` (plus ``RUN_READ`` and ``EMPTY_RECEIVE``).
         busy: seconds the emulator spent per operation (the call lock held), when serialised.
         pre_claim_run_reads: run-item reads by step deliveries before their claim.
+        ops: World operation invocations per op key (``bench.ops.op_key``).
+        op_calls: calls per (op key or ``EVENT_SOURCE``, ``service.Operation``).
+        pre_claim_ops: op invocations by step deliveries before their claim.
     """
 
     calls: Counter[str]
     busy: dict[str, float]
     pre_claim_run_reads: int
+    ops: Counter[str] = field(default_factory=Counter)
+    op_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    pre_claim_ops: Counter[str] = field(default_factory=Counter)
 
     def __sub__(self, before: Snapshot) -> Snapshot:
-        calls = Counter({k: v for k, v in (self.calls - before.calls).items() if v})
         busy = {k: v - before.busy.get(k, 0.0) for k, v in self.busy.items() if v > before.busy.get(k, 0.0)}
-        return Snapshot(calls, busy, self.pre_claim_run_reads - before.pre_claim_run_reads)
+        return Snapshot(
+            self.calls - before.calls,  # Counter subtraction keeps positive counts only
+            busy,
+            self.pre_claim_run_reads - before.pre_claim_run_reads,
+            self.ops - before.ops,
+            self.op_calls - before.op_calls,
+            self.pre_claim_ops - before.pre_claim_ops,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +121,7 @@ class _ThreadState(threading.local):
     before_claim: bool = False
     operation: str = ""
     since: float = 0.0
+    op: str = ""  # the World operation this thread is in, "" outside any
 
 
 class CallRecorder:
@@ -113,6 +135,9 @@ class CallRecorder:
         self._counts: Counter[str] = Counter()
         self._busy: dict[str, float] = {}
         self._pre_claim_run_reads = 0
+        self._ops: Counter[str] = Counter()
+        self._op_calls: Counter[tuple[str, str]] = Counter()
+        self._pre_claim_ops: Counter[str] = Counter()
         self._local = _ThreadState()
 
     def attach(self, clients: AwsClients) -> None:
@@ -131,7 +156,14 @@ class CallRecorder:
     def snapshot(self) -> Snapshot:
         """The counts so far."""
         with self._lock:
-            return Snapshot(Counter(self._counts), dict(self._busy), self._pre_claim_run_reads)
+            return Snapshot(
+                Counter(self._counts),
+                dict(self._busy),
+                self._pre_claim_run_reads,
+                Counter(self._ops),
+                Counter(self._op_calls),
+                Counter(self._pre_claim_ops),
+            )
 
     @contextmanager
     def muted(self) -> Iterator[None]:
@@ -155,6 +187,35 @@ class CallRecorder:
         """This thread enters ``step_started``: what the claim itself reads is not pre-claim."""
         self._local.before_claim = False
 
+    @contextmanager
+    def op(self, key: str) -> Iterator[None]:
+        """This thread runs the World operation ``key``: count it, attribute its calls to it.
+
+        An op entered inside another is not counted: the outer op owns every call made
+        until it returns (on AWS those calls are part of the outer op's round trips).
+        """
+        local = self._local
+        if local.muted or local.op:
+            yield
+            return
+        local.op = key
+        with self._lock:
+            self._ops[key] += 1
+            if local.before_claim:
+                self._pre_claim_ops[key] += 1
+        try:
+            yield
+        finally:
+            local.op = ""
+
+    def record_call(self, operation: str) -> None:
+        """Count a call nobody made through a client (the model pass's event source)."""
+        if self._local.muted:
+            return
+        with self._lock:
+            self._counts[operation] += 1
+            self._op_calls[(self._local.op or EVENT_SOURCE, operation)] += 1
+
     # ---------------------------------------------------------------- botocore handlers
 
     def _on_params(self, params: Mapping[str, Any], event_name: str, **_: Any) -> None:
@@ -166,6 +227,7 @@ class CallRecorder:
         run_read = operation in ("dynamodb.GetItem", "dynamodb.BatchGetItem") and _reads_run_item(params)
         with self._lock:
             self._counts[operation] += 1
+            self._op_calls[(self._local.op or EVENT_SOURCE, operation)] += 1
             if run_read:
                 self._counts[RUN_READ] += 1
                 if self._local.before_claim:
@@ -195,8 +257,10 @@ class CallRecorder:
         # snapshot is taken must not be counted before we know whether it was empty.
         if self._local.muted:
             return
+        operation = RECEIVE if parsed.get("Messages") else EMPTY_RECEIVE
         with self._lock:
-            self._counts[RECEIVE if parsed.get("Messages") else EMPTY_RECEIVE] += 1
+            self._counts[operation] += 1
+            self._op_calls[(self._local.op or EVENT_SOURCE, operation)] += 1
 
 
 def _operation(event_name: str) -> str:

@@ -1,6 +1,10 @@
-"""``BenchWorld``: the AWS World as the runtime sees it during a benchmark run.
+"""``BenchWorld``: a World as the runtime sees it during a benchmark run.
 
-It is the AWS World with two stores wrapped:
+It is the backend World (the AWS World on moto, or the in-memory World of the
+model pass) with every store behind an ``OpProxy`` (``bench.ops``): each call runs
+inside ``CallRecorder.op(key)``, so the AWS calls it makes are attributed to it,
+and, in the model pass, first sleeps the op's measured round trips (``charge``).
+Two stores are also wrapped:
 
 * ``events``: notes the moment each step's ``step_started`` is recorded and when
   a run ends (the benchmark's clock stops there), and tells the call recorder
@@ -14,10 +18,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import cast
 
 from bench.instrument import CallRecorder
-from world_aws.aws.world import AwsWorld
+from bench.ops import OpProxy
 from world_aws.contract.clock import Clock
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
@@ -33,6 +39,7 @@ from world_aws.contract.world import (
     RunStore,
     StepStore,
     WaitStore,
+    World,
     WorldCapabilities,
 )
 
@@ -40,7 +47,9 @@ _RUN_ENDINGS = (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CAN
 
 
 class RunTimeline:
-    """When each step of the watched run was claimed, and whether the run ended (perf_counter seconds).
+    """When each step of the watched run was delivered and claimed, and whether the run ended.
+
+    Times are ``time.perf_counter()`` seconds.
 
     ``expect(run_id, n, on_all_started)`` calls ``on_all_started`` on the thread that
     records the ``n``-th distinct ``step_started`` of the run (or at once, if that
@@ -50,6 +59,7 @@ class RunTimeline:
     def __init__(self) -> None:
         self._lock = threading.Condition()
         self._started: dict[str, dict[str, float]] = {}
+        self._delivered: dict[str, dict[str, float]] = {}
         self._ended: dict[str, threading.Event] = {}
         self._expected: dict[str, tuple[int, Callable[[], None]]] = {}
 
@@ -72,6 +82,16 @@ class RunTimeline:
             self._lock.notify_all()
         if callback is not None:
             callback()
+
+    def delivered(self, run_id: str, step_id: str, at: float) -> None:
+        """A step message of ``run_id`` reached its consumer (the first time counts)."""
+        with self._lock:
+            self._delivered.setdefault(run_id, {}).setdefault(step_id, at)
+
+    def deliveries(self, run_id: str) -> dict[str, float]:
+        """First delivery time per step id of ``run_id``."""
+        with self._lock:
+            return dict(self._delivered.get(run_id, {}))
 
     def wait_started(self, run_id: str, count: int, timeout: float) -> bool:
         """Block until ``count`` steps of ``run_id`` have started; False on timeout."""
@@ -140,19 +160,37 @@ class LegacyProducerQueue:
 
 
 class BenchWorld:
-    """The ``World`` protocol over an ``AwsWorld``, with timed events and an optional legacy producer."""
+    """The ``World`` protocol over a backend World: ops attributed, events timed, maybe a legacy producer.
+
+    Args:
+        inner: the backend World (closed by whoever made it).
+        timeline: where claims and run endings are noted.
+        recorder: attributes each op's calls, counts ops and pre-claim reads.
+        legacy_producer: strip ``run_context`` from step messages.
+        charge: called with each op's key before the op runs (the model pass sleeps there).
+    """
 
     def __init__(
-        self, inner: AwsWorld, timeline: RunTimeline, recorder: CallRecorder, *, legacy_producer: bool
+        self,
+        inner: World,
+        timeline: RunTimeline,
+        recorder: CallRecorder,
+        *,
+        legacy_producer: bool,
+        charge: Callable[[str], None] | None = None,
     ) -> None:
         self.inner = inner
-        self.events: EventStore = TimedEvents(inner.events, timeline, recorder)
-        self.runs: RunStore = inner.runs
-        self.steps: StepStore = inner.steps
-        self.hooks: HookStore = inner.hooks
-        self.waits: WaitStore = inner.waits
-        self.blobs: BlobStore = inner.blobs
-        self.queue: Queue = LegacyProducerQueue(inner.queue) if legacy_producer else inner.queue
+        self._recorder = recorder
+        self._charge = charge
+        queue: Queue = LegacyProducerQueue(inner.queue) if legacy_producer else inner.queue
+        events = cast(EventStore, OpProxy("events", inner.events, self._op))
+        self.events: EventStore = TimedEvents(events, timeline, recorder)
+        self.runs = cast(RunStore, OpProxy("runs", inner.runs, self._op))
+        self.steps = cast(StepStore, OpProxy("steps", inner.steps, self._op))
+        self.hooks = cast(HookStore, OpProxy("hooks", inner.hooks, self._op))
+        self.waits = cast(WaitStore, OpProxy("waits", inner.waits, self._op))
+        self.blobs = cast(BlobStore, OpProxy("blobs", inner.blobs, self._op))
+        self.queue = cast(Queue, OpProxy("queue", queue, self._op))
         self.clock: Clock = inner.clock
 
     @property
@@ -167,3 +205,10 @@ class BenchWorld:
 
     def close(self) -> None:
         """The wrapped World is closed by whoever made it."""
+
+    @contextmanager
+    def _op(self, key: str) -> Iterator[None]:
+        with self._recorder.op(key):
+            if self._charge is not None:
+                self._charge(key)
+            yield
