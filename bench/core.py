@@ -1,134 +1,58 @@
-"""The core of the fan-out benchmark: one run of an N-branch fan-out, measured.
+"""The moto pass of the fan-out benchmark: ``FanoutBench``, the AWS World on in-process moto.
 
 ``FanoutBench`` holds in-process moto (``world_aws.testing.aws_factory``: request
 processing serialised, as AWS makes single requests atomic) with a
 ``CallRecorder`` on its clients. Every run gets a freshly provisioned table,
 queues and bucket: moto answers a Query by scanning every item of the *table*
 (DynamoDB reads only the partition), so leftovers of earlier runs would slow
-later ones. ``run_once`` starts ``bench.fanout(n)``, a workflow that awaits
-``asyncio.gather`` of ``n`` steps, under one ``Variant``
-(step-message prologue x dispatch mode), consumes both queues with a
-``QueuePump``, and returns a ``RunSample``: the AWS calls the run made, the run
-reads its step deliveries made before their claims, and the time from ``start()``
-to the last branch's ``step_started`` (TTLS).
+later ones. ``run_once`` is ``bench.measure.measure`` on that World, consumed by
+a ``QueuePump``; the recorder attributes every AWS call to the World operation
+that made it, which is what the model pass's costs come from (``bench.opcosts``).
 
-Two modes:
-
-* full (default): the steps are trivial and return at once; ``workers`` step
-  consumers; the run completes. What a fan-out costs end to end.
-* held: every step blocks until all ``n`` branches have started (so ``n`` step
-  consumers), then the bench cancels the run and releases them; each raises a
-  retryable error whose ``step_retrying`` the terminal-run fence refuses, so the
-  deliveries ack as "gone" and the run ends without any last-completer check.
-  TTLS then measures the start path alone (dispatch, prologue, claim), with no
-  completion work competing for the emulator.
+The run itself (the app, the variants, the held and full modes, ``RunSample``)
+is in ``bench.measure``; its names are re-exported here.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from functools import partial
 from typing import cast
 
-from bench.instrument import CallRecorder, Latency, Snapshot
+from bench.instrument import CallRecorder, Latency
+from bench.measure import (
+    DISPATCH_MODES,
+    PROLOGUES,
+    WORKFLOW,
+    Backend,
+    PumpShape,
+    RunSample,
+    Variant,
+    all_variants,
+    fanout_app,
+    measure,
+)
 from bench.pump import QueuePump
-from bench.world import BenchWorld, RunTimeline
 from infra.provision import ProvisionedResources, provision
-from world_aws import RetryableError, Runtime, RuntimeConfig, Workflows
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock, SystemClock
-from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import ResolveData, StepStatus
-from world_aws.contract.transport import decode_payload
-from world_aws.contract.world import Delivery, HandlerResult, QueueName
-from world_aws.errors import BadInput
+from world_aws.contract.world import MessageHandler, QueueName
 from world_aws.testing.aws_factory import aws_world
 
-WORKFLOW = "bench.fanout"
-PROLOGUES = ("run_context", "legacy")
-DISPATCH_MODES = ("resilient", "sequential")
-
-
-def fanout_app(gate: threading.Event | None = None, gate_timeout: float = 600.0) -> Workflows:
-    """``bench.fanout(n)``: ``asyncio.gather`` of ``n`` calls of the step ``bench.leaf``.
-
-    Args:
-        gate: None for a trivial step; else the step waits for it, then raises a
-            retryable error (held mode: the run is cancelled by then).
-        gate_timeout: how long a held step waits at most.
-    """
-    app = Workflows()
-
-    @app.step(name="bench.leaf", max_retries=1)
-    def leaf(i: int) -> int:
-        if gate is not None:
-            gate.wait(gate_timeout)
-            raise RetryableError("released after every branch started")
-        return i
-
-    @app.workflow(name=WORKFLOW)
-    async def fanout(n: int) -> int:
-        values = await asyncio.gather(*(leaf(i) for i in range(n)))
-        return len(values)
-
-    return app
-
-
-@dataclass(frozen=True, slots=True)
-class Variant:
-    """``prologue``: "run_context" (SPEC §5.1) or "legacy" (no run_context on step messages).
-    ``dispatch``: "resilient" (SPEC §5.2) or "sequential"."""
-
-    prologue: str
-    dispatch: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.prologue} / {self.dispatch}"
-
-
-def all_variants() -> list[Variant]:
-    return [Variant(p, d) for p in PROLOGUES for d in DISPATCH_MODES]
-
-
-@dataclass(frozen=True, slots=True)
-class RunSample:
-    """What one run cost and how long its fan-out took to start.
-
-    ``calls`` are per ``service.Operation`` over the whole run (``sqs.ReceiveMessage``
-    only the receives that brought messages), ``calls_to_last_start`` the same from
-    ``start()`` until the last branch's ``step_started``; ``emulator_busy`` the
-    seconds moto spent per operation over the whole run.
-    """
-
-    n: int
-    variant: Variant
-    held: bool
-    ttls_seconds: float
-    calls: dict[str, int]
-    calls_to_last_start: dict[str, int]
-    pre_claim_run_reads: int
-    steps_completed: int
-    step_starts: int
-    run_status: str
-    wall_seconds: float
-    emulator_busy: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class PumpShape:
-    """Consumer concurrency: invocations and polling threads per queue."""
-
-    step_workers: int = 16
-    step_pollers: int = 2
-    workflow_workers: int = 4
-    workflow_pollers: int = 1
+__all__ = [
+    "DISPATCH_MODES",
+    "PROLOGUES",
+    "WORKFLOW",
+    "FanoutBench",
+    "PumpShape",
+    "RunSample",
+    "Variant",
+    "all_variants",
+    "fanout_app",
+]
 
 
 class FanoutBench:
@@ -169,58 +93,16 @@ class FanoutBench:
             RuntimeError: the run did not start or end within ``run_timeout``, or the queues did not drain.
         """
         with self._fresh_world() as aws:
-            return self._run(aws, n, variant, held=held)
-
-    def _run(self, aws: AwsWorld, n: int, variant: Variant, *, held: bool) -> RunSample:
-        timeline = RunTimeline()
-        gate = threading.Event() if held else None
-        world = BenchWorld(aws, timeline, self.recorder, legacy_producer=variant.prologue == "legacy")
-        config = RuntimeConfig(resilient_step_dispatch=variant.dispatch == "resilient")
-        runtime = Runtime(world, fanout_app(gate, self.run_timeout), config)
-        pump = self._pump(
-            aws, runtime.handle, max(self.shape.step_workers, n) if held else self.shape.step_workers
-        )
-        at_last_start: list[Snapshot] = []
-        try:
-            before = self.recorder.snapshot()
-            began = time.perf_counter()
-            handle = runtime.start(WORKFLOW, n)
-            timeline.expect(handle.run_id, n, lambda: at_last_start.append(self.recorder.snapshot()))
-            if gate is not None:
-                if not timeline.wait_started(handle.run_id, n, self.run_timeout):
-                    raise RuntimeError(f"run {handle.run_id} (n={n}, {variant.label}) did not start in time")
-                handle.cancel("benchmark: every branch started")
-                gate.set()
-            if not timeline.wait_ended(handle.run_id, self.run_timeout):
-                raise RuntimeError(f"run {handle.run_id} (n={n}, {variant.label}) did not end in time")
-            self._wait_idle(pump)
-            used = self.recorder.snapshot() - before
-            wall = time.perf_counter() - began
-        finally:
-            if gate is not None:
-                gate.set()
-            with self.recorder.muted():
-                pump.stop()
-            runtime.close()
-        with self.recorder.muted():
-            run = aws.runs.get(handle.run_id, resolve_data=ResolveData.NONE)
-            steps = aws.steps.list(handle.run_id, resolve_data=ResolveData.NONE)
-        starts = timeline.starts(handle.run_id)
-        to_start = at_last_start[0] - before if at_last_start else used
-        return RunSample(
-            n=n,
-            variant=variant,
-            held=held,
-            ttls_seconds=max(starts.values()) - began if starts else float("nan"),
-            calls=dict(sorted(used.calls.items())),
-            calls_to_last_start=dict(sorted(to_start.calls.items())),
-            pre_claim_run_reads=used.pre_claim_run_reads,
-            steps_completed=sum(1 for s in steps if s.status is StepStatus.COMPLETED),
-            step_starts=len(starts),
-            run_status=run.status.value,
-            wall_seconds=wall,
-            emulator_busy={k: round(v, 4) for k, v in sorted(used.busy.items())},
-        )
+            backend = Backend("moto", aws, partial(self._pump, aws))
+            return measure(
+                self.recorder,
+                backend,
+                n,
+                variant,
+                held=held,
+                step_workers=self.shape.step_workers,
+                run_timeout=self.run_timeout,
+            )
 
     # ---------------------------------------------------------------- internals
 
@@ -246,36 +128,18 @@ class FanoutBench:
             with self.recorder.muted():
                 _delete(clients, resources)
 
-    def _pump(
-        self, aws: AwsWorld, handler: Callable[[Delivery], HandlerResult], step_workers: int
-    ) -> QueuePump:
-        def handle(delivery: Delivery) -> HandlerResult:
-            if _is_step_message(delivery.body):
-                with self.recorder.step_delivery():
-                    return handler(delivery)
-            return handler(delivery)
-
-        with self.recorder.muted():
-            return QueuePump(
-                aws.clients.sqs,
-                aws.queue_urls(),
-                handle,
-                aws.clock,
-                workers={QueueName.STEP: step_workers, QueueName.WORKFLOW: self.shape.workflow_workers},
-                pollers={
-                    QueueName.STEP: self.shape.step_pollers,
-                    QueueName.WORKFLOW: self.shape.workflow_pollers,
-                },
-            )
-
-    def _wait_idle(self, pump: QueuePump) -> None:
-        """Wait until the run's last messages are handled and deleted (not counted)."""
-        deadline = time.monotonic() + self.run_timeout
-        with self.recorder.muted():
-            while not pump.idle():
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the queues did not drain after the run ended")
-                time.sleep(0.05)
+    def _pump(self, aws: AwsWorld, handler: MessageHandler, step_workers: int) -> QueuePump:
+        return QueuePump(
+            aws.clients.sqs,
+            aws.queue_urls(),
+            handler,
+            aws.clock,
+            workers={QueueName.STEP: step_workers, QueueName.WORKFLOW: self.shape.workflow_workers},
+            pollers={
+                QueueName.STEP: self.shape.step_pollers,
+                QueueName.WORKFLOW: self.shape.workflow_pollers,
+            },
+        )
 
 
 def _delete(clients: AwsClients, resources: ProvisionedResources) -> None:
@@ -292,11 +156,3 @@ def _delete(clients: AwsClients, resources: ProvisionedResources) -> None:
     for item in listed:
         clients.s3.delete_object(Bucket=resources.bucket_name, Key=item["Key"])
     clients.s3.delete_bucket(Bucket=resources.bucket_name)
-
-
-def _is_step_message(body: bytes) -> bool:
-    try:
-        payload = decode_payload(body)
-    except BadInput:
-        return False
-    return isinstance(payload, InvokePayload) and payload.step_id is not None

@@ -1,5 +1,9 @@
 """``QueuePump``: Lambda's SQS event source with ``BatchSize: 1``, played with threads.
 
+``PollingPump`` is the shape (pollers, invocation slots, worker pools, ``idle()``),
+shared with the model pass's pump over the in-memory queue (``bench.model``);
+``QueuePump`` is it over SQS.
+
 The template's step function takes one record per invocation (``BatchSize: 1``)
 with up to ``MaximumConcurrency`` invocations at once, and Lambda's pollers
 receive up to 10 messages per ``ReceiveMessage`` to feed them. The package's
@@ -25,9 +29,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from world_aws.aws.event_source import lambda_sqs_event
 from world_aws.aws.lambda_sqs import process_sqs_event
@@ -47,9 +52,121 @@ _COUNTERS = (
     "ApproximateNumberOfMessagesDelayed",
 )
 
+M = TypeVar("M")
 
-class QueuePump:
-    """Consumes the given queues until ``stop()``; the handler can be swapped while idle.
+
+class PollingPump(ABC, Generic[M]):
+    """Pollers feeding per-queue pools of invocations until ``stop()``; the handler may change while idle.
+
+    Per queue, ``pollers`` threads each take as many free invocation slots as they
+    can (1..10), receive up to that many messages (``_receive``) and start one
+    invocation per message (``_invoke``) on the queue's pool of ``workers`` threads.
+    Subclasses start the threads by calling ``__init__`` last.
+
+    Args:
+        queues: the queues to consume.
+        handler: where each message goes (``Runtime.handle`` or a wrapper of it).
+        workers: concurrent invocations per queue (``ScalingConfig.MaximumConcurrency``).
+        pollers: receiving threads per queue.
+        idle_pause: pause of a poller after an empty receive, in seconds.
+    """
+
+    def __init__(
+        self,
+        queues: Iterable[QueueName],
+        handler: MessageHandler,
+        *,
+        workers: Mapping[QueueName, int],
+        pollers: Mapping[QueueName, int],
+        idle_pause: float,
+    ) -> None:
+        self.handler = handler
+        self._queues = list(queues)
+        self._idle_pause = idle_pause
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._running = 0
+        self._started = 0
+        self._slots = {name: threading.BoundedSemaphore(workers[name]) for name in self._queues}
+        self._pools = {
+            name: ThreadPoolExecutor(workers[name], thread_name_prefix=f"pump-{name.value}")
+            for name in self._queues
+        }
+        self._threads = [
+            threading.Thread(target=self._poll, args=(name,), name=f"poller-{name.value}-{i}", daemon=True)
+            for name in self._queues
+            for i in range(pollers[name])
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def idle(self) -> bool:
+        """No invocation running and no message visible, in flight or delayed."""
+        with self._lock:
+            before = (self._running, self._started)
+        if before[0] or not self._quiet():
+            return False
+        with self._lock:
+            return (self._running, self._started) == before
+
+    def stop(self) -> None:
+        """Stop receiving; invocations in flight finish."""
+        self._stopping.set()
+        for thread in self._threads:
+            thread.join()
+        for pool in self._pools.values():
+            pool.shutdown(wait=True)
+
+    # ---------------------------------------------------------------- what a backend provides
+
+    @abstractmethod
+    def _receive(self, queue: QueueName, count: int) -> list[M]:
+        """Up to ``count`` messages of ``queue``, now invisible to other receivers ([] if none)."""
+
+    @abstractmethod
+    def _invoke(self, queue: QueueName, message: M) -> None:
+        """One invocation: hand ``message`` to the handler, then delete it or leave it for redelivery."""
+
+    @abstractmethod
+    def _quiet(self) -> bool:
+        """No message of any queue visible, in flight or delayed."""
+
+    # ---------------------------------------------------------------- internals
+
+    def _poll(self, queue: QueueName) -> None:
+        slots = self._slots[queue]
+        while not self._stopping.is_set():
+            if not slots.acquire(timeout=0.1):
+                continue
+            taken = 1
+            while taken < MAX_RECEIVE and slots.acquire(blocking=False):
+                taken += 1
+            messages = self._receive(queue, taken) if not self._stopping.is_set() else []
+            for _ in range(taken - len(messages)):
+                slots.release()
+            if not messages:
+                self._stopping.wait(self._idle_pause)
+            for message in messages:
+                with self._lock:
+                    self._running += 1
+                    self._started += 1
+                self._pools[queue].submit(self._run, queue, message)
+
+    def _run(self, queue: QueueName, message: M) -> None:
+        try:
+            self._invoke(queue, message)
+        except Exception:
+            logger.exception(
+                "invocation on the %s queue failed; the message will be redelivered", queue.value
+            )
+        finally:
+            with self._lock:
+                self._running -= 1
+            self._slots[queue].release()
+
+
+class QueuePump(PollingPump["MessageTypeDef"]):
+    """``PollingPump`` over SQS: short-poll receives, ``process_sqs_event`` per record, delete on success.
 
     Args:
         sqs: the World's SQS client.
@@ -72,76 +189,24 @@ class QueuePump:
         pollers: Mapping[QueueName, int],
         idle_pause: float = 0.02,
     ) -> None:
-        self.handler = handler
         self._sqs = sqs
         self._urls = dict(queue_urls)
         self._clock = clock
-        self._idle_pause = idle_pause
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._running = 0
-        self._started = 0
         self._arns = {
             name: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
                 "QueueArn"
             ]
             for name, url in self._urls.items()
         }
-        self._slots = {name: threading.BoundedSemaphore(workers[name]) for name in self._urls}
-        self._pools = {
-            name: ThreadPoolExecutor(workers[name], thread_name_prefix=f"pump-{name.value}")
-            for name in self._urls
-        }
-        self._threads = [
-            threading.Thread(target=self._poll, args=(name,), name=f"poller-{name.value}-{i}", daemon=True)
-            for name in self._urls
-            for i in range(pollers[name])
-        ]
-        for thread in self._threads:
-            thread.start()
+        super().__init__(self._urls, handler, workers=workers, pollers=pollers, idle_pause=idle_pause)
 
-    def idle(self) -> bool:
-        """No invocation running and no message visible, in flight or delayed."""
-        with self._lock:
-            before = (self._running, self._started)
-        if before[0]:
-            return False
+    def _quiet(self) -> bool:
         for url in self._urls.values():
             response = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_COUNTERS))  # type: ignore[arg-type]
             values = cast("Mapping[str, str]", response["Attributes"])
             if any(int(values.get(name, "0")) for name in _COUNTERS):
                 return False
-        with self._lock:
-            return (self._running, self._started) == before
-
-    def stop(self) -> None:
-        """Stop receiving; invocations in flight finish."""
-        self._stopping.set()
-        for thread in self._threads:
-            thread.join()
-        for pool in self._pools.values():
-            pool.shutdown(wait=True)
-
-    # ---------------------------------------------------------------- internals
-
-    def _poll(self, queue: QueueName) -> None:
-        slots = self._slots[queue]
-        while not self._stopping.is_set():
-            if not slots.acquire(timeout=0.1):
-                continue
-            taken = 1
-            while taken < MAX_RECEIVE and slots.acquire(blocking=False):
-                taken += 1
-            messages = self._receive(queue, taken) if not self._stopping.is_set() else []
-            for _ in range(taken - len(messages)):
-                slots.release()
-            if not messages:
-                self._stopping.wait(self._idle_pause)
-            for message in messages:
-                with self._lock:
-                    self._running += 1
-                    self._started += 1
-                self._pools[queue].submit(self._invoke, queue, message)
+        return True
 
     def _receive(self, queue: QueueName, count: int) -> list[MessageTypeDef]:
         request: dict[str, Any] = {
@@ -159,18 +224,9 @@ class QueuePump:
             return []
 
     def _invoke(self, queue: QueueName, message: MessageTypeDef) -> None:
-        try:
-            event = lambda_sqs_event([message], self._arns[queue])
-            response = process_sqs_event(
-                event, self.handler, sqs=self._sqs, queue_urls=self._urls, clock=self._clock
-            )
-            if not response["batchItemFailures"]:
-                self._sqs.delete_message(QueueUrl=self._urls[queue], ReceiptHandle=message["ReceiptHandle"])
-        except Exception:
-            logger.exception(
-                "invocation on the %s queue failed; the message will be redelivered", queue.value
-            )
-        finally:
-            with self._lock:
-                self._running -= 1
-            self._slots[queue].release()
+        event = lambda_sqs_event([message], self._arns[queue])
+        response = process_sqs_event(
+            event, self.handler, sqs=self._sqs, queue_urls=self._urls, clock=self._clock
+        )
+        if not response["batchItemFailures"]:
+            self._sqs.delete_message(QueueUrl=self._urls[queue], ReceiptHandle=message["ReceiptHandle"])
