@@ -2,65 +2,97 @@
 
 Run from the repository root (matplotlib comes with the ``bench`` extra)::
 
-    python -m bench.fanout            # the benchmark (about 15 minutes on 2 cores)
+    python -m bench.fanout            # moto passes, then the model pass (about 15 minutes on 2 cores)
     python -m bench.fanout --quick    # N in 1, 16; 2 runs: a smoke run of a minute
-    python -m bench.fanout --ns 64 --full-ns ""   # the held pass at one N
+    python -m bench.fanout --ns 64 --full-ns ""   # the held passes at one N
+    python -m bench.fanout --model-only           # the model pass alone, costs from bench/out/fanout.json
 
 For each N and each variant — step-message prologue ``run_context`` (SPEC §5.1) or
 ``legacy`` (the producer omits run_context, so the consumer reads the run first)
 x dispatch ``resilient`` (SPEC §5.2) or ``sequential`` — it runs ``bench.fanout(N)``
-(``asyncio.gather`` of N steps) on the AWS World over in-process moto, with an
-injected latency per AWS call, and reports per step: DynamoDB reads / writes /
-transactions, SQS sends / receives / deletes / visibility changes, S3 calls,
-run reads before the claim, and the time from ``start()`` to the last branch's
-``step_started`` (TTLS, p50/p90 over the runs). Two passes:
+(``asyncio.gather`` of N steps), variants interleaved round by round in
+alternating order, on two backends:
 
-* held (the TTLS table): each step blocks until all N branches have started, so
-  TTLS measures the start path alone; calls are counted up to the last start;
-* full (the whole-run table): trivial steps, ``--workers`` step consumers,
-  completions interleaved with starts, calls counted over the whole run.
+* moto: the AWS World over in-process moto, with an injected latency per AWS call
+  (``--ddb-latency-ms`` 5, ``--sqs-latency-ms`` 10, ``--s3-latency-ms`` 10). Reports per
+  step DynamoDB reads / writes / transactions, SQS sends / receives / deletes /
+  visibility changes, S3 calls, run reads before the claim, and the time from
+  ``start()`` to the last branch's ``step_started`` (TTLS, p50/p90). Every call is
+  attributed to the World operation that made it: the op costs table (round
+  trips per op by service). moto serves one call at a time at 5-10 ms of CPU, so
+  from N=16 on its TTLS is the emulator's total work, not the round trips;
+* model: the in-memory World with each operation delayed by its measured round
+  trips times the same latencies, consumed by a pump that pays SQS round trips as
+  Lambda's event source does (``bench.model``): the AWS regime, where calls cost
+  their round trip and run in parallel. Reports modeled round trips per step,
+  run reads before the claim, delivery to claim and TTLS (``--model-runs`` runs).
 
-Outputs: the markdown tables on stdout, ``bench/out/fanout.json`` (every sample)
-and ``bench/out/fanout.png`` (TTLS against N).
+Two modes each: held (the TTLS tables: every step waits until all N branches
+started, so TTLS measures the start path alone; calls up to the last start) and
+full (trivial steps, ``--workers`` step consumers, completions interleaved, calls
+over the whole run).
+
+Outputs: the markdown tables on stdout, ``bench/out/fanout.json`` (op costs, every
+sample, the summaries) and ``bench/out/fanout.png`` (TTLS against N, a panel per
+backend and mode). ``--model-only`` keeps the moto samples of the ``--op-costs``
+document and replaces its model samples.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import shlex
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from bench.core import FanoutBench, PumpShape, RunSample, Variant, all_variants
+from bench.core import FanoutBench, PumpShape, RunSample, Variant
 from bench.instrument import Latency
-from bench.report import markdown_table, paired_prologues, paired_table, plot, summarise, write_json
+from bench.model import ModelBench
+from bench.opcosts import OpCosts
+from bench.passes import interleaved, print_tables
+from bench.report import paired_prologues, plot, samples_from_json, summarise, write_json
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
+_WARM_UP = Variant("run_context", "resilient")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.fanout", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="N in 1, 16; 2 runs; full pass at 1, 16")
-    parser.add_argument("--ns", default="1,16,64,256", help="branch counts of the held (TTLS) pass")
-    parser.add_argument("--runs", type=int, default=5, help="runs per N and variant (held pass)")
+    parser.add_argument("--quick", action="store_true", help="N in 1, 16; 2 runs; full passes at 1, 16")
+    parser.add_argument("--ns", default="1,16,64,256", help="branch counts of the held (TTLS) passes")
+    parser.add_argument("--runs", type=int, default=5, help="runs per N and variant (moto held pass)")
     parser.add_argument(
-        "--runs-256", type=int, default=5, help="runs per variant for N >= 256 (held pass; each ~25 s)"
+        "--runs-256", type=int, default=5, help="runs per variant for N >= 256 (moto held pass; each ~25 s)"
     )
     parser.add_argument(
         "--full-ns",
         default="1,16,64,256",
-        help="branch counts of the full pass, one run each ('' to skip)",
+        help="branch counts of the full passes, one moto run each ('' to skip)",
+    )
+    parser.add_argument(
+        "--model-runs", type=int, default=5, help="model runs per N and variant (0: no model)"
+    )
+    parser.add_argument(
+        "--model-only", action="store_true", help="skip the moto passes (costs from --op-costs)"
+    )
+    parser.add_argument(
+        "--op-costs",
+        type=Path,
+        default=DEFAULT_OUT / "fanout.json",
+        help="a fanout.json with op costs, for --model-only",
     )
     parser.add_argument("--ddb-latency-ms", type=float, default=5.0)
     parser.add_argument("--sqs-latency-ms", type=float, default=10.0)
     parser.add_argument("--s3-latency-ms", type=float, default=10.0)
-    parser.add_argument("--workers", type=int, default=16, help="step consumers in the full pass")
+    parser.add_argument("--workers", type=int, default=16, help="step consumers in the full passes")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where fanout.json and fanout.png go")
     args = parser.parse_args(argv)
     if args.quick:
-        args.ns, args.runs, args.runs_256, args.full_ns = "1,16", 2, 2, "1,16"
+        args.ns, args.runs, args.runs_256, args.full_ns, args.model_runs = "1,16", 2, 2, "1,16", 2
     return args
 
 
@@ -75,79 +107,98 @@ def main(argv: list[str] | None = None) -> int:
     latency = Latency(
         dynamodb=args.ddb_latency_ms / 1000, sqs=args.sqs_latency_ms / 1000, s3=args.s3_latency_ms / 1000
     )
-    variants = all_variants()
+    shape = PumpShape(step_workers=args.workers)
     runs_for = {n: (args.runs_256 if n >= 256 else args.runs) for n in held_ns}
-    command = shlex.join(["python", "-m", "bench.fanout", *(argv if argv is not None else sys.argv[1:])])
-    print(f"$ {command.strip()}")
+    command = shlex.join(["python", "-m", "bench.fanout", *(sys.argv[1:] if argv is None else argv)])
+    print(f"$ {command}")
     print(
         f"latency per call: DynamoDB {args.ddb_latency_ms:g} ms, SQS {args.sqs_latency_ms:g} ms, "
-        f"S3 {args.s3_latency_ms:g} ms; held pass N={held_ns} runs {runs_for}; "
-        f"full pass N={full_ns} (1 run each, {args.workers} step consumers)",
+        f"S3 {args.s3_latency_ms:g} ms; held N={held_ns}, full N={full_ns} ({args.workers} step consumers); "
+        + ("model only" if args.model_only else f"moto held runs {runs_for}, 1 full run each")
+        + f"; model runs {args.model_runs} per N",
         flush=True,
     )
-    samples: list[RunSample] = []
     began = time.perf_counter()
-    with FanoutBench(latency, PumpShape(step_workers=args.workers)) as bench:
-        bench.run_once(4, Variant("run_context", "resilient"))  # warm-up, not recorded
-        for n in held_ns:
-            # Variants interleaved run by run, so that drift (load, a growing table) hits them
-            # alike, in alternating order, so that no variant always runs first in its round.
-            for run in range(runs_for[n]):
-                for variant in variants if run % 2 == 0 else variants[::-1]:
-                    samples.append(_measured(bench, n, variant, held=True, run=run))
-        for n in full_ns:
-            for variant in variants:
-                samples.append(_measured(bench, n, variant, held=False, run=0))
-    elapsed = time.perf_counter() - began
-    rows = summarise(samples)
-    held_rows = [r for r in rows if r.mode == "held"]
-    full_rows = [r for r in rows if r.mode == "full"]
-    notes = (
-        f"{len(samples)} runs in {elapsed:.0f} s. Calls are per step; receives count only those that "
-        "brought messages; TTLS and moto busy time in seconds. Held runs per variant: "
-        + ", ".join(f"N={n}: {r}" for n, r in runs_for.items())
-        + "."
-    )
-    if held_rows:
-        print("\n### Start path (held: steps wait until every branch started; calls to the last start)\n")
-        print(markdown_table(held_rows))
-    pairs = [p for p in paired_prologues(samples) if p.mode == "held"]
-    if pairs:
-        print("\n### Legacy prologue against run_context, round by round (held; Δ = legacy - run_context)\n")
-        print(paired_table(pairs))
-    if full_rows:
-        print("\n### Whole run (full: trivial steps, completions interleaved; calls over the whole run)\n")
-        print(markdown_table(full_rows))
-    print(f"\n{notes}")
-    config = {
-        "command": command.strip(),
+    config: dict[str, Any] = {
+        "command": command,
         "latency_ms": {"dynamodb": args.ddb_latency_ms, "sqs": args.sqs_latency_ms, "s3": args.s3_latency_ms},
-        "held_ns": held_ns,
-        "runs": {str(n): r for n, r in runs_for.items()},
-        "full_ns": full_ns,
         "step_workers_full": args.workers,
-        "elapsed_seconds": round(elapsed, 1),
     }
-    write_json(args.out / "fanout.json", config, samples, rows, pairs)
-    subtitle = (
-        f"AWS World on in-process moto; injected latency DynamoDB {args.ddb_latency_ms:g} ms, "
-        f"SQS {args.sqs_latency_ms:g} ms; {command.strip()}"
+    if args.model_only:
+        loaded = _previous_moto(args.op_costs)
+        if loaded is None:
+            print(f"{args.op_costs} has no op costs: run the moto passes first (without --model-only)")
+            return 2
+        costs, moto, config["moto"] = loaded
+    else:
+        moto = _moto_passes(latency, shape, held_ns, full_ns, runs_for)
+        costs = OpCosts.from_samples(moto)
+        runs = {str(n): r for n, r in runs_for.items()}
+        config["moto"] = {"held_ns": held_ns, "runs": runs, "full_ns": full_ns}
+    moto_seconds = time.perf_counter() - began
+    model: list[RunSample] = []
+    unmeasured: list[str] = []
+    if args.model_runs > 0:
+        model, unmeasured = _model_pass(costs, latency, shape, held_ns, full_ns, args.model_runs)
+        config["model"] = {"held_ns": held_ns, "full_ns": full_ns, "runs": args.model_runs}
+    elapsed = time.perf_counter() - began
+    config["elapsed_seconds"] = round(elapsed, 1)
+    samples = moto + model
+    rows = summarise(samples)
+    pairs = paired_prologues(samples)
+    print_tables(costs, rows, pairs, show_moto=not args.model_only)
+    source = str(args.op_costs) if args.model_only else f"this command's moto passes ({moto_seconds:.0f} s)"
+    print(
+        f"\n{len(samples)} runs ({len(model)} model) in {elapsed:.0f} s. Calls and round trips are per "
+        "step; moto receives count only those that brought messages; times in seconds. "
+        f"Op costs from {source}, {costs.runs} runs."
+        + (f" Ops never measured, charged nothing: {', '.join(unmeasured)}." if unmeasured else "")
     )
-    plot(args.out / "fanout.png", rows, subtitle)
+    write_json(args.out / "fanout.json", config, samples, rows, pairs, costs.to_json())
+    subtitle = (
+        f"latency DynamoDB {args.ddb_latency_ms:g} ms, SQS {args.sqs_latency_ms:g} ms, "
+        f"S3 {args.s3_latency_ms:g} ms; {command}"
+    )
+    try:
+        plot(args.out / "fanout.png", rows, subtitle)
+    except ImportError:
+        print(f"wrote {args.out / 'fanout.json'}; no plot: matplotlib is missing (pip install -e '.[bench]')")
+        return 0
     print(f"wrote {args.out / 'fanout.json'} and {args.out / 'fanout.png'}")
     return 0
 
 
-def _measured(bench: FanoutBench, n: int, variant: Variant, *, held: bool, run: int) -> RunSample:
-    sample = bench.run_once(n, variant, held=held)
-    mode = "held" if held else "full"
-    print(
-        f"  {mode} N={n:<3} {variant.label:<26} run {run + 1}: TTLS {sample.ttls_seconds:6.2f} s, "
-        f"run reads before claim {sample.pre_claim_run_reads}, {sample.run_status}, "
-        f"{sample.wall_seconds:.1f} s",
-        flush=True,
-    )
-    return sample
+def _moto_passes(
+    latency: Latency, shape: PumpShape, held_ns: list[int], full_ns: list[int], runs_for: dict[int, int]
+) -> list[RunSample]:
+    """The held and full passes on moto (full: one run per N and variant)."""
+    with FanoutBench(latency, shape) as bench:
+        bench.run_once(4, _WARM_UP)  # warm-up, not recorded
+        held = interleaved(bench, held_ns, runs_for, held=True)
+        return held + interleaved(bench, full_ns, dict.fromkeys(full_ns, 1), held=False)
+
+
+def _previous_moto(path: Path) -> tuple[OpCosts, list[RunSample], dict[str, Any]] | None:
+    """Op costs, moto samples and moto settings of an earlier run's document; None without op costs."""
+    document = json.loads(path.read_text(encoding="utf-8"))
+    if not document.get("op_costs"):
+        return None
+    previous = document.get("config", {})
+    # A document of this version keeps the moto settings under "moto"; an older one's are its config.
+    settings = {**previous.get("moto", previous), "from": str(path)}
+    moto = [s for s in samples_from_json(document) if s.backend == "moto"]
+    return OpCosts.from_json(document["op_costs"]), moto, settings
+
+
+def _model_pass(
+    costs: OpCosts, latency: Latency, shape: PumpShape, held_ns: list[int], full_ns: list[int], runs: int
+) -> tuple[list[RunSample], list[str]]:
+    """The held and full passes on the model; also the ops it met that the costs do not know."""
+    bench = ModelBench(costs, latency, shape)
+    bench.run_once(4, _WARM_UP)  # warm-up, not recorded
+    held = interleaved(bench, held_ns, dict.fromkeys(held_ns, runs), held=True)
+    full = interleaved(bench, full_ns, dict.fromkeys(full_ns, runs), held=False)
+    return held + full, bench.charge.unmeasured
 
 
 if __name__ == "__main__":

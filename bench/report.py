@@ -1,16 +1,22 @@
-"""Summaries of fan-out samples: percentiles, per-step call counts, the markdown table, JSON, the plot."""
+"""Summaries of fan-out samples: percentiles, per-step call counts, the markdown tables, JSON, the plot.
+
+Samples carry a ``backend``: "moto" (the AWS World on moto, calls counted) or
+"model" (the in-memory World with measured latencies, ``bench.model``). Rows and
+paired comparisons are per backend; ``markdown_table`` is the moto table (calls by
+kind), ``model_table`` the model's (modeled round trips, delivery to claim, TTLS).
+"""
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.core import RunSample, Variant
 from bench.instrument import EMPTY_RECEIVE, KINDS, RUN_READ, kind_of
+from bench.measure import RunSample, Variant
 
 # Columns of the table, in order: (kind, header).
 COLUMNS = (
@@ -50,7 +56,11 @@ def per_step_kinds(calls: dict[str, int], n: int) -> dict[str, float]:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One table row: every run of one (mode, N, variant)."""
+    """One table row: every run of one (backend, mode, N, variant).
+
+    ``round_trips_per_step`` is by service (held: up to the last start; full: the
+    whole run); ``delivery_to_claim_p50`` the median of the runs' per-branch medians.
+    """
 
     mode: str
     n: int
@@ -65,15 +75,18 @@ class Row:
     emulator_query_seconds: float
     steps_completed_per_run: float
     statuses: list[str]
+    backend: str = "moto"
+    round_trips_per_step: dict[str, float] = field(default_factory=dict)
+    delivery_to_claim_p50: float = math.nan
 
 
 def summarise(samples: Iterable[RunSample]) -> list[Row]:
-    """Rows in (mode, N, variant) order of first appearance."""
-    groups: dict[tuple[bool, int, Variant], list[RunSample]] = {}
+    """Rows in (backend, mode, N, variant) order of first appearance."""
+    groups: dict[tuple[str, bool, int, Variant], list[RunSample]] = {}
     for sample in samples:
-        groups.setdefault((sample.held, sample.n, sample.variant), []).append(sample)
+        groups.setdefault((sample.backend, sample.held, sample.n, sample.variant), []).append(sample)
     rows = []
-    for (held, n, variant), group in groups.items():
+    for (backend, held, n, variant), group in groups.items():
         runs = len(group)
         per_step: dict[str, float] = {kind: 0.0 for kind, _ in COLUMNS}
         for sample in group:
@@ -82,6 +95,11 @@ def summarise(samples: Iterable[RunSample]) -> list[Row]:
             for kind, value in per_step_kinds(calls, n).items():
                 per_step[kind] += value / runs
         ttls = [s.ttls_seconds for s in group]
+        trips: dict[str, float] = {}
+        for sample in group:
+            for service, count in (sample.round_trips_to_last_start if held else sample.round_trips).items():
+                trips[service] = trips.get(service, 0.0) + count / runs / n
+        claims = [s.delivery_to_claim_p50 for s in group if not math.isnan(s.delivery_to_claim_p50)]
         rows.append(
             Row(
                 mode="held" if held else "full",
@@ -97,6 +115,9 @@ def summarise(samples: Iterable[RunSample]) -> list[Row]:
                 emulator_query_seconds=sum(s.emulator_busy.get("dynamodb.Query", 0.0) for s in group) / runs,
                 steps_completed_per_run=sum(s.steps_completed for s in group) / runs,
                 statuses=sorted({s.run_status for s in group}),
+                backend=backend,
+                round_trips_per_step=dict(sorted(trips.items())),
+                delivery_to_claim_p50=percentile(claims, 0.5),
             )
         )
     return rows
@@ -118,24 +139,25 @@ class Paired:
     legacy_slower: int
     median_delta_seconds: float  # legacy TTLS minus run_context TTLS, median over rounds
     median_delta_percent: float  # the same relative to run_context
+    backend: str = "moto"
 
 
 def paired_prologues(samples: Sequence[RunSample]) -> list[Paired]:
-    """Per (mode, N, dispatch) and pooled over dispatch modes: how often legacy was slower, by how much."""
-    series: dict[tuple[bool, int, str, str], list[float]] = {}
+    """Per (backend, mode, N, dispatch) and pooled over dispatch: how often legacy was slower, by how much."""
+    series: dict[tuple[str, bool, int, str, str], list[float]] = {}
     for sample in samples:
-        key = (sample.held, sample.n, sample.variant.dispatch, sample.variant.prologue)
+        key = (sample.backend, sample.held, sample.n, sample.variant.dispatch, sample.variant.prologue)
         series.setdefault(key, []).append(sample.ttls_seconds)
-    deltas: dict[tuple[bool, int, str], list[tuple[float, float]]] = {}
-    for (held, n, dispatch, prologue), fast in series.items():
+    deltas: dict[tuple[str, bool, int, str], list[tuple[float, float]]] = {}
+    for (backend, held, n, dispatch, prologue), fast in series.items():
         if prologue != "run_context":
             continue
-        slow = series.get((held, n, dispatch, "legacy"), [])
+        slow = series.get((backend, held, n, dispatch, "legacy"), [])
         pairs = [(b - a, (b - a) / a * 100 if a > 0 else math.nan) for a, b in zip(fast, slow, strict=False)]
-        deltas.setdefault((held, n, dispatch), []).extend(pairs)
-        deltas.setdefault((held, n, "both"), []).extend(pairs)
+        deltas.setdefault((backend, held, n, dispatch), []).extend(pairs)
+        deltas.setdefault((backend, held, n, "both"), []).extend(pairs)
     out = []
-    for (held, n, dispatch), pairs in deltas.items():
+    for (backend, held, n, dispatch), pairs in deltas.items():
         if not pairs:
             continue
         out.append(
@@ -147,10 +169,11 @@ def paired_prologues(samples: Sequence[RunSample]) -> list[Paired]:
                 legacy_slower=sum(1 for d, _ in pairs if d > 0),
                 median_delta_seconds=percentile([d for d, _ in pairs], 0.5),
                 median_delta_percent=percentile([pct for _, pct in pairs], 0.5),
+                backend=backend,
             )
         )
     order = {"resilient": 0, "sequential": 1, "both": 2}
-    return sorted(out, key=lambda p: (p.mode != "held", p.n, order.get(p.dispatch, 3)))
+    return sorted(out, key=lambda p: (p.backend != "moto", p.mode != "held", p.n, order.get(p.dispatch, 3)))
 
 
 def paired_table(pairs: Sequence[Paired]) -> str:
@@ -163,7 +186,7 @@ def paired_table(pairs: Sequence[Paired]) -> str:
             pair.dispatch,
             str(pair.rounds),
             f"{pair.legacy_slower}/{pair.rounds}",
-            f"{pair.median_delta_seconds:+.2f}",
+            f"{pair.median_delta_seconds:+.3f}",
             f"{pair.median_delta_percent:+.1f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
@@ -200,16 +223,54 @@ def markdown_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
+def model_table(rows: Sequence[Row]) -> str:
+    """Model rows as a markdown table: modeled round trips per step, delivery to claim, TTLS."""
+    headers = [
+        "N",
+        "prologue",
+        "dispatch",
+        "runs",
+        "DDB round trips",
+        "SQS round trips",
+        "S3 round trips",
+        "run reads before claim",
+        "delivery→claim p50 (ms)",
+        "TTLS p50",
+        "TTLS p90",
+        "status",
+    ]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    for row in rows:
+        trips = row.round_trips_per_step
+        cells = [
+            str(row.n),
+            row.prologue,
+            row.dispatch,
+            str(row.runs),
+            *(f"{trips.get(service, 0.0):.2f}" for service in ("dynamodb", "sqs", "s3")),
+            f"{row.run_reads_before_claim_per_step:.2f}",
+            f"{row.delivery_to_claim_p50 * 1000:.1f}",
+            f"{row.ttls_p50:.3f}",
+            f"{row.ttls_p90:.3f}",
+            "/".join(row.statuses),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def write_json(
     path: Path,
     config: dict[str, Any],
     samples: Sequence[RunSample],
     rows: Sequence[Row],
     pairs: Sequence[Paired] = (),
+    op_costs: Mapping[str, Any] | None = None,
 ) -> None:
+    """Everything a benchmark run produced, as one JSON document (``op_costs``: ``OpCosts.to_json()``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     document = {
         "config": config,
+        "op_costs": op_costs,
         "summary": [asdict(row) for row in rows],
         "paired_prologues": [asdict(pair) for pair in pairs],
         "samples": [asdict(sample) for sample in samples],
@@ -217,8 +278,19 @@ def write_json(
     path.write_text(json.dumps(document, indent=2, sort_keys=False) + "\n", encoding="utf-8")
 
 
+def samples_from_json(document: Mapping[str, Any]) -> list[RunSample]:
+    """The samples of a document ``write_json`` wrote (older documents: every sample is moto's)."""
+    known = set(RunSample.__dataclass_fields__)
+    out = []
+    for entry in document.get("samples", []):
+        fields = {k: v for k, v in entry.items() if k in known}
+        fields["variant"] = Variant(**entry["variant"])
+        out.append(RunSample(**fields))
+    return out
+
+
 def plot(path: Path, rows: Sequence[Row], subtitle: str) -> None:
-    """TTLS p50 against N, one line per prologue x dispatch mode, one panel per mode; bars to p90.
+    """TTLS p50 against N, one line per prologue x dispatch mode, one panel per (backend, mode); bars to p90.
 
     matplotlib is imported here: it is only in the ``bench`` extra.
     """
@@ -227,38 +299,45 @@ def plot(path: Path, rows: Sequence[Row], subtitle: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    backends = [b for b in ("moto", "model") if any(r.backend == b for r in rows)]
     modes = [mode for mode in ("held", "full") if any(r.mode == mode for r in rows)]
-    figure, axes = plt.subplots(1, len(modes), figsize=(6.5 * len(modes), 4.8), squeeze=False)
+    figure, axes = plt.subplots(
+        len(backends), len(modes), figsize=(6.5 * len(modes), 4.8 * len(backends)), squeeze=False
+    )
     titles = {
         "held": "start path (steps held until all started)",
         "full": "whole run (trivial steps, completions interleaved)",
     }
-    for axis, mode in zip(axes[0], modes, strict=True):
-        labels = sorted({(r.prologue, r.dispatch) for r in rows if r.mode == mode})
-        for prologue, dispatch in labels:
-            line = sorted(
-                (r for r in rows if (r.mode, r.prologue, r.dispatch) == (mode, prologue, dispatch)),
-                key=lambda r: r.n,
-            )
-            ns = [r.n for r in line]
-            p50 = [r.ttls_p50 for r in line]
-            upper = [max(0.0, r.ttls_p90 - r.ttls_p50) for r in line]
-            axis.errorbar(
-                ns,
-                p50,
-                yerr=[[0.0] * len(line), upper],
-                marker="o" if prologue == "run_context" else "s",
-                linestyle="-" if dispatch == "resilient" else "--",
-                capsize=3,
-                label=f"{prologue} / {dispatch}",
-            )
-        axis.set_xscale("log", base=2)
-        axis.set_yscale("log")
-        axis.set_xlabel("branches N")
-        axis.set_ylabel("time to last step start (s), p50, bar to p90")
-        axis.set_title(titles[mode])
-        axis.grid(True, which="both", alpha=0.3)
-        axis.legend()
+    sources = {
+        "moto": "moto (AWS World, emulator CPU)",
+        "model": "model (memory World + measured round trips)",
+    }
+    for axes_row, backend in zip(axes, backends, strict=True):
+        for axis, mode in zip(axes_row, modes, strict=True):
+            cell = [r for r in rows if (r.backend, r.mode) == (backend, mode)]
+            for prologue, dispatch in sorted({(r.prologue, r.dispatch) for r in cell}):
+                line = sorted(
+                    (r for r in cell if (r.prologue, r.dispatch) == (prologue, dispatch)), key=lambda r: r.n
+                )
+                p50 = [r.ttls_p50 for r in line]
+                upper = [max(0.0, r.ttls_p90 - r.ttls_p50) for r in line]
+                axis.errorbar(
+                    [r.n for r in line],
+                    p50,
+                    yerr=[[0.0] * len(line), upper],
+                    marker="o" if prologue == "run_context" else "s",
+                    linestyle="-" if dispatch == "resilient" else "--",
+                    capsize=3,
+                    label=f"{prologue} / {dispatch}",
+                )
+            axis.set_xscale("log", base=2)
+            axis.set_yscale("log")
+            axis.set_xlabel("branches N")
+            axis.set_ylabel("time to last step start (s), p50, bar to p90")
+            axis.set_title(f"{sources[backend]}\n{titles[mode]}", fontsize=10)
+            axis.grid(True, which="both", alpha=0.3)
+            if cell:
+                axis.legend()
     figure.suptitle(subtitle, fontsize=9)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
