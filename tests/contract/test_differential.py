@@ -4,7 +4,8 @@ A hypothesis state machine applies each ``EventRequest`` to both Worlds, each
 on its own ``ManualClock`` (advanced together by a rule), and checks that both
 accept it (with the same resulting event type) or both reject it with the same
 error kind (and, for ``TooEarly``, the same ``retry_after``). After every step
-the entities read back (runs, steps, live hooks, tokens, waits) and the logs
+the entities read back (runs, steps and whether any is pending, live hooks,
+tokens, waits) and the logs
 (types, correlation ids and data, in order) must be equal.
 
 Event positions are not compared: on DynamoDB a refused write leaves a sealed
@@ -238,6 +239,37 @@ class DifferentialMachine(RuleBasedStateMachine):
         data = EventData(error=self._payload("step-error"), retry_after=retry_after)
         self._apply(run, EventType.STEP_RETRYING, step, data)
 
+    def _backing_off(self) -> list[tuple[int, str]]:
+        """Steps whose retry_after is still ahead (on the shared clock): where TooEarly is judged."""
+        now = self.memory_clock.now()
+        return [
+            (run, step.step_id)
+            for run, run_id in enumerate(self.run_ids)
+            for step in self.memory.steps.list(run_id)
+            if step.retry_after is not None and step.retry_after > now and not step.status.terminal
+        ]
+
+    @precondition(lambda self: bool(self._backing_off()))
+    @rule(draw=st.data())
+    def step_restarted_early(self, draw: st.DataObject) -> None:
+        # A redelivery that comes back before the step's backoff ran out: both Worlds must
+        # refuse it with TooEarly and the same seconds left (or RunExpired, the fence first).
+        run, step = draw.draw(st.sampled_from(self._backing_off()), label="backing off")
+        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+
+    @rule(run=RUNS, step=STEPS, delay=OFFSETS)
+    def step_backs_off(self, run: int, step: str, delay: int) -> None:
+        # A whole backoff in one rule (create, start, retry with a delay, start too early),
+        # each call compared: drawn one by one, this sequence almost never happens, and it
+        # is the only road to TooEarly. Refusals on the way (a finished step, an ended run)
+        # are compared just the same.
+        self.step_created(run, step)
+        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        retry_after = self.memory_clock.now() + timedelta(seconds=delay)
+        data = EventData(error=self._payload("step-error"), retry_after=retry_after)
+        self._apply(run, EventType.STEP_RETRYING, step, data)
+        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+
     @rule(draw=st.data(), completed=st.booleans())
     def step_finished(self, draw: st.DataObject, completed: bool) -> None:
         run, step = self._target(draw, "step", StepStatus.RUNNING)
@@ -311,7 +343,10 @@ def _snapshot(world: World, run_id: str, parts: frozenset[str]) -> dict[str, Any
     """The ``parts`` of a run's state, as comparable values; the log without positions (see above)."""
     readers: dict[str, Callable[[], Any]] = {
         "run": lambda: _fields(_read(lambda: world.runs.get(run_id))),
-        "steps": lambda: [_fields(step) for step in sorted(world.steps.list(run_id), key=_step_id)],
+        "steps": lambda: (
+            [_fields(step) for step in sorted(world.steps.list(run_id), key=_step_id)],
+            world.steps.any_pending(run_id),
+        ),
         "hooks": lambda: [_fields(hook) for hook in sorted(world.hooks.list(run_id), key=_hook_id)],
         "waits": lambda: [_fields(wait) for wait in sorted(world.waits.list(run_id), key=_wait_id)],
         "log": lambda: [
