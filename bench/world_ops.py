@@ -183,6 +183,7 @@ def scenarios(world: AwsWorld, clock: ManualClock) -> list[tuple[str, Callable[[
     out.append(("runs.get", lambda: world.runs.get(step_run)))
     out.append(("steps.get", lambda: world.steps.get(step_run, pending_step)))
     out.append(("steps.list", lambda: world.steps.list(step_run)))
+    out.append(("steps.any_pending", lambda: world.steps.any_pending(step_run)))
     live_token = new_id("tok")
     create_hook(world, other, live_token)
     out.append(("hooks.get_by_token", lambda: world.hooks.get_by_token(live_token)))

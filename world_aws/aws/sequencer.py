@@ -275,20 +275,19 @@ class Sequencer:
         run_id: str,
         request: EventRequest,
         now: datetime,
-        entity_key: keys.Key,
         entity_actions: EntityActions,
         *,
         entity_fields: Iterable[str] = (),
     ) -> Event:
-        """``step_created`` / ``wait_created``: read, judge, append with the entity's put (3 round trips).
+        """``step_created`` / ``wait_created``: reserve (fenced), commit with the entity's put: 2 round trips.
 
-        The consistent read of run and entity refuses the common duplicate (a replay, a
-        resilient re-ensure, SPEC §5.2) without taking a position. A duplicate that raced
-        past the read fails its entity put's ``attribute_not_exists(sk)`` (action 1 of the
-        commit): its position is sealed and the ``ALL_OLD`` image names the Conflict.
+        No read first: a missing or terminal run refuses the reservation, and a
+        duplicate (rare: a resilient re-ensure racing its producer, SPEC §5.2) fails
+        its entity put's ``attribute_not_exists(sk)`` (action 1 of the commit): its
+        position is sealed with a ``noop`` and the ``ALL_OLD`` image names the Conflict.
+        A read before reserving would cost every create a round trip to save the
+        rare duplicate two.
         """
-        run_item, existing = self.read_run_and(run_id, entity_key)
-        rules.judge_child_create(request, self.run_header(run_item), existing)
         appended = self.append_event(
             run_id,
             request,

@@ -1,23 +1,29 @@
 """Step events on DynamoDB: step_created, step_started, step_retrying, step_completed, step_failed.
 
-``step_created`` (3 round trips): a consistent ``BatchGetItem`` of the run and
-the step, judged with ``rules.judge_child_create``, so that the common
-duplicate (a replay, a resilient re-ensure, SPEC §5.2) is refused without taking
-a position; then reserve (fenced) + commit ``[Put event, Put step
-attribute_not_exists(sk), Put pend# marker]``. A duplicate that raced past the read fails the step
-condition: its position is sealed with a ``noop`` and the ``ALL_OLD`` image names
-the rejection (Conflict) with ``rules.judge_child_create``, without another read.
+``step_created`` (2 round trips): reserve (fenced) + commit ``[Put event, Put step
+attribute_not_exists(sk), Put pend# marker]``, no read first
+(``Sequencer.create_child``). A duplicate (a resilient re-ensure racing the
+producer, SPEC §5.2) fails the step condition: its position is sealed with a
+``noop`` and the ``ALL_OLD`` image names the rejection (Conflict).
 
-Transitions (3 round trips): one consistent ``BatchGetItem`` of the run and the
-step, judged with ``rules.judge_step_event`` (a rejection costs this one read
-and no position); reserve (fenced for step_started/step_retrying, SPEC §3.1;
-*unfenced* for step_completed/step_failed, because a running step may report
-its outcome after its run ended); commit ``[Put event, Update step]`` (plus ``Delete pend# marker``
-for an outcome) with the condition ``ver = :seen`` (the step is still exactly as judged). The read is
-needed anyway: the result carries the whole step (its input, to execute it),
-and a transaction returns no item images on success. If another writer changed
-the step in between, the position is sealed and the ``ALL_OLD`` image judged:
-a rejection is raised from it, an acceptable new state is tried again.
+``step_started`` (3 round trips): one consistent ``BatchGetItem`` of the run and the
+step, judged with ``rules.judge_step_event`` (TooEarly needs the step's
+``retry_after``; a rejection costs this one read and no position); reserve
+(fenced, SPEC §3.1); commit ``[Put event, Update step]`` with the condition
+``ver = :seen`` (the step is still exactly as judged). The read is needed anyway:
+the result carries the whole step (its input, to execute it), and a transaction
+returns no item images on success. If another writer changed the step in
+between, the position is sealed and the ``ALL_OLD`` image judged: a rejection is
+raised from it, an acceptable new state is tried again.
+
+``step_retrying`` / ``step_completed`` / ``step_failed`` (2 round trips): no read.
+Reserve (fenced for step_retrying; *unfenced* for the outcomes, because a running
+step may report its outcome after its run ended) + commit ``[Put event, Update
+step if status = running]`` (plus ``Delete pend# marker`` for an outcome). These
+are accepted exactly when the step is running, so the condition is the whole
+rule; a refused commit seals its position and the ``ALL_OLD`` image, judged with
+the run as of the reservation, names the rejection. Their result carries no
+step (nothing was read); the caller has what it wrote.
 """
 
 from __future__ import annotations
@@ -30,9 +36,24 @@ from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
 from world_aws.contract import rules
-from world_aws.contract.records import EventRequest, EventResult, EventType, ResolveData, Run, Step
+from world_aws.contract.records import (
+    EventRequest,
+    EventResult,
+    EventType,
+    ResolveData,
+    Run,
+    Step,
+    StepStatus,
+)
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient
+
+# The status a step takes on each event written without reading it first.
+_SETTLED_STATUS = {
+    EventType.STEP_RETRYING: StepStatus.PENDING,
+    EventType.STEP_COMPLETED: StepStatus.COMPLETED,
+    EventType.STEP_FAILED: StepStatus.FAILED,
+}
 
 
 class StepEvents:
@@ -59,21 +80,20 @@ class StepEvents:
                 self._table.put_action(keys.pending_key(run_id, step.step_id)),
             ]
 
-        step_key = keys.step_key(run_id, step.step_id)
-        event = self._seq.create_child(
-            run_id, request, now, step_key, entity_actions, entity_fields=("input",)
-        )
+        event = self._seq.create_child(run_id, request, now, entity_actions, entity_fields=("input",))
         return EventResult(event=event, step=step)
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""
+        if request.type is not EventType.STEP_STARTED:
+            return self._settle(run_id, request, now)
         for _ in range(MAX_RESERVATIONS):
-            result = self._try_transition(run_id, request, now)
+            result = self._try_start(run_id, request, now)
             if result is not None:
                 return result
         raise Transient(f"step {request.correlation_id} kept changing; retry", retry_after=0.1)
 
-    def _try_transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
+    def _try_start(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         """One read-judge-reserve-commit attempt; None when the step changed under us but may still go."""
         assert request.correlation_id is not None
         step_key = keys.step_key(run_id, request.correlation_id)
@@ -81,37 +101,23 @@ class StepEvents:
         seen = self._header(run_id, step_item)
         rules.judge_step_event(request, self._seq.run_header(run_item), seen, now)
         assert step_item is not None and seen is not None
-        new = rules.apply_step_event(request, seen, now)
         version = int(step_item["ver"])
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
-            update, values, names = _step_update(request, new, writer, position)
-            actions = [
-                # Timeline: two deliveries of one step race (a redelivered start, an outcome
-                # and a retry): only the writer that saw the current version applies.
+            update, values, names = _step_update(request, StepStatus.RUNNING, writer, position, now)
+            return [
+                # Timeline: two deliveries of one step race (two redelivered starts, a start
+                # and an outcome): only the writer that saw the current version applies.
                 self._table.update_action(
                     step_key, update, condition="ver = :ver", names=names, values={**values, ":ver": version}
                 ),
             ]
-            if new.status.terminal:
-                # In the same transaction as the outcome: a last-completer check that
-                # follows this commit cannot see the step as pending.
-                actions.append(self._table.delete_action(keys.pending_key(run_id, new.step_id)))
-            return actions
 
         def judge(run: Run | None) -> None:
             rules.judge_step_event(request, run, seen, now)
 
         appended = self._seq.append_event(
-            run_id,
-            request,
-            now,
-            # Fenced for a claim or a retry (SPEC §3.1); not for an outcome: a running step
-            # may report it after its run ended.
-            fenced=request.type in (EventType.STEP_STARTED, EventType.STEP_RETRYING),
-            judge=judge,
-            entity_actions=entity_actions,
-            entity_fields=("output", "error"),
+            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
         )
         if appended.refused is None:
             full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
@@ -120,6 +126,49 @@ class StepEvents:
         rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         return None  # still acceptable in its new state (a concurrent start, say): go again
 
+    def _settle(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        """step_retrying / step_completed / step_failed: reserve + commit, no read (2 round trips)."""
+        step_id = request.correlation_id
+        assert step_id is not None
+        step_key = keys.step_key(run_id, step_id)
+        status = _SETTLED_STATUS[request.type]
+
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
+            update, values, names = _step_update(request, status, writer, position, now)
+            actions = [
+                # Timeline: a redelivery re-claims the step while this delivery reports; or the
+                # run ends. The write applies while the step is running, whoever started it last.
+                self._table.update_action(
+                    step_key,
+                    update,
+                    condition="#status = :running",
+                    names=names,
+                    values={**values, ":running": StepStatus.RUNNING.value},
+                ),
+            ]
+            if status.terminal:
+                # In the same transaction as the outcome: a last-completer check that
+                # follows this commit cannot see the step as pending.
+                actions.append(self._table.delete_action(keys.pending_key(run_id, step_id)))
+            return actions
+
+        appended = self._seq.append_event(
+            run_id,
+            request,
+            now,
+            # A retry re-queues work: fenced (SPEC §3.1). An outcome is not: a running step
+            # may report it after its run ended.
+            fenced=request.type is EventType.STEP_RETRYING,
+            judge=lambda run: rules.judge_step_event(request, run, None, now),
+            entity_actions=entity_actions,
+            entity_fields=("output", "error"),
+        )
+        if appended.refused is None:
+            return EventResult(event=appended.event)
+        old = self._header(run_id, appended.refused.reasons[1].item)
+        rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
+        raise Transient(f"step {step_id}: commit refused for no rule; retry")
+
     # ------------------------------------------------------------------------- internals
 
     def _header(self, run_id: str, item: Item | None) -> Step | None:
@@ -127,19 +176,20 @@ class StepEvents:
 
 
 def _step_update(
-    request: EventRequest, new: Step, writer: PayloadWriter, position: int
+    request: EventRequest, status: StepStatus, writer: PayloadWriter, position: int, now: datetime
 ) -> tuple[str, dict[str, object], dict[str, str]]:
-    """The update expression that turns the seen step into ``new`` (SPEC §2.2)."""
+    """The update expression of an accepted step event (SPEC §2.2): ``status`` is the step's new one."""
     data = request.data
     sets = ["#status = :status", "ver = :pos"]
     removes: list[str] = []
-    values: dict[str, Any] = {":status": new.status.value, ":pos": position}
+    values: dict[str, Any] = {":status": status.value, ":pos": position}
     names = {"#status": "status"}
     etype = request.type
     if etype is EventType.STEP_STARTED:
-        sets += ["attempt = :attempt", "started_at = :started"]
-        values[":attempt"] = new.attempt
-        values[":started"] = items.iso(new.started_at) if new.started_at else None
+        # Every start counts an attempt; the first one also sets started_at.
+        sets += ["attempt = attempt + :one", "started_at = if_not_exists(started_at, :now)"]
+        values[":one"] = 1
+        values[":now"] = items.iso(now)
         removes.append("retry_after_us")
     elif etype is EventType.STEP_RETRYING:
         sets.append("#error = :error")
@@ -152,7 +202,7 @@ def _step_update(
             removes.append("retry_after_us")
     elif etype is EventType.STEP_COMPLETED:
         sets.append("completed_at = :now")
-        values[":now"] = items.iso(new.completed_at) if new.completed_at else None
+        values[":now"] = items.iso(now)
         if data.output is not None:
             sets.append("#output = :output")
             names["#output"] = "output"
@@ -160,7 +210,7 @@ def _step_update(
     else:  # STEP_FAILED
         sets += ["completed_at = :now", "#error = :error"]
         names["#error"] = "error"
-        values[":now"] = items.iso(new.completed_at) if new.completed_at else None
+        values[":now"] = items.iso(now)
         values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
     update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
     return update, values, names

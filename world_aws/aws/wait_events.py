@@ -1,9 +1,8 @@
 """Wait events on DynamoDB: wait_created and wait_completed.
 
-``wait_created`` (3 round trips): consistent read of run and wait (a duplicate
-is refused there, without a position), reserve (fenced) + commit ``[Put event,
-Put wait attribute_not_exists(sk)]``; a duplicate that raced past the read seals
-its position and is named Conflict from the ``ALL_OLD`` image.
+``wait_created`` (2 round trips, ``Sequencer.create_child``): reserve (fenced) +
+commit ``[Put event, Put wait attribute_not_exists(sk)]``; a duplicate fails the
+wait condition, seals its position and is named Conflict from the ``ALL_OLD`` image.
 
 ``wait_completed`` (3 round trips): consistent read of run and wait (judged
 with ``rules.judge_wait_completed``; a rejection costs no position), reserve
@@ -45,8 +44,7 @@ class WaitEvents:
                 )
             ]
 
-        wait_key = keys.wait_key(run_id, wait.wait_id)
-        event = self._seq.create_child(run_id, request, now, wait_key, entity_actions)
+        event = self._seq.create_child(run_id, request, now, entity_actions)
         return EventResult(event=event, wait=wait)
 
     def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:

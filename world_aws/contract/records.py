@@ -234,7 +234,10 @@ class EventResult:
     ``event`` is ``None`` only for an accepted no-op (``run_started`` on a running
     run). For ``hook_created`` on a taken token, ``event.type`` is
     ``HOOK_CONFLICT`` and ``hook`` is ``None``. For a deduplicated
-    ``hook_received`` the first event is returned.
+    ``hook_received`` the first event is returned. ``step`` is the step after
+    ``step_created`` and ``step_started`` (with its input: the consumer runs it);
+    after ``step_retrying``, ``step_completed`` and ``step_failed`` a World may
+    leave it ``None`` (the DynamoDB World writes those without reading the step).
     """
 
     event: Event | None
