@@ -154,9 +154,12 @@ def test_step_started_at_retry_after_is_accepted_and_clears_it(world: World, clo
 def test_step_completed_records_the_result(world: World, clock: ManualClock) -> None:
     run_id = create_run(world)
     step_id = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"result"))
+    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"result"))
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.output, step.completed_at) == (StepStatus.COMPLETED, b"result", clock.now())
+    # The result names the event; a World may leave the step out (EventResult), never get it wrong.
+    assert result.event is not None and result.event.type is EventType.STEP_COMPLETED
+    assert result.event.data.output == b"result" and result.step in (None, step)
 
 
 def test_step_failed_records_the_error(world: World) -> None:
