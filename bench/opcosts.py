@@ -162,15 +162,22 @@ class LatencyCharge:
         self._sleep = sleep
         self._lock = threading.Lock()
         self._unmeasured: set[str] = set()
+        # Per key, computed once: the model's own CPU competes with its ops for the GIL.
+        self._seconds: dict[str, float] = {}
 
     def seconds(self, key: str) -> float:
         """What ``key`` costs; 0 for an op whose method was never measured (noted in ``unmeasured``)."""
+        with self._lock:
+            known = self._seconds.get(key)
+        if known is not None:
+            return known
         cost = self.costs.cost(key)
-        if cost is None:
-            with self._lock:
+        seconds = 0.0 if cost is None else cost.seconds(self.latency)
+        with self._lock:
+            self._seconds[key] = seconds
+            if cost is None:
                 self._unmeasured.add(key)
-            return 0.0
-        return cost.seconds(self.latency)
+        return seconds
 
     def __call__(self, key: str) -> None:
         seconds = self.seconds(key)
