@@ -2,7 +2,7 @@
 
 Run from the repository root (matplotlib comes with the ``bench`` extra)::
 
-    python -m bench.fanout            # moto passes, then the model pass (about 15 minutes on 2 cores)
+    python -m bench.fanout            # moto passes (~16 min on 2 cores), then the model pass (~1.5 min)
     python -m bench.fanout --quick    # N in 1, 16; 2 runs: a smoke run of a minute
     python -m bench.fanout --ns 64 --full-ns ""   # the held passes at one N
     python -m bench.fanout --model-only           # the model pass alone, costs from bench/out/fanout.json
