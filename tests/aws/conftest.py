@@ -6,15 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-# Register before importing world_aws.testing (the conformance conftest does the same), so that a
-# run collecting both directories can still rewrite the suite's asserts.
-pytest.register_assert_rewrite("world_aws.testing")
-
-from world_aws.aws.log_reader import HoleRepairPolicy  # noqa: E402
-from world_aws.aws.world import AwsWorld  # noqa: E402
-from world_aws.contract.clock import ManualClock  # noqa: E402
-from world_aws.testing.aws_factory import aws_world  # noqa: E402
-from world_aws.testing.fake_time import FakeMonotonic  # noqa: E402
+from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.clock import ManualClock
+from world_aws.testing.aws_factory import aws_world
+from world_aws.testing.fake_time import FakeMonotonic
 
 # The readers' grace period before sealing a hole, on the fake monotonic clock.
 GRACE_SECONDS = 2.0

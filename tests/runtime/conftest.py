@@ -21,15 +21,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-# Before world_aws.testing is first imported (below), so that the conformance suite's
-# own conftest, which asks for the same, finds it rewritten rather than warning.
-pytest.register_assert_rewrite("world_aws.testing")
+from world_aws.contract.clock import ManualClock
+from world_aws.local.memory import MemoryWorld, create_memory_world
+from world_aws.testing.factories import world_factories
 
-from world_aws.contract.clock import ManualClock  # noqa: E402
-from world_aws.local.memory import MemoryWorld, create_memory_world  # noqa: E402
-from world_aws.testing.factories import world_factories  # noqa: E402
-
-from .harness import Harness, MemoryPump  # noqa: E402
+from .harness import Harness, MemoryPump
 
 
 def _kinds() -> list[str]:
