@@ -206,6 +206,16 @@ class _SpyRuns:
         )
         return run
 
+    def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
+        inner = self._spy.inner.runs
+        run: Run | None = self._spy.invoke(
+            "runs.claim_continuation",
+            run_id,
+            None,
+            lambda: inner.claim_continuation(run_id, after=after, claimer=claimer),
+        )
+        return run
+
     def list(self, **kwargs: Any) -> RunPage:
         inner = self._spy.inner.runs
         page: RunPage = self._spy.invoke("runs.list", None, None, lambda: inner.list(**kwargs))

@@ -10,16 +10,21 @@ the workflow inline.
 from __future__ import annotations
 
 import asyncio
+import threading
 
 from world_aws import Workflows
+from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, Run, RunStatus
-from world_aws.contract.world import HandlerResult, QueueName
+from world_aws.contract.transport import decode_payload
+from world_aws.contract.world import Delivery, HandlerResult, QueueName
 
 from .conftest import memory_world_of
 from .harness import Harness
 from .spy import Call
 
 BRANCHES = 64
+# The World calls that read the run item: the legacy prologue's and the last completer's.
+RUN_READS = ("runs.get", "runs.claim_continuation")
 
 
 def fanout_app() -> Workflows:
@@ -74,10 +79,10 @@ def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(
     for delivery in step_deliveries:
         calls = h.spy.calls(delivery=delivery.index)
         claim = next(c for c in calls if is_event(c, EventType.STEP_STARTED))
-        assert [c for c in calls if c.op == "runs.get" and c.start < claim.start] == []
+        assert [c for c in calls if c.op in RUN_READS and c.start < claim.start] == []
     # AND the run was read once in the whole fan-out, by the last completer after its
-    # completion, which also made the one continuation
-    run_reads = h.spy.calls("runs.get")
+    # completion (its continuation claim returns the run), which also made the one continuation
+    run_reads = [c for c in h.spy.journal if c.op in RUN_READS]
     last = step_deliveries[-1].index
     assert [
         c.delivery for c in run_reads if c.delivery is not None and c.delivery >= step_deliveries[0].index
@@ -94,14 +99,31 @@ def test_sixty_four_branch_fan_out_completes_under_concurrent_consumers(memory_h
     h = memory_harness
     world = memory_world_of(h)
     runtime = h.runtime_for(fanout_app())
+    step_continuations: list[str] = []
+    on_step = threading.local()
+    continue_run = runtime.orchestrator.continue_run
+
+    def counted(run: Run) -> HandlerResult:
+        if getattr(on_step, "delivery", False):
+            step_continuations.append(run.run_id)
+        return continue_run(run)
+
+    def handle(delivery: Delivery) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        on_step.delivery = isinstance(payload, InvokePayload) and payload.step_id is not None
+        return runtime.handle(delivery)
+
+    runtime.orchestrator.continue_run = counted  # type: ignore[method-assign]
     handles = [runtime.start("ship", f"o-{i}") for i in range(3)]
     # WHEN they deliver everything
-    consumers = world.start_consumers(runtime.handle, workers_per_queue=8)
+    consumers = world.start_consumers(handle, workers_per_queue=8)
     try:
         assert consumers.wait_idle(30)
     finally:
         consumers.stop()
-    # THEN every run completed, with each of its steps started and completed exactly once
+    # THEN every run completed, with each of its steps started and completed exactly once,
+    # and each fan-out continued exactly once by its branches (the continuation claim)
+    assert sorted(step_continuations) == sorted(handle.run_id for handle in handles)
     for handle in handles:
         assert handle.status() is RunStatus.COMPLETED
         assert handle.result(timeout=0) == BRANCHES

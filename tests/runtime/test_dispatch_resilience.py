@@ -253,7 +253,7 @@ def test_sequential_dispatch_redoes_the_pass_when_a_create_fails(harness: Harnes
     assert harness.event_types(handle.run_id).count(EventType.STEP_CREATED) == 3
 
 
-@pytest.mark.parametrize("op", ["steps.any_pending", "runs.get"])
+@pytest.mark.parametrize("op", ["steps.any_pending", "runs.claim_continuation"])
 def test_failed_last_completer_check_does_not_strand_the_run(harness: Harness, op: str) -> None:
     # GIVEN the last-completer check after the first step fails once (its read of steps or run)
     ran: list[str] = []

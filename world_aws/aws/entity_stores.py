@@ -17,7 +17,7 @@ import builtins
 import json
 
 from world_aws.aws import items, keys
-from world_aws.aws.dynamo import Item, Table
+from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.world import BlobStore, RunPage
@@ -45,7 +45,7 @@ class _Reader:
 
 
 class DynamoRunStore(_Reader):
-    """``runs.get`` / ``runs.list``."""
+    """``runs.get`` / ``runs.list`` / ``runs.claim_continuation``."""
 
     def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
         """The run. Raises NotFound."""
@@ -53,6 +53,29 @@ class DynamoRunStore(_Reader):
         if item is None:
             raise NotFound(f"run {run_id} not found")
         return items.run_from_item(item, PayloadReader(self._blobs, resolve_data))
+
+    def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
+        """Claim the continuation after the outcome at ``after`` (see ``RunStore``): one UpdateItem.
+
+        The run item keeps ``cont_seq`` (the run's ``seq`` when the last claim was
+        made) and ``cont_by``. The claim costs what the ``runs.get`` it replaces did,
+        one round trip, and returns the run from ``ALL_NEW``. Raises NotFound.
+        """
+        try:
+            item = self._table.update(
+                keys.run_key(run_id),
+                "SET cont_seq = seq, cont_by = :me",
+                condition=(
+                    "attribute_exists(pk) AND "
+                    "(attribute_not_exists(cont_seq) OR cont_seq < :after OR cont_by = :me)"
+                ),
+                values={":me": claimer, ":after": after},
+            )
+        except ConditionFailed as refused:
+            if refused.item is None:
+                raise NotFound(f"run {run_id} not found") from None
+            return None
+        return items.run_from_item(item, PayloadReader(self._blobs))
 
     def list(
         self,

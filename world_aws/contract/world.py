@@ -77,6 +77,24 @@ class RunStore(Protocol):
         """Runs, newest first, optionally filtered."""
         ...
 
+    def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
+        """Claim the continuation of a fan-out wave: the last completer's run read (SPEC §5.1 step 6).
+
+        Branches that finish together can each find no other step pending; each then
+        claims with the position of its own outcome (``after``) and its step id. The
+        claim succeeds, returning the run (as ``get``), when no claim was made since
+        ``after`` (the run's last claim covers an earlier position, or none was made)
+        or this ``claimer`` made the last one (a redelivery of the same completer). A
+        success records the run's current last position as covered. Otherwise it
+        returns ``None``: a completer whose own outcome preceded the claim will
+        continue, and its replay sees this outcome. Linearizable, so of completers
+        racing after one wave exactly one wins.
+
+        Raises:
+            NotFound: the run is missing.
+        """
+        ...
+
 
 class StepStore(Protocol):
     def get(self, run_id: str, step_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Step:

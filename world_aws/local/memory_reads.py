@@ -41,6 +41,18 @@ class MemoryRunStore(_Reader):
         with self._state.lock:
             return run_out(self._record(run_id).run, resolve_data)
 
+    def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
+        """Claim the continuation after the outcome at ``after`` (see ``RunStore``). Raises NotFound."""
+        self._stats.incr(Stat.RUN_READS)
+        with self._state.lock:
+            record = self._record(run_id)
+            last = record.continuation
+            if last is not None and last[0] >= after and last[1] != claimer:
+                return None
+            covered = record.events[-1].position if record.events else 0
+            record.continuation = (covered, claimer)
+            return run_out(record.run, ResolveData.ALL)
+
     def list(
         self,
         *,

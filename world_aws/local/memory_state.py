@@ -33,6 +33,8 @@ class RunRecord:
     waits: dict[str, Wait] = field(default_factory=dict)
     # hook_received deduplication (SPEC §6.2): resume_id -> the first event.
     resumes: dict[str, Event] = field(default_factory=dict)
+    # The last continuation claim (runs.claim_continuation): (position covered, claimer).
+    continuation: tuple[int, str] | None = None
 
 
 class MemoryState:

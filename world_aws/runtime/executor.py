@@ -200,7 +200,7 @@ class StepExecutor:
             EventType.STEP_RETRYING, step.step_id, EventData(error=encode_error(exc), retry_after=retry_after)
         )
         outcome = self._record(run_id, request)
-        if outcome is not None:
+        if isinstance(outcome, str):
             return self._refused(run_id, step.step_id, Ack(), outcome)
         return Redeliver(max(1.0, float(math.ceil(delay)))), "retrying"
 
@@ -214,18 +214,19 @@ class StepExecutor:
         error: bytes | None = None,
     ) -> tuple[HandlerResult, str]:
         request = EventRequest(etype, step.step_id, EventData(output=output, error=error))
-        refused = self._record(run_id, request)
-        if refused is not None:
-            return self._refused(run_id, step.step_id, Ack(), refused)
+        recorded = self._record(run_id, request)
+        if isinstance(recorded, str):
+            return self._refused(run_id, step.step_id, Ack(), recorded)
         label = "completed" if etype is EventType.STEP_COMPLETED else "failed"
-        return self._maybe_continue(run_id, step.step_id), label
+        return self._maybe_continue(run_id, step.step_id, recorded), label
 
-    def _record(self, run_id: str, request: EventRequest) -> str | None:
-        """Write an outcome; None when recorded, else why it was refused ("skipped" / "gone")."""
+    def _record(self, run_id: str, request: EventRequest) -> int | str:
+        """Write an outcome: its position when recorded, else why it was refused ("skipped" / "gone")."""
         for attempt in range(RECORD_ATTEMPTS):
             try:
-                self._world.events.create(run_id, request)
-                return None
+                result = self._world.events.create(run_id, request)
+                assert result.event is not None
+                return result.event.position
             except Conflict:
                 return "skipped"
             except RunExpired:
@@ -235,7 +236,7 @@ class StepExecutor:
                     raise
                 backoff = exc.retry_after if isinstance(exc, Throttled) else 0.05 * 2**attempt
                 self._world.clock.sleep(min(2.0, backoff))
-        return None  # pragma: no cover - the loop always returns or raises
+        raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
 
     def _refused(
         self, run_id: str, step_id: str, result: HandlerResult, outcome: str
@@ -251,11 +252,25 @@ class StepExecutor:
             return self._maybe_continue(run_id, step_id), outcome
         return result, outcome
 
-    def _maybe_continue(self, run_id: str, step_id: str) -> HandlerResult:
-        """The last-completer check (SPEC §5.1 step 6)."""
+    def _maybe_continue(self, run_id: str, step_id: str, position: int | None = None) -> HandlerResult:
+        """The last-completer check (SPEC §5.1 step 6).
+
+        ``position`` is this branch's outcome. Branches that finish together may
+        each find no other step pending: they claim the continuation, and only the
+        winner gets the run and continues (one continuation per wave). A redelivery
+        of an already finished step (``position`` unknown) reads the run instead and
+        continues: its first delivery may have died between outcome and claim, and
+        a second continuation is harmless where a lost one is not.
+        """
         if self._world.steps.any_pending(run_id, besides=step_id):
             return Ack()
-        run = self._world.runs.get(run_id)
+        if position is None:
+            run = self._world.runs.get(run_id)
+        else:
+            claimed = self._world.runs.claim_continuation(run_id, after=position, claimer=step_id)
+            if claimed is None:
+                return Ack()  # a completer of this wave whose outcome came first continues
+            run = claimed
         if run.status.terminal:
             return Ack()
         try:

@@ -209,6 +209,31 @@ def _race_last_completers(world: World, racer: Racer, *, steps: int) -> None:
     assert world.steps.any_pending(run_id) is False
 
 
+def test_racing_continuation_claims_of_one_wave_have_one_winner(world: World) -> None:
+    with Racer(8) as racer:
+        for _ in range(10):
+            _race_continuation_claims(world, racer, steps=8)
+
+
+def _race_continuation_claims(world: World, racer: Racer, *, steps: int) -> None:
+    # GIVEN a wave of 8 steps whose outcomes are all recorded
+    run_id = create_run(world)
+    step_ids = [running_step(world, run_id) for _ in range(steps)]
+    done = EventData(output=b"ok")
+    positions = {}
+    for step_id in step_ids:
+        result = write(world, run_id, EventType.STEP_COMPLETED, step_id, done)
+        assert result.event is not None
+        positions[step_id] = result.event.position
+    # WHEN every completer claims the continuation at once
+    outcomes = racer.race(
+        [partial(world.runs.claim_continuation, run_id, after=positions[s], claimer=s) for s in step_ids]
+    )
+    # THEN exactly one gets the run
+    assert [o for o in outcomes if isinstance(o, Exception)] == []
+    assert len([o for o in outcomes if o is not None]) == 1
+
+
 # ----------------------------------------------------------------------------- hooks and waits
 
 

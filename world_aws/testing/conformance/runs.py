@@ -14,6 +14,7 @@ from world_aws.testing.conformance.support import (
     creation,
     end_run,
     new_id,
+    running_step,
     types_of,
     write,
 )
@@ -211,3 +212,56 @@ def test_runs_list_filters_by_status_and_workflow_name(world: World) -> None:
     completed = world.runs.list(workflow_name=workflow, status=RunStatus.COMPLETED).runs
     assert [r.run_id for r in completed] == [done]
     assert world.runs.list(workflow_name=new_id("wf")).runs == []
+
+
+# ----------------------------------------------------------------------------- continuation claims
+
+
+def _completed(world: World, run_id: str, step_id: str) -> int:
+    """Complete a running step; the position of its outcome."""
+    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"ok"))
+    assert result.event is not None
+    return result.event.position
+
+
+def test_claim_continuation_goes_to_one_completer_of_a_wave(world: World) -> None:
+    # GIVEN a wave of three steps, all finished
+    run_id = create_run(world)
+    steps = [running_step(world, run_id) for _ in range(3)]
+    positions = [_completed(world, run_id, s) for s in steps]
+    # WHEN each completer claims the continuation with its own outcome
+    first = world.runs.claim_continuation(run_id, after=positions[1], claimer=steps[1])
+    others = [world.runs.claim_continuation(run_id, after=positions[i], claimer=steps[i]) for i in (0, 2)]
+    # THEN the first claim gets the run, the later ones of the same wave get nothing
+    assert first is not None and first.run_id == run_id and first.status is RunStatus.RUNNING
+    assert first.input == world.runs.get(run_id).input
+    assert others == [None, None]
+
+
+def test_claim_continuation_is_repeatable_by_its_claimer_and_open_to_the_next_wave(world: World) -> None:
+    run_id = create_run(world)
+    step = running_step(world, run_id)
+    position = _completed(world, run_id, step)
+    assert world.runs.claim_continuation(run_id, after=position, claimer=step) is not None
+    # A redelivery of the same completer claims again (its first delivery may have died)
+    assert world.runs.claim_continuation(run_id, after=position, claimer=step) is not None
+    # The next wave's outcome comes after the claim: its completer wins
+    later = running_step(world, run_id)
+    later_position = _completed(world, run_id, later)
+    assert world.runs.claim_continuation(run_id, after=later_position, claimer=later) is not None
+    # and the first wave's completer is now covered by that claim
+    assert world.runs.claim_continuation(run_id, after=position, claimer=step) is None
+
+
+def test_claim_continuation_of_a_terminal_run_returns_it_terminal(world: World) -> None:
+    run_id = create_run(world)
+    step = running_step(world, run_id)
+    end_run(world, run_id)
+    position = _completed(world, run_id, step)
+    run = world.runs.claim_continuation(run_id, after=position, claimer=step)
+    assert run is not None and run.status is RunStatus.COMPLETED
+
+
+def test_claim_continuation_of_a_missing_run_is_not_found(world: World) -> None:
+    with pytest.raises(NotFound):
+        world.runs.claim_continuation(new_id("wrun"), after=1, claimer="step_x")
