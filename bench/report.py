@@ -42,6 +42,13 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+def markdown(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A GitHub markdown table, every column right-aligned."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
 def per_step_kinds(calls: dict[str, int], n: int) -> dict[str, float]:
     """Calls per step by reporting kind (empty receives and the run-read tally left out)."""
     totals: dict[str, float] = {kind: 0.0 for kind, _ in COLUMNS}
@@ -179,7 +186,7 @@ def paired_prologues(samples: Sequence[RunSample]) -> list[Paired]:
 def paired_table(pairs: Sequence[Paired]) -> str:
     """The paired comparison as a markdown table."""
     headers = ["N", "dispatch", "rounds", "legacy slower", "median Δ TTLS (s)", "median Δ TTLS (%)"]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    body: list[list[str]] = []
     for pair in pairs:
         cells = [
             str(pair.n),
@@ -189,8 +196,8 @@ def paired_table(pairs: Sequence[Paired]) -> str:
             f"{pair.median_delta_seconds:+.3f}",
             f"{pair.median_delta_percent:+.1f}",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    return markdown(headers, body)
 
 
 def markdown_table(rows: Sequence[Row]) -> str:
@@ -206,7 +213,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
         "TTLS p90",
         "moto busy (Query)",
     ]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    body: list[list[str]] = []
     for row in rows:
         cells = [
             str(row.n),
@@ -219,8 +226,8 @@ def markdown_table(rows: Sequence[Row]) -> str:
             f"{row.ttls_p90:.2f}",
             f"{row.emulator_seconds:.1f} ({row.emulator_query_seconds:.1f})",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    return markdown(headers, body)
 
 
 def model_table(rows: Sequence[Row]) -> str:
@@ -239,7 +246,7 @@ def model_table(rows: Sequence[Row]) -> str:
         "TTLS p90",
         "status",
     ]
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
+    body: list[list[str]] = []
     for row in rows:
         trips = row.round_trips_per_step
         cells = [
@@ -254,8 +261,8 @@ def model_table(rows: Sequence[Row]) -> str:
             f"{row.ttls_p90:.3f}",
             "/".join(row.statuses),
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    return markdown(headers, body)
 
 
 def write_json(
