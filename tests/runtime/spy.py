@@ -69,6 +69,7 @@ class Fault:
     match: Callable[[Call], bool]
     times: int
     fired: int = 0
+    after: bool = False  # run the call, then raise: it landed but its answer was lost
 
 
 class SpyWorld:
@@ -131,9 +132,14 @@ class SpyWorld:
         *,
         match: Callable[[Call], bool] = lambda call: True,
         times: int = 1,
+        after: bool = False,
     ) -> Fault:
-        """Make the next ``times`` calls of ``op`` that ``match`` raise ``error`` instead of running."""
-        fault = Fault(op, error, match, times)
+        """Make the next ``times`` calls of ``op`` that ``match`` raise ``error``.
+
+        Instead of running, or with ``after``, once they ran (a write that landed
+        while its caller saw a timeout).
+        """
+        fault = Fault(op, error, match, times, after=after)
         with self._lock:
             self._faults.append(fault)
         return fault
@@ -161,9 +167,11 @@ class SpyWorld:
             if fault is not None:
                 fault.fired += 1
         try:
-            if fault is not None:
+            if fault is not None and not fault.after:
                 raise fault.error
             call.result = fn()
+            if fault is not None:
+                raise fault.error
             return call.result
         except BaseException as exc:
             call.error = exc

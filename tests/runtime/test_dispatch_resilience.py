@@ -265,3 +265,24 @@ def test_failed_last_completer_check_does_not_strand_the_run(harness: Harness, o
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 3
     assert ran == ["extract", "transform", "load"]
+
+
+def test_last_completer_whose_claim_landed_unanswered_still_continues_the_run(harness: Harness) -> None:
+    # GIVEN the first step's continuation claim is written, but its caller sees a timeout
+    # (the delivery fails after the claim; no other branch can continue this wave)
+    ran: list[str] = []
+    harness.spy.inject(
+        "runs.claim_continuation",
+        Transient("timeout after the write"),
+        match=lambda call: call.delivery is not None,
+        after=True,
+    )
+    runtime = harness.runtime_for(pipeline_app(ran))
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    # THEN the redelivery finds its step finished, continues anyway, and the run completes
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 3
+    assert ran == ["extract", "transform", "load"]
+    claims = harness.spy.calls("runs.claim_continuation")
+    assert claims[0].error is not None and claims[0].result is not None
