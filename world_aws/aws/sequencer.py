@@ -278,6 +278,7 @@ class Sequencer:
         entity_actions: EntityActions,
         *,
         entity_fields: Iterable[str] = (),
+        read_first: keys.Key | None = None,
     ) -> Event:
         """``step_created`` / ``wait_created``: reserve (fenced), commit with the entity's put: 2 round trips.
 
@@ -287,7 +288,14 @@ class Sequencer:
         position is sealed with a ``noop`` and the ``ALL_OLD`` image names the Conflict.
         A read before reserving would cost every create a round trip to save the
         rare duplicate two.
+
+        ``read_first`` (the entity's key) is for a create that is likely a duplicate
+        (a step consumer's re-ensure, SPEC §5.2): one consistent read of run and entity
+        refuses it without taking a position, so the log shows no sealed gap.
         """
+        if read_first is not None:
+            run_item, existing = self.read_run_and(run_id, read_first)
+            rules.judge_child_create(request, self.run_header(run_item), existing)
         appended = self.append_event(
             run_id,
             request,

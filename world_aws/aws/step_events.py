@@ -2,9 +2,11 @@
 
 ``step_created`` (2 round trips): reserve (fenced) + commit ``[Put event, Put step
 attribute_not_exists(sk), Put pend# marker]``, no read first
-(``Sequencer.create_child``). A duplicate (a resilient re-ensure racing the
-producer, SPEC §5.2) fails the step condition: its position is sealed with a
-``noop`` and the ``ALL_OLD`` image names the rejection (Conflict).
+(``Sequencer.create_child``). A duplicate fails the step condition: its position
+is sealed with a ``noop`` and the ``ALL_OLD`` image names the rejection
+(Conflict). A step consumer's create (``via_step_dispatch``) is mostly a
+re-ensure of a step that exists (SPEC §5.2): it reads run and step first and is
+refused there, without a position (3 round trips when it does create).
 
 ``step_started`` (3 round trips): one consistent ``BatchGetItem`` of the run and the
 step, judged with ``rules.judge_step_event`` (TooEarly needs the step's
@@ -80,7 +82,11 @@ class StepEvents:
                 self._table.put_action(keys.pending_key(run_id, step.step_id)),
             ]
 
-        event = self._seq.create_child(run_id, request, now, entity_actions, entity_fields=("input",))
+        # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
+        likely_duplicate = keys.step_key(run_id, step.step_id) if request.data.via_step_dispatch else None
+        event = self._seq.create_child(
+            run_id, request, now, entity_actions, entity_fields=("input",), read_first=likely_duplicate
+        )
         return EventResult(event=event, step=step)
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
