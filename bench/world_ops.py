@@ -27,6 +27,7 @@ from world_aws.contract.records import EventData, EventType
 from world_aws.errors import WorldAwsError
 from world_aws.testing.aws_factory import aws_world
 from world_aws.testing.conformance.support import (
+    STEP,
     create_hook,
     create_run,
     create_step,
@@ -126,6 +127,13 @@ def scenarios(world: AwsWorld, clock: ManualClock) -> list[tuple[str, Callable[[
     out.append(("step_created, input > 128 KiB", lambda: create_step(world, step_run, input=big)))
     duplicate = create_step(world, step_run)
     out.append(("step_created duplicate (Conflict)", lambda: create_step(world, step_run, step_id=duplicate)))
+    re_ensure = EventData(step_name=STEP, input=b"step-input", via_step_dispatch=True)
+    out.append(
+        (
+            "step_created re-ensure by a step consumer (Conflict)",
+            lambda: write(world, step_run, EventType.STEP_CREATED, duplicate, re_ensure),
+        )
+    )
     pending_step = create_step(world, step_run)
     out.append(("step_started", lambda: start_step(world, step_run, pending_step)))
     retrying = running_step(world, step_run)
