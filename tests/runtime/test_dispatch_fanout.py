@@ -2,9 +2,10 @@
 
 Each step message carries ``run_context``, so a branch claims its step without
 reading the run; the World's terminal-run fence on ``step_started`` is the
-liveness check. After its outcome, a branch lists the run's steps: only the one
-that finds none pending (the last completer) reads the run, once, and continues
-the workflow inline.
+liveness check. After its outcome, a branch asks whether any other step is
+pending (``steps.any_pending``): only one that finds none (the last completer)
+claims the continuation, which reads the run once, and continues the workflow
+inline; of branches that finish together, one wins the claim.
 """
 
 from __future__ import annotations
@@ -46,11 +47,10 @@ def is_event(call: Call, etype: EventType) -> bool:
     return call.op == "events.create" and getattr(call.detail, "type", None) is etype
 
 
-def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(
-    memory_harness: Harness,
-) -> None:
-    # GIVEN a workflow that fans out to 64 steps, with continuations counted
-    h = memory_harness
+def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(harness: Harness) -> None:
+    # GIVEN a workflow that fans out to 64 steps, with continuations counted (in memory,
+    # and through SQS and DynamoDB on moto)
+    h = harness
     runtime = h.runtime_for(fanout_app())
     continuations: list[int | None] = []
     continue_run = runtime.orchestrator.continue_run
@@ -62,12 +62,13 @@ def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(
     runtime.orchestrator.continue_run = counted  # type: ignore[method-assign]
     handle = runtime.start("ship", "o-64")
     h.drain(queues=[QueueName.WORKFLOW])
-    assert h.pending_messages(QueueName.WORKFLOW) == []
-    stats = memory_world_of(h).stats
-    before = stats.snapshot()
+    if h.kind == "memory":
+        assert h.pending_messages(QueueName.WORKFLOW) == []
+    stats = memory_world_of(h).stats if h.kind == "memory" else None
+    before = stats.snapshot() if stats is not None else None
     # WHEN every step message is delivered
     h.drain(queues=[QueueName.STEP])
-    after = stats.snapshot()
+    after = stats.snapshot() if stats is not None else None
     # THEN 64 steps completed, and the last completer finished the run inline
     assert handle.status() is RunStatus.COMPLETED
     assert handle.result(timeout=0) == BRANCHES
@@ -91,7 +92,8 @@ def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(
     assert completion.end < run_reads[-1].start
     assert [c for c in continuations if c is not None and c >= step_deliveries[0].index] == [last]
     # AND the World's own counter agrees: one run read during the step phase
-    assert after["run_reads"] - before["run_reads"] == 1
+    if before is not None and after is not None:
+        assert after["run_reads"] - before["run_reads"] == 1
 
 
 def test_sixty_four_branch_fan_out_completes_under_concurrent_consumers(memory_harness: Harness) -> None:
