@@ -269,7 +269,7 @@ class StepExecutor:
         else:
             claimed = self._world.runs.claim_continuation(run_id, after=position, claimer=step_id)
             if claimed is None:
-                return Ack()  # a completer of this wave whose outcome came first continues
+                return Ack()  # another completer claimed it after our outcome: its replay sees it
             run = claimed
         if run.status.terminal:
             return Ack()
