@@ -10,6 +10,8 @@ had to create from its message is flagged
 
 from __future__ import annotations
 
+import asyncio
+
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -151,3 +153,26 @@ def test_legacy_step_message_for_a_finished_run_is_acked_without_running_the_ste
         d for d in deliveries if isinstance(d.payload, InvokePayload) and d.payload.run_context is None
     )
     assert [c.op for c in harness.spy.calls(delivery=legacy_delivery.index)] == ["runs.get"]
+
+
+def test_step_spans_say_what_the_last_completer_check_decided(
+    harness: Harness, spans: InMemorySpanExporter
+) -> None:
+    # GIVEN a workflow that fans out to three steps
+    app = Workflows()
+
+    @app.step()
+    async def part(i: int) -> int:
+        return i
+
+    @app.workflow()
+    async def fan(n: int) -> int:
+        return sum(await asyncio.gather(*(part(i) for i in range(n))))
+
+    runtime = harness.runtime_for(app)
+    # WHEN the run settles, one delivery at a time
+    handle = runtime.start("fan", 3)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN two branches saw others pending and the last claimed the continuation
+    decided = [attr(s, telemetry.CONTINUATION) for s in step_spans(spans)]
+    assert sorted(map(str, decided)) == ["claimed", "others_pending", "others_pending"]

@@ -4,11 +4,13 @@ Prologue with ``run_context`` on the message: no run read before the claim; the
 World's terminal-run fence on ``step_started`` is the liveness check. Without it
 (an older producer): read the run without payloads and stop unless it runs.
 
-After a terminal outcome, the branch that finds no other step pending is the
-last completer: it alone reads the run (once) and, if the run still runs,
-continues the workflow inline. A delivery that finds its step already terminal
-("skipped") makes the same check, so a handler that died between recording an
-outcome and that check cannot strand the run.
+After a terminal outcome, a branch that finds no other step pending is a last
+completer: it claims the continuation with its outcome's position (of branches
+finishing together one wins), gets the run from the claim and, if the run still
+runs, continues the workflow inline. A delivery that finds its step already
+terminal ("skipped") makes the same check and reads the run without claiming,
+so a handler that died between recording an outcome and continuing cannot
+strand the run.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import math
 from datetime import timedelta
 
+from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from world_aws.contract.payload import InvokePayload, RunContext
@@ -262,16 +265,23 @@ class StepExecutor:
         continues: its first delivery may have died between outcome and claim, and
         a second continuation is harmless where a lost one is not.
         """
+        span = trace.get_current_span()
         if self._world.steps.any_pending(run_id, besides=step_id):
+            span.set_attribute(telemetry.CONTINUATION, "others_pending")
             return Ack()
         if position is None:
             run = self._world.runs.get(run_id)
+            span.set_attribute(telemetry.CONTINUATION, "read")
         else:
             claimed = self._world.runs.claim_continuation(run_id, after=position, claimer=step_id)
             if claimed is None:
-                return Ack()  # another completer claimed it after our outcome: its replay sees it
+                # Another completer claimed it after our outcome: its replay sees it.
+                span.set_attribute(telemetry.CONTINUATION, "claimed_by_another")
+                return Ack()
             run = claimed
+            span.set_attribute(telemetry.CONTINUATION, "claimed")
         if run.status.terminal:
+            span.set_attribute(telemetry.CONTINUATION, "run_terminal")
             return Ack()
         try:
             return self._orchestrator.continue_run(run)
