@@ -181,6 +181,17 @@ class HookConflictError(WorldAwsError):
         self.conflicting_run_id = conflicting_run_id
 
 
+class HookDisposedError(WorldAwsError):
+    """The hook was disposed (``hook.dispose()``) and holds no more payloads; raised at its await."""
+
+    kind = ErrorKind.NOT_FOUND
+    code = 404
+
+    def __init__(self, token: str) -> None:
+        super().__init__(f"hook token {token!r} was disposed: it receives no more payloads")
+        self.token = token
+
+
 class RunCancelledError(WorldAwsError):
     """The run was cancelled; raised by ``RunHandle.result()``."""
 

@@ -114,7 +114,11 @@ async def sleep(duration: str | float | int | timedelta) -> None:
 
 
 def create_hook(*, token: str | None = None, metadata: Any = None) -> Hook:
-    """A durable hook: ``await hook`` for one payload, ``async for p in hook`` for many."""
+    """A durable hook: ``await hook`` for one payload, ``async for p in hook`` for many.
+
+    Its token stays taken until the run ends or the workflow calls ``hook.dispose()``
+    (then a new hook may take the token, and the disposed one yields no more payloads).
+    """
     return _require_replay("create_hook()").create_hook(token=token, metadata=metadata)
 
 

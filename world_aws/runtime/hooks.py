@@ -1,4 +1,4 @@
-"""The workflow side of a hook: an awaitable for one payload, an async iterator for many."""
+"""The workflow side of a hook: an awaitable for one payload, an async iterator for many, disposable."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from world_aws.errors import HookConflictError
+from world_aws.errors import HookConflictError, HookDisposedError
 
 
 class Hook:
@@ -14,7 +14,10 @@ class Hook:
 
     ``await hook`` returns the next payload; ``async for payload in hook`` yields
     payloads in the order they were received. A token held by another live hook
-    raises ``HookConflictError`` at the await.
+    raises ``HookConflictError`` at the await. ``hook.dispose()`` releases the
+    token (``hook_disposed`` is written at the next suspension, or the run's end
+    frees it): payloads already delivered are still returned, then ``async for``
+    ends and ``await`` raises ``HookDisposedError``.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, hook_id: str, token: str, metadata: bytes) -> None:
@@ -25,6 +28,7 @@ class Hook:
         self._payloads: deque[Any] = deque()
         self._waiters: deque[asyncio.Future[Any]] = deque()
         self._conflict: HookConflictError | None = None
+        self.disposed = False
 
     def next_payload(self) -> asyncio.Future[Any]:
         future: asyncio.Future[Any] = self._loop.create_future()
@@ -32,6 +36,8 @@ class Hook:
             future.set_result(self._payloads.popleft())
         elif self._conflict is not None:
             future.set_exception(self._conflict)
+        elif self.disposed:
+            future.set_exception(HookDisposedError(self.token))
         else:
             self._waiters.append(future)
         return future
@@ -43,9 +49,26 @@ class Hook:
         return self
 
     async def __anext__(self) -> Any:
-        return await self.next_payload()
+        try:
+            return await self.next_payload()
+        except HookDisposedError:
+            raise StopAsyncIteration from None
+
+    def dispose(self) -> None:
+        """Release the hook: no payload arrives after this point in the workflow."""
+        if self.disposed:
+            return
+        self.disposed = True
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(HookDisposedError(self.token))
 
     def deliver(self, payload: Any) -> None:
+        if self.disposed:
+            # A resume that landed before hook_disposed was written but after the
+            # workflow disposed the hook: dropped, so that every replay agrees.
+            return
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -117,12 +117,24 @@ class Orchestrator:
         self._logs.forget(run_id)
         self._replays.forget(run_id)
 
+    def _dispose(self, run_id: str, hook_id: str) -> None:
+        """``hook_disposed``; already disposed, gone with its run, or never created (a conflict): done."""
+        with contextlib.suppress(Conflict, NotFound, RunExpired):
+            self._world.events.create(run_id, EventRequest(EventType.HOOK_DISPOSED, hook_id))
+
     def _suspend(self, run: Run, outcome: Suspended) -> bool:
         """Run one suspension pass. Returns True if the replay should go another round."""
         now = self._world.clock.now()
         again = False
         events = self._world.events
-        # 1. hooks first, so a resume can find them as early as possible
+        # 1. hooks first, so a resume can find them as early as possible. Hooks the
+        # workflow disposed: logged ones first (a new hook may reuse their token),
+        # new ones right after their creation.
+        new_ids = {hook.hook_id for hook in outcome.new_hooks}
+        disposed = set(outcome.disposed_hooks)
+        for hook_id in outcome.disposed_hooks:
+            if hook_id not in new_ids:
+                self._dispose(run.run_id, hook_id)
         for hook in outcome.new_hooks:
             try:
                 result = events.create(
@@ -136,6 +148,8 @@ class Orchestrator:
                 again = again or (result.event is not None and result.event.type is EventType.HOOK_CONFLICT)
             except Conflict:
                 pass
+            if hook.hook_id in disposed:
+                self._dispose(run.run_id, hook.hook_id)
         # 2. waits (steps are created by the dispatcher, in parallel with their messages)
         for wait in outcome.new_waits:
             with contextlib.suppress(Conflict):

@@ -76,6 +76,7 @@ class Suspended:
     new_hooks: list[HookRequest] = field(default_factory=list)
     new_waits: list[WaitRequest] = field(default_factory=list)
     pending_waits: list[WaitRequest] = field(default_factory=list)
+    disposed_hooks: list[str] = field(default_factory=list)  # hook ids disposed in code, not yet in the log
 
 
 Outcome = Completed | Failed | Suspended
@@ -104,6 +105,7 @@ class _LogIndex:
     steps_started: set[str] = field(default_factory=set)
     steps_done: set[str] = field(default_factory=set)
     hooks: dict[str, str] = field(default_factory=dict)
+    hooks_disposed: set[str] = field(default_factory=set)
     waits: dict[str, datetime] = field(default_factory=dict)
     waits_done: set[str] = field(default_factory=set)
 
@@ -119,6 +121,8 @@ class _LogIndex:
             self.steps_done.add(cid)
         elif etype in (EventType.HOOK_CREATED, EventType.HOOK_CONFLICT):
             self.hooks.setdefault(cid, event.data.token or "")
+        elif etype is EventType.HOOK_DISPOSED:
+            self.hooks_disposed.add(cid)
         elif etype is EventType.WAIT_CREATED and event.data.resume_at is not None:
             self.waits.setdefault(cid, event.data.resume_at)
         elif etype is EventType.WAIT_COMPLETED:
@@ -338,4 +342,7 @@ class Replay:
             pending_waits.append(wait)
             if cid not in index.waits:
                 new_waits.append(wait)
-        return Suspended(new_steps, undispatched, new_hooks, new_waits, pending_waits)
+        disposed = [
+            cid for cid, hook in self._hooks.items() if hook.disposed and cid not in index.hooks_disposed
+        ]
+        return Suspended(new_steps, undispatched, new_hooks, new_waits, pending_waits, disposed)
