@@ -189,6 +189,8 @@ def scenarios(world: AwsWorld, clock: ManualClock) -> list[tuple[str, Callable[[
 
     out.append(("events.list (step run, ~20 events)", lambda: world.events.list(step_run)))
     out.append(("runs.get", lambda: world.runs.get(step_run)))
+    claim = world.runs.claim_continuation
+    out.append(("runs.claim_continuation", lambda: claim(step_run, after=1, claimer=completing)))
     out.append(("steps.get", lambda: world.steps.get(step_run, pending_step)))
     out.append(("steps.list", lambda: world.steps.list(step_run)))
     out.append(("steps.any_pending", lambda: world.steps.any_pending(step_run)))
