@@ -200,13 +200,18 @@ def paired_table(pairs: Sequence[Paired]) -> str:
     return markdown(headers, body)
 
 
+# The first columns of every per-row table: which cell of the benchmark a row is.
+_LEAD = ("N", "prologue", "dispatch", "runs")
+
+
+def _lead(row: Row) -> list[str]:
+    return [str(row.n), row.prologue, row.dispatch, str(row.runs)]
+
+
 def markdown_table(rows: Sequence[Row]) -> str:
     """The rows as a GitHub markdown table (calls are per step, times in seconds)."""
     headers = [
-        "N",
-        "prologue",
-        "dispatch",
-        "runs",
+        *_LEAD,
         *(header for _, header in COLUMNS),
         "run reads before claim",
         "TTLS p50",
@@ -216,10 +221,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
     body: list[list[str]] = []
     for row in rows:
         cells = [
-            str(row.n),
-            row.prologue,
-            row.dispatch,
-            str(row.runs),
+            *_lead(row),
             *(f"{row.per_step[kind]:.2f}" for kind, _ in COLUMNS),
             f"{row.run_reads_before_claim_per_step:.2f}",
             f"{row.ttls_p50:.2f}",
@@ -233,10 +235,7 @@ def markdown_table(rows: Sequence[Row]) -> str:
 def model_table(rows: Sequence[Row]) -> str:
     """Model rows as a markdown table: modeled round trips per step, delivery to claim, TTLS."""
     headers = [
-        "N",
-        "prologue",
-        "dispatch",
-        "runs",
+        *_LEAD,
         "DDB round trips",
         "SQS round trips",
         "S3 round trips",
@@ -250,10 +249,7 @@ def model_table(rows: Sequence[Row]) -> str:
     for row in rows:
         trips = row.round_trips_per_step
         cells = [
-            str(row.n),
-            row.prologue,
-            row.dispatch,
-            str(row.runs),
+            *_lead(row),
             *(f"{trips.get(service, 0.0):.2f}" for service in ("dynamodb", "sqs", "s3")),
             f"{row.run_reads_before_claim_per_step:.2f}",
             f"{row.delivery_to_claim_p50 * 1000:.1f}",
