@@ -11,7 +11,7 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Generic, ParamSpec, TypeVar, cast, overload
+from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
@@ -26,6 +26,16 @@ DEFAULT_MAX_RETRIES = 3
 @dataclass(frozen=True, slots=True)
 class StepOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
+
+
+class StepDecorator(Protocol):
+    """What ``@app.step(max_retries=..., name=...)`` returns: typed like ``@app.step``."""
+
+    @overload
+    def __call__(self, fn: Callable[P, Awaitable[R]], /) -> StepFunction[P, R]: ...
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> StepFunction[P, R]: ...
 
 
 class StepFunction(Generic[P, R]):
@@ -126,13 +136,16 @@ class Workflows:
 
         return register(fn) if fn is not None else register
 
+    # An async step's result type is what its coroutine returns, a sync step's what it
+    # returns: ``await step(...)`` has that type either way (the async overload comes first).
     @overload
-    def step(self, fn: Callable[P, R], /) -> StepFunction[P, Any]: ...
+    def step(self, fn: Callable[P, Awaitable[R]], /) -> StepFunction[P, R]: ...
 
     @overload
-    def step(
-        self, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None
-    ) -> Callable[[Callable[P, R]], StepFunction[P, Any]]: ...
+    def step(self, fn: Callable[P, R], /) -> StepFunction[P, R]: ...
+
+    @overload
+    def step(self, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]
         self, fn: Any = None, /, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None
@@ -140,7 +153,7 @@ class Workflows:
         if max_retries < 0:
             raise BadInput(f"max_retries must be >= 0, got {max_retries}")
 
-        def register(f: Callable[P, R]) -> StepFunction[P, Any]:
+        def register(f: Callable[P, Any]) -> StepFunction[P, Any]:
             step_name = name or f"{f.__module__}.{f.__qualname__}"
             if step_name in self._steps:
                 raise BadInput(f"a step named {step_name!r} is already registered")
