@@ -105,9 +105,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="moto-only-in-local-and-testing",
-        says="only world_aws/local/embedded.py and world_aws/testing may import moto",
+        says=(
+            "only the embedded default (world_aws/local/embedded.py and its moto_speedups) "
+            "and world_aws/testing may import moto"
+        ),
         applies_to=("*",),
-        exempt=("world_aws.local.embedded", "world_aws.testing"),
+        exempt=("world_aws.local.embedded", "world_aws.local.moto_speedups", "world_aws.testing"),
         forbids=("moto",),
     ),
     Rule(

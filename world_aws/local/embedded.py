@@ -5,9 +5,10 @@ starts ``ThreadedMotoServer`` on ``127.0.0.1`` (never ``0.0.0.0``: nothing outsi
 this machine may reach it) on a free port, serialises request handling with one
 lock (``SerializedApp``: moto's conditional writes are not atomic otherwise),
 builds boto3 clients with fake credentials, and creates the template's table,
-queues and bucket with ``infra.provision``.
+queues and bucket with ``infra.provision``. ``moto_speedups`` keeps moto's
+DynamoDB cost per request independent of how much a session has stored.
 
-moto is imported here and nowhere else in the package: it is only in the
+moto is imported here (and in ``moto_speedups``, for it) and nowhere else in the package: it is only in the
 ``local``/``dev`` extras. moto's state is process-wide and outlives a server:
 two ``EmbeddedAws`` alive at once share it (give them distinct ``name_prefix``
 values), and ``stop()`` deletes the resources this instance provisioned, so the
@@ -26,6 +27,7 @@ from infra.provision import ProvisionedResources, provision
 from infra.template import DEFAULT_TEMPLATE
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, clients_for_endpoint
+from world_aws.local import moto_speedups
 from world_aws.local.serial_wsgi import SerializedApp
 
 LOOPBACK = "127.0.0.1"
@@ -54,6 +56,8 @@ class EmbeddedAws:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self.region = region
         self._template_path = template_path
+        # moto's DynamoDB otherwise slows down with every item a session adds (moto_speedups).
+        moto_speedups.install()
         self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
         self._server.start()
         try:

@@ -11,20 +11,16 @@
    other request (and no message could arrive while it waits). It is replayed
    as polls with ``WaitTimeSeconds=0``, each under the lock, with a pause
    outside it, until a message comes or the wait is over: the same answer.
-3. **Cheap transaction rollback.** moto 5.2's ``transact_write_items``
-   deep-copies every table a transaction touches, once per action, to be able
-   to roll back: its cost grows with the table, so a test that writes a few
-   thousand items slows to seconds per transaction. Under the lock nothing
-   else changes the table during a transaction, so the patch snapshots only
-   the items the transaction names and restores those on cancellation: the
-   same all-or-nothing outcome.
+3. **Table-size-independent DynamoDB** (``world_aws.local.moto_speedups``,
+   shared with the embedded default): transactions roll back by snapshotting
+   only the items they name, and a Query sees only its partition. Installed
+   once per process and left on: the results are moto's own.
 
-Everything is restored on exit. Only tests use this module.
+Patches 1 and 2 are restored on exit. Only tests use this module.
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 import time
@@ -33,8 +29,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from moto.core import botocore_stubber
-from moto.dynamodb.models import DynamoDBBackend
-from moto.dynamodb.models.table import Table as MotoTable
+
+from world_aws.local import moto_speedups
 
 _RECEIVE_TARGET = "AmazonSQS.ReceiveMessage"
 _SHORT_POLL_PAUSE = 0.02
@@ -42,10 +38,10 @@ _SHORT_POLL_PAUSE = 0.02
 
 @contextmanager
 def serialised_moto() -> Iterator[None]:
-    """Apply the three patches of the module docstring inside the block."""
+    """Apply the patches of the module docstring inside the block."""
     stubber = botocore_stubber.BotocoreStubber
     original_process = stubber.process_request
-    original_transact = DynamoDBBackend.transact_write_items
+    moto_speedups.install()
     lock = threading.RLock()
 
     def process_request(self: Any, request: Any) -> Any:
@@ -61,70 +57,11 @@ def serialised_moto() -> Iterator[None]:
                 return response
             time.sleep(_SHORT_POLL_PAUSE)
 
-    def transact_write_items(self: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> None:
-        with lock:
-            snapshot = _touched_items(self, transact_items)
-            had_deepcopy = "__deepcopy__" in MotoTable.__dict__
-            previous = MotoTable.__dict__.get("__deepcopy__")
-            # moto's own backup becomes the table itself (its "rollback" a no-op) ...
-            MotoTable.__deepcopy__ = lambda table, memo: table  # type: ignore[attr-defined]
-            try:
-                original_transact(self, transact_items)
-            except Exception:
-                # ... and the touched items are put back as they were instead.
-                _restore(self, snapshot)
-                raise
-            finally:
-                if had_deepcopy:
-                    MotoTable.__deepcopy__ = previous  # type: ignore[attr-defined]
-                else:
-                    del MotoTable.__deepcopy__  # type: ignore[attr-defined]
-
     stubber.process_request = process_request  # type: ignore[method-assign]
-    DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
     try:
         yield
     finally:
         stubber.process_request = original_process  # type: ignore[method-assign]
-        DynamoDBBackend.transact_write_items = original_transact  # type: ignore[method-assign]
-
-
-Snapshot = list[tuple[str, dict[str, Any], dict[str, Any] | None]]
-
-
-def _touched_items(backend: DynamoDBBackend, transact_items: list[dict[str, Any]]) -> Snapshot:
-    """(table, key, attributes or None) of every item the transaction names, as it is now."""
-    snapshot: Snapshot = []
-    for action in transact_items:
-        try:
-            op_type, op = next(iter(action.items()))
-            table_name = op["TableName"]
-            table = backend.get_table(table_name)
-            if op_type == "Put":
-                attrs = op["Item"]
-                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
-                if table.range_key_attr is not None:
-                    key[table.range_key_attr] = attrs[table.range_key_attr]
-            else:
-                key = op["Key"]
-            current = backend.get_item(table_name, key)
-        except Exception:
-            continue
-        snapshot.append(
-            (table_name, key, copy.deepcopy(current.to_json()["Attributes"]) if current else None)
-        )
-    return snapshot
-
-
-def _restore(backend: DynamoDBBackend, snapshot: Snapshot) -> None:
-    for table_name, key, attributes in reversed(snapshot):
-        if attributes is None:
-            try:
-                backend.delete_item(table_name, key)
-            except Exception:
-                continue
-        else:
-            backend.put_item(table_name, attributes)
 
 
 def _long_poll_wait(request: Any) -> float:

@@ -1,0 +1,152 @@
+"""``world_aws.local.moto_speedups``: moto answers as before, at the cost of the items involved."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.dynamodb.models.table import Table as MotoTable
+
+from world_aws.local import moto_speedups
+
+TABLE = "speedups"
+
+
+@pytest.fixture
+def ddb(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    assert moto_speedups.install()
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName=TABLE,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+                {"AttributeName": "g", "AttributeType": "S"},
+            ],
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "by_g",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                }
+            ],
+        )
+        # Three partitions of 40 items; every fifth item is in the index.
+        for part in ("a", "b", "c"):
+            for i in range(40):
+                item = {"pk": {"S": part}, "sk": {"S": f"k#{i:03d}"}, "n": {"N": str(i)}}
+                if i % 5 == 0:
+                    item["g"] = {"S": "indexed"}
+                client.put_item(TableName=TABLE, Item=item)
+        yield client
+
+
+def _sks(response: dict[str, Any]) -> list[str]:
+    return [item["sk"]["S"] for item in response["Items"]]
+
+
+def test_install_is_idempotent_and_marks_moto() -> None:
+    assert moto_speedups.install() and moto_speedups.install()
+    assert getattr(MotoTable, "_world_aws_speedups", False) is True
+
+
+def test_a_base_table_query_returns_its_partition_in_key_order(ddb: Any) -> None:
+    # GIVEN three partitions WHEN partition "b" is queried forwards and backwards, with a key condition
+    forward = ddb.query(
+        TableName=TABLE, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "b"}}
+    )
+    backward = ddb.query(
+        TableName=TABLE,
+        KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+        ExpressionAttributeValues={":p": {"S": "b"}, ":s": {"S": "k#01"}},
+        ScanIndexForward=False,
+        ConsistentRead=True,
+    )
+    # THEN only its items come back, in sort-key order
+    assert _sks(forward) == [f"k#{i:03d}" for i in range(40)]
+    assert {item["pk"]["S"] for item in forward["Items"]} == {"b"}
+    assert _sks(backward) == [f"k#{i:03d}" for i in range(19, 9, -1)]
+
+
+def test_a_paginated_query_walks_its_partition_once(ddb: Any) -> None:
+    seen: list[str] = []
+    kwargs: dict[str, Any] = {
+        "TableName": TABLE,
+        "KeyConditionExpression": "pk = :p",
+        "ExpressionAttributeValues": {":p": {"S": "c"}},
+        "Limit": 7,
+    }
+    while True:
+        page = ddb.query(**kwargs)
+        seen += _sks(page)
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    assert seen == [f"k#{i:03d}" for i in range(40)]
+
+
+def test_index_queries_and_unknown_partitions_are_unchanged(ddb: Any) -> None:
+    indexed = ddb.query(
+        TableName=TABLE,
+        IndexName="by_g",
+        KeyConditionExpression="g = :g",
+        ExpressionAttributeValues={":g": {"S": "indexed"}},
+    )
+    assert len(indexed["Items"]) == 3 * 8
+    empty = ddb.query(
+        TableName=TABLE, KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "z"}}
+    )
+    assert empty["Items"] == []
+
+
+def test_a_cancelled_transaction_leaves_every_item_as_it_was(ddb: Any) -> None:
+    # GIVEN a transaction that updates one item, creates another, then fails a condition
+    before = ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "k#001"}})["Item"]
+    with pytest.raises(ddb.exceptions.TransactionCanceledException):
+        ddb.transact_write_items(
+            TransactItems=[
+                {
+                    "Update": {
+                        "TableName": TABLE,
+                        "Key": {"pk": {"S": "a"}, "sk": {"S": "k#001"}},
+                        "UpdateExpression": "SET n = :n",
+                        "ExpressionAttributeValues": {":n": {"N": "999"}},
+                    }
+                },
+                {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "a"}, "sk": {"S": "new"}}}},
+                {
+                    "Put": {
+                        "TableName": TABLE,
+                        "Item": {"pk": {"S": "a"}, "sk": {"S": "k#002"}},
+                        "ConditionExpression": "attribute_not_exists(sk)",
+                    }
+                },
+            ]
+        )
+    # THEN nothing of it was applied
+    assert ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "k#001"}})["Item"] == before
+    assert "Item" not in ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "new"}})
+    # AND a transaction that passes applies every action
+    ddb.transact_write_items(
+        TransactItems=[
+            {"Put": {"TableName": TABLE, "Item": {"pk": {"S": "a"}, "sk": {"S": "new"}}}},
+            {"Delete": {"TableName": TABLE, "Key": {"pk": {"S": "a"}, "sk": {"S": "k#003"}}}},
+        ]
+    )
+    assert "Item" in ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "new"}})
+    assert "Item" not in ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "k#003"}})

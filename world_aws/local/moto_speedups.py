@@ -1,0 +1,152 @@
+"""Make moto's DynamoDB cost per request independent of the table's size (local runs and tests).
+
+moto 5 answers two of world-aws's most frequent requests in time that grows with
+*every* item of the table, so a long ``world-aws dev`` session slowed down run by
+run (a 16-branch fan-out: 3 s on a fresh table, 16-25 s after 30 runs):
+
+1. ``TransactWriteItems`` deep-copies each table it touches, once per action,
+   to be able to roll back. Here the rollback snapshots only the items the
+   transaction names and puts those back on cancellation: the same
+   all-or-nothing outcome, at the cost of the items involved.
+2. ``Query`` on a table collects and sorts ``all_items()`` of the table, then
+   filters on the partition key. Here a base-table Query (no index) sees only
+   its partition's items: the same results, at the cost of the partition.
+
+Both rely on requests being served one at a time, as the embedded default
+(``SerializedApp``) and the tests (``testing.moto_patches``) arrange; the
+transaction patch also holds its own lock around snapshot, apply and restore.
+
+``install()`` patches moto's classes once per process and leaves them patched
+(the results are moto's own); the marker is kept on moto's classes. If moto's
+internals are not what these patches expect, they stay off and moto runs as it
+is: slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+LOG = logging.getLogger(__name__)
+
+_MARKER = "_world_aws_speedups"
+
+Snapshot = list[tuple[str, dict[str, Any], dict[str, Any] | None]]
+
+
+def install() -> bool:
+    """Patch moto's transactions and queries (idempotent). True when the patches are on."""
+    try:
+        from moto.dynamodb.models import DynamoDBBackend
+        from moto.dynamodb.models.table import Table
+    except ImportError:  # moto is not installed: nothing to speed up
+        return False
+    if getattr(Table, _MARKER, False):
+        return True
+    if not _fits(Table, DynamoDBBackend):
+        LOG.warning("moto's DynamoDB internals changed; running without world-aws's speedups")
+        return False
+    DynamoDBBackend.transact_write_items = _cheap_transactions(  # type: ignore[method-assign]
+        DynamoDBBackend.transact_write_items, Table
+    )
+    Table.query = _partition_query(Table.query)  # type: ignore[method-assign]
+    setattr(Table, _MARKER, True)
+    return True
+
+
+def _fits(table: type, backend: type) -> bool:
+    """The moto internals both patches rely on are there."""
+    try:
+        query = inspect.signature(table.query)  # type: ignore[attr-defined]
+    except (TypeError, ValueError):
+        return False
+    return (
+        {"hash_key", "index_name"} <= set(query.parameters)
+        and callable(getattr(table, "all_items", None))
+        and callable(getattr(backend, "transact_write_items", None))
+        and callable(getattr(backend, "get_item", None))
+    )
+
+
+def _partition_query(original: Callable[..., Any]) -> Callable[..., Any]:
+    signature = inspect.signature(original)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(self, *args, **kwargs)
+        hash_key = bound.arguments.get("hash_key")
+        if bound.arguments.get("index_name") or hash_key is None or not self.range_key_attr:
+            return original(self, *args, **kwargs)
+        partition = self.items.get(hash_key) or {}
+        # moto's query reads self.all_items(); for this call it is the partition alone.
+        self.all_items = lambda: list(partition.values())
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    return query
+
+
+def _cheap_transactions(original: Callable[..., Any], table_class: type) -> Callable[..., Any]:
+    # One lock per process, created with the patch: snapshot, apply and restore are one step.
+    lock = threading.RLock()
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        with lock:
+            snapshot = _touched_items(self, transact_items)
+            had_deepcopy = "__deepcopy__" in table_class.__dict__
+            previous = table_class.__dict__.get("__deepcopy__")
+            # moto's own backup becomes the table itself (its "rollback" a no-op) ...
+            table_class.__deepcopy__ = lambda table, memo: table  # type: ignore[attr-defined]
+            try:
+                original(self, transact_items)
+            except Exception:
+                # ... and the touched items are put back as they were instead.
+                _restore(self, snapshot)
+                raise
+            finally:
+                if had_deepcopy:
+                    table_class.__deepcopy__ = previous  # type: ignore[attr-defined]
+                else:
+                    del table_class.__deepcopy__  # type: ignore[attr-defined]
+
+    return transact_write_items
+
+
+def _touched_items(backend: Any, transact_items: list[dict[str, Any]]) -> Snapshot:
+    """(table, key, attributes or None) of every item the transaction names, as it is now."""
+    snapshot: Snapshot = []
+    for action in transact_items:
+        try:
+            op_type, op = next(iter(action.items()))
+            table_name = op["TableName"]
+            table = backend.get_table(table_name)
+            if op_type == "Put":
+                attrs = op["Item"]
+                key = {table.hash_key_attr: attrs[table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = attrs[table.range_key_attr]
+            else:
+                key = op["Key"]
+            current = backend.get_item(table_name, key)
+        except Exception:
+            continue
+        snapshot.append(
+            (table_name, key, copy.deepcopy(current.to_json()["Attributes"]) if current else None)
+        )
+    return snapshot
+
+
+def _restore(backend: Any, snapshot: Snapshot) -> None:
+    for table_name, key, attributes in reversed(snapshot):
+        if attributes is None:
+            try:
+                backend.delete_item(table_name, key)
+            except Exception:
+                continue
+        else:
+            backend.put_item(table_name, attributes)
