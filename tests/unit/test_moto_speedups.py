@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -150,3 +151,38 @@ def test_a_cancelled_transaction_leaves_every_item_as_it_was(ddb: Any) -> None:
     )
     assert "Item" in ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "new"}})
     assert "Item" not in ddb.get_item(TableName=TABLE, Key={"pk": {"S": "a"}, "sk": {"S": "k#003"}})
+
+
+def test_outside_a_query_all_items_is_still_the_whole_table(ddb: Any) -> None:
+    # GIVEN a partition query running on another thread, paused inside moto's all_items()
+    from moto.dynamodb.models import dynamodb_backends
+
+    table = dynamodb_backends["123456789012"]["us-east-1"].get_table(TABLE)
+    inside, release = threading.Event(), threading.Event()
+    patched = MotoTable.all_items
+
+    def paused(self: Any) -> Any:
+        items = patched(self)
+        if threading.current_thread().name == "querying":
+            inside.set()
+            release.wait(10)
+        return items
+
+    MotoTable.all_items = paused  # type: ignore[method-assign]
+    try:
+        query = threading.Thread(
+            name="querying",
+            target=lambda: ddb.query(
+                TableName=TABLE,
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": "a"}},
+            ),
+        )
+        query.start()
+        assert inside.wait(10)
+        # WHEN this thread asks for all items meanwhile THEN it sees every partition
+        assert len(table.all_items()) == 3 * 40
+        release.set()
+        query.join(10)
+    finally:
+        MotoTable.all_items = patched  # type: ignore[method-assign]

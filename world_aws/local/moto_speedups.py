@@ -10,7 +10,8 @@ run (a 16-branch fan-out: 3 s on a fresh table, 16-25 s after 30 runs):
    all-or-nothing outcome, at the cost of the items involved.
 2. ``Query`` on a table collects and sorts ``all_items()`` of the table, then
    filters on the partition key. Here a base-table Query (no index) sees only
-   its partition's items: the same results, at the cost of the partition.
+   its partition's items (on its own thread): the same results, at the cost of
+   the partition.
 
 Both rely on requests being served one at a time, as the embedded default
 (``SerializedApp``) and the tests (``testing.moto_patches``) arrange; the
@@ -53,7 +54,7 @@ def install() -> bool:
     DynamoDBBackend.transact_write_items = _cheap_transactions(  # type: ignore[method-assign]
         DynamoDBBackend.transact_write_items, Table
     )
-    Table.query = _partition_query(Table.query)  # type: ignore[method-assign]
+    Table.query, Table.all_items = _partition_query(Table.query, Table.all_items)  # type: ignore[method-assign]
     setattr(Table, _MARKER, True)
     return True
 
@@ -72,23 +73,37 @@ def _fits(table: type, backend: type) -> bool:
     )
 
 
-def _partition_query(original: Callable[..., Any]) -> Callable[..., Any]:
-    signature = inspect.signature(original)
+def _partition_query(
+    original_query: Callable[..., Any], original_all_items: Callable[..., Any]
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``Table.query`` and ``Table.all_items`` such that a base-table query reads its partition only.
+
+    moto's query reads ``self.all_items()``; for the duration of a base-table query
+    that answers with the queried partition, on the querying thread only (so a
+    concurrent caller elsewhere still sees the whole table).
+    """
+    signature = inspect.signature(original_query)
+    local = threading.local()
+
+    def all_items(self: Any) -> Any:
+        scope = getattr(local, "scope", None)
+        if scope is not None and scope[0] is self:
+            return list(scope[1].values())
+        return original_all_items(self)
 
     def query(self: Any, *args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(self, *args, **kwargs)
         hash_key = bound.arguments.get("hash_key")
         if bound.arguments.get("index_name") or hash_key is None or not self.range_key_attr:
-            return original(self, *args, **kwargs)
-        partition = self.items.get(hash_key) or {}
-        # moto's query reads self.all_items(); for this call it is the partition alone.
-        self.all_items = lambda: list(partition.values())
+            return original_query(self, *args, **kwargs)
+        previous = getattr(local, "scope", None)
+        local.scope = (self, self.items.get(hash_key) or {})
         try:
-            return original(self, *args, **kwargs)
+            return original_query(self, *args, **kwargs)
         finally:
-            del self.all_items
+            local.scope = previous
 
-    return query
+    return query, all_items
 
 
 def _cheap_transactions(original: Callable[..., Any], table_class: type) -> Callable[..., Any]:
