@@ -34,7 +34,7 @@ from datetime import datetime
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, EventCommit, PositionTaken, Sequencer
+from world_aws.aws.sequencer import MAX_RESERVATIONS, EventCommit, PositionTaken, Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
@@ -155,11 +155,10 @@ class HookEvents:
     # ------------------------------------------------------------------------- hook_received
 
     def hook_received(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
-        for _ in range(MAX_RESERVATIONS):
-            result = self._try_receive(run_id, request, now)
-            if result is not None:
-                return result
-        raise Transient(f"hook {request.correlation_id} kept changing; retry", retry_after=0.1)
+        return until_settled(
+            lambda: self._try_receive(run_id, request, now),
+            f"hook {request.correlation_id} kept changing; retry",
+        )
 
     def _try_receive(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
@@ -216,11 +215,10 @@ class HookEvents:
     # ------------------------------------------------------------------------- hook_disposed
 
     def hook_disposed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
-        for _ in range(MAX_RESERVATIONS):
-            result = self._try_dispose(run_id, request, now)
-            if result is not None:
-                return result
-        raise Transient(f"hook {request.correlation_id} could not be disposed; retry", retry_after=0.1)
+        return until_settled(
+            lambda: self._try_dispose(run_id, request, now),
+            f"hook {request.correlation_id} could not be disposed; retry",
+        )
 
     def _try_dispose(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None

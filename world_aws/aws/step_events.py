@@ -36,7 +36,7 @@ from typing import Any
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
+from world_aws.aws.sequencer import Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import (
     EventRequest,
@@ -93,11 +93,10 @@ class StepEvents:
         """step_started / step_retrying / step_completed / step_failed."""
         if request.type is not EventType.STEP_STARTED:
             return self._settle(run_id, request, now)
-        for _ in range(MAX_RESERVATIONS):
-            result = self._try_start(run_id, request, now)
-            if result is not None:
-                return result
-        raise Transient(f"step {request.correlation_id} kept changing; retry", retry_after=0.1)
+        return until_settled(
+            lambda: self._try_start(run_id, request, now),
+            f"step {request.correlation_id} kept changing; retry",
+        )
 
     def _try_start(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         """One read-judge-reserve-commit attempt; None when the step changed under us but may still go."""

@@ -18,11 +18,10 @@ from datetime import datetime
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
+from world_aws.aws.sequencer import Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore
-from world_aws.errors import Transient
 
 
 class WaitEvents:
@@ -48,11 +47,10 @@ class WaitEvents:
         return EventResult(event=event, wait=wait)
 
     def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
-        for _ in range(MAX_RESERVATIONS):
-            result = self._try_complete(run_id, request, now)
-            if result is not None:
-                return result
-        raise Transient(f"wait {request.correlation_id} kept changing; retry", retry_after=0.1)
+        return until_settled(
+            lambda: self._try_complete(run_id, request, now),
+            f"wait {request.correlation_id} kept changing; retry",
+        )
 
     def _try_complete(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
