@@ -24,7 +24,6 @@ from typing import cast
 
 from bench.instrument import CallRecorder
 from bench.ops import OpProxy
-from world_aws.contract.clock import Clock
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
 from world_aws.contract.transport import decode_payload, encode_payload
@@ -32,6 +31,7 @@ from world_aws.contract.world import (
     BlobStore,
     Consumers,
     EventStore,
+    ForwardingWorld,
     HookStore,
     MessageHandler,
     Queue,
@@ -40,7 +40,6 @@ from world_aws.contract.world import (
     StepStore,
     WaitStore,
     World,
-    WorldCapabilities,
 )
 
 _RUN_ENDINGS = (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
@@ -159,7 +158,7 @@ class LegacyProducerQueue:
         return self._inner.publish(queue, body, delay_seconds=delay_seconds, idempotency_key=idempotency_key)
 
 
-class BenchWorld:
+class BenchWorld(ForwardingWorld):
     """The ``World`` protocol over a backend World: ops attributed, events timed, maybe a legacy producer.
 
     Args:
@@ -179,26 +178,18 @@ class BenchWorld:
         legacy_producer: bool,
         charge: Callable[[str], None] | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._recorder = recorder
         self._charge = charge
         queue: Queue = LegacyProducerQueue(inner.queue) if legacy_producer else inner.queue
         events = cast(EventStore, OpProxy("events", inner.events, self._op))
-        self.events: EventStore = TimedEvents(events, timeline, recorder)
+        self.events = TimedEvents(events, timeline, recorder)
         self.runs = cast(RunStore, OpProxy("runs", inner.runs, self._op))
         self.steps = cast(StepStore, OpProxy("steps", inner.steps, self._op))
         self.hooks = cast(HookStore, OpProxy("hooks", inner.hooks, self._op))
         self.waits = cast(WaitStore, OpProxy("waits", inner.waits, self._op))
         self.blobs = cast(BlobStore, OpProxy("blobs", inner.blobs, self._op))
         self.queue = cast(Queue, OpProxy("queue", queue, self._op))
-        self.clock: Clock = inner.clock
-
-    @property
-    def capabilities(self) -> WorldCapabilities:
-        return self.inner.capabilities
-
-    def deployment_id(self) -> str:
-        return self.inner.deployment_id()
 
     def start_consumers(self, handler: MessageHandler) -> Consumers:
         raise NotImplementedError("the benchmark drives the queues with its own pump (bench.pump)")

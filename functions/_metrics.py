@@ -18,19 +18,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
-from world_aws.contract.world import (
-    BlobStore,
-    Consumers,
-    EventStore,
-    HookStore,
-    MessageHandler,
-    Queue,
-    RunStore,
-    StepStore,
-    WaitStore,
-    World,
-    WorldCapabilities,
-)
+from world_aws.contract.world import EventStore, ForwardingWorld, World
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics
@@ -116,29 +104,9 @@ class CountingEventStore:
         return self._inner.list(run_id, after=after, resolve_data=resolve_data)
 
 
-class ObservedWorld:
+class ObservedWorld(ForwardingWorld):
     """A World whose event store counts into ``counts``; everything else is ``inner``'s."""
 
     def __init__(self, inner: World, counts: EventCounts) -> None:
-        self.inner = inner
-        self.events: EventStore = CountingEventStore(inner.events, counts)
-        self.runs: RunStore = inner.runs
-        self.steps: StepStore = inner.steps
-        self.hooks: HookStore = inner.hooks
-        self.waits: WaitStore = inner.waits
-        self.blobs: BlobStore = inner.blobs
-        self.queue: Queue = inner.queue
-        self.clock = inner.clock
-
-    @property
-    def capabilities(self) -> WorldCapabilities:
-        return self.inner.capabilities
-
-    def deployment_id(self) -> str:
-        return self.inner.deployment_id()
-
-    def start_consumers(self, handler: MessageHandler) -> Consumers:
-        return self.inner.start_consumers(handler)
-
-    def close(self) -> None:
-        self.inner.close()
+        super().__init__(inner)
+        self.events = CountingEventStore(inner.events, counts)

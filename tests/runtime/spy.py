@@ -16,24 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from world_aws.contract.clock import Clock
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, ResolveData, Run, Step
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
-    BlobStore,
-    Consumers,
-    EventStore,
-    HookStore,
-    MessageHandler,
-    Queue,
+    ForwardingWorld,
     QueueName,
     RunPage,
-    RunStore,
-    StepStore,
-    WaitStore,
     World,
-    WorldCapabilities,
 )
 
 
@@ -72,17 +62,8 @@ class Fault:
     after: bool = False  # run the call, then raise: it landed but its answer was lost
 
 
-class SpyWorld:
+class SpyWorld(ForwardingWorld):
     """Every World protocol of ``inner``, journaled; ``deployment`` overrides ``deployment_id()``."""
-
-    events: EventStore
-    runs: RunStore
-    steps: StepStore
-    hooks: HookStore
-    waits: WaitStore
-    blobs: BlobStore
-    queue: Queue
-    clock: Clock
 
     def __init__(
         self,
@@ -90,7 +71,7 @@ class SpyWorld:
         current_delivery: Callable[[], int | None] = lambda: None,
         deployment: str | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.current_delivery = current_delivery
         self.deployment = deployment
         self.journal: builtins.list[Call] = []
@@ -103,22 +84,11 @@ class SpyWorld:
         self.runs = _SpyRuns(self)
         self.steps = _SpySteps(self)
         self.queue = _SpyQueue(self)
-        self.hooks = inner.hooks
-        self.waits = inner.waits
-        self.blobs = inner.blobs
-        self.clock = inner.clock
 
     # --- World protocol -------------------------------------------------------------
 
-    @property
-    def capabilities(self) -> WorldCapabilities:
-        return self.inner.capabilities
-
     def deployment_id(self) -> str:
         return self.deployment if self.deployment is not None else self.inner.deployment_id()
-
-    def start_consumers(self, handler: MessageHandler) -> Consumers:
-        return self.inner.start_consumers(handler)
 
     def close(self) -> None:
         """The inner World belongs to the harness: nothing to close here."""

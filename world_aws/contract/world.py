@@ -248,6 +248,38 @@ class World(Protocol):
     def close(self) -> None: ...
 
 
+class ForwardingWorld:
+    """A World that hands everything to ``inner``: the base of wrappers that watch some stores.
+
+    A subclass replaces the stores it observes after ``__init__`` and overrides what
+    it does differently (its own ``close``, say); the rest stays ``inner``'s.
+    """
+
+    def __init__(self, inner: World) -> None:
+        self.inner = inner
+        self.events: EventStore = inner.events
+        self.runs: RunStore = inner.runs
+        self.steps: StepStore = inner.steps
+        self.hooks: HookStore = inner.hooks
+        self.waits: WaitStore = inner.waits
+        self.blobs: BlobStore = inner.blobs
+        self.queue: Queue = inner.queue
+        self.clock: Clock = inner.clock
+
+    @property
+    def capabilities(self) -> WorldCapabilities:
+        return self.inner.capabilities
+
+    def deployment_id(self) -> str:
+        return self.inner.deployment_id()
+
+    def start_consumers(self, handler: MessageHandler) -> Consumers:
+        return self.inner.start_consumers(handler)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 @dataclass(frozen=True, slots=True)
 class WorldOptions:
     """Construction options common to every World."""
