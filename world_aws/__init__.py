@@ -48,9 +48,11 @@ from world_aws.runtime.context import (
 )
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
+from world_aws.runtime.retry import Backoff
 from world_aws.runtime.runtime import Runtime
 
 __all__ = [
+    "Backoff",
     "BadInput",
     "Conflict",
     "FatalError",

@@ -123,20 +123,28 @@ def test_workflow_event_starts_its_run_and_dispatches_the_first_step(
 
 @pytest.mark.usefixtures("deployed")
 def test_step_event_runs_its_step_and_the_redelivery_after_a_retry_completes_it(
-    sample_event: SampleEvent, world: AwsWorld, capsys: pytest.CaptureFixture[str]
+    sample_event: SampleEvent,
+    world: AwsWorld,
+    embedded: EmbeddedAws,
+    resources: ProvisionedResources,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     # GIVEN a running run and the sample step event (charge fails its first attempt, retryable)
     start_sample_run(sample_event)
     event = sample_event("sqs_step_event.json")
-    message_id = event["Records"][0]["messageId"]
     step_id = step_id_of(event)
     # WHEN the step function handles it
     first = step_handler.handler(event, CONTEXT)
-    # THEN the step ran, its retry is recorded, and the record is reported for redelivery
-    assert first == {"batchItemFailures": [{"itemIdentifier": message_id}]}
+    # THEN the step ran, its retry is recorded, and the record is acked: the next attempt
+    # has a delayed message of its own (retries do not count against the delivery cap)
+    assert first == {"batchItemFailures": []}
     retried = world.steps.get(RUN_ID, step_id)
     assert (retried.step_name, retried.status, retried.attempt) == (STEP_NAME, StepStatus.PENDING, 1)
-    # WHEN SQS delivers it again
+    counters = embedded.clients.sqs.get_queue_attributes(
+        QueueUrl=resources.queues[QueueName.STEP].url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert counters["ApproximateNumberOfMessagesDelayed"] == "1"
+    # WHEN SQS delivers that step's message again (the same body, a later receive)
     event["Records"][0]["attributes"]["ApproximateReceiveCount"] = "2"
     second = step_handler.handler(event, CONTEXT)
     # THEN the second attempt completes the step with the body's result

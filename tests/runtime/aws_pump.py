@@ -10,9 +10,12 @@ any, attempt = ``ApproximateReceiveCount``). The outcome is honoured:
   (``ChangeMessageVisibility`` 0) once the *manual* clock reaches now + s;
 * a raise -> visible again at once (the in-memory World's visibility timeout of 0).
 
-Messages published with ``DelaySeconds`` are delayed by moto in wall-clock time,
-which the manual clock cannot move: a scenario that would wait for one fails
-loudly and belongs on ``memory_harness``.
+Messages published with ``DelaySeconds`` would be delayed by moto in wall-clock
+time, which the manual clock cannot move. So the pump rewrites each delayed send
+of the World's client (a ``before-parameter-build`` hook) into an immediate one
+carrying its due time on the manual clock (the chained-delay attribute), and
+holds such a message until the manual clock reaches it, as the consumer does
+with a chained delay.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from world_aws.aws import sqs_wire
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.clock import ManualClock, from_epoch_ms
+from world_aws.contract.clock import ManualClock, epoch_ms, from_epoch_ms
 from world_aws.contract.transport import decode_body_bytes
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver, World
 from world_aws.testing.aws_factory import aws_world
@@ -52,6 +55,16 @@ class SqsPump:
         self._urls = world.queue_urls()
         self._clock = world.clock
         self._held: list[_Held] = []
+        self._sqs.meta.events.register("before-parameter-build.sqs.SendMessage", self._due_on_clock)
+
+    def _due_on_clock(self, params: dict[str, Any], **_: Any) -> None:
+        delay = int(params.get("DelaySeconds", 0))
+        attributes = params.setdefault("MessageAttributes", {})
+        if delay <= 0 or sqs_wire.DUE_AT_ATTRIBUTE in attributes:
+            return
+        due = self._clock.now() + timedelta(seconds=delay)
+        attributes.update(sqs_wire.chain_attributes(epoch_ms(due), None))
+        params["DelaySeconds"] = 0
 
     def deliver_visible(self, handler: MessageHandler, queues: Iterable[QueueName]) -> int:
         names = tuple(queues)

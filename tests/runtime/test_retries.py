@@ -120,11 +120,11 @@ def test_retryable_error_retry_after_is_honoured_even_against_an_early_delivery(
     assert attempts == [1]
     retried_at = harness.clock.now()
     # WHEN a duplicate of the step message arrives at once (an early redelivery)
-    [step_message] = [
+    step_message = next(
         c.detail
         for c in harness.spy.calls("queue.publish")
         if isinstance(c.detail, Publish) and c.detail.queue is QueueName.STEP
-    ]
+    )
     harness.world.queue.publish(QueueName.STEP, step_message.body)
     harness.drain()
     # THEN the World refuses the early claim (TooEarly) and the consumer asks for it ~5 s later

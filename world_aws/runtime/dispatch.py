@@ -133,9 +133,16 @@ class StepDispatcher:
             idempotency_key=None if reroutes else ids.step_idempotency_key(step.step_id, step.step_name),
         )
 
-    def republish(self, payload: InvokePayload, *, delay_seconds: float) -> str:
+    def republish(
+        self, payload: InvokePayload, *, delay_seconds: float, idempotency_key: str | None = None
+    ) -> str:
         """Publish an existing step message again, unchanged but for what the caller updated."""
-        return self._world.queue.publish(QueueName.STEP, encode_payload(payload), delay_seconds=delay_seconds)
+        return self._world.queue.publish(
+            QueueName.STEP,
+            encode_payload(payload),
+            delay_seconds=delay_seconds,
+            idempotency_key=idempotency_key,
+        )
 
     def _step_input(self, data: bytes) -> InlineStepInput | StepInputRef:
         if len(data) <= MAX_INLINE_PAYLOAD_BYTES:

@@ -23,7 +23,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from world_aws.contract.payload import InvokePayload, RunContext
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Step
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Step, StepStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, Redeliver, World
 from world_aws.errors import (
     Conflict,
@@ -36,16 +36,16 @@ from world_aws.errors import (
     TooEarly,
     Transient,
 )
-from world_aws.runtime import context, telemetry
+from world_aws.runtime import context, ids, telemetry
 from world_aws.runtime.dispatch import StepDispatcher, resolve_step_input, run_context_of
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import Workflows
+from world_aws.runtime.retry import Backoff
 from world_aws.runtime.serde import encode_error
 
 # In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
 # a failed record is an infrastructure error, never a step retry).
 RECORD_ATTEMPTS = 4
-DEFAULT_RETRY_SECONDS = 1.0
 
 
 class StepExecutor:
@@ -128,7 +128,7 @@ class StepExecutor:
         span.set_attribute(telemetry.MATERIALIZED, materialized)
         span.set_attribute(telemetry.STEP_ATTEMPT, step.attempt)
         # 5. execute
-        return self._execute(run_id, step, run_context)
+        return self._execute(payload, step)
 
     def _claim(self, payload: InvokePayload) -> Step:
         assert payload.step_id is not None
@@ -163,7 +163,8 @@ class StepExecutor:
             return False
         return True
 
-    def _execute(self, run_id: str, step: Step, run_context: RunContext) -> tuple[HandlerResult, str]:
+    def _execute(self, payload: InvokePayload, step: Step) -> tuple[HandlerResult, str]:
+        run_id = payload.run_id
         fn = self._app.get_step(step.step_name)
         max_attempts = (fn.options.max_retries if fn is not None else 0) + 1
         if fn is None:
@@ -188,24 +189,56 @@ class StepExecutor:
             failure = exc if isinstance(exc, Exception) else RuntimeError(f"step cancelled: {exc!r}")
             if step.attempt >= max_attempts:
                 return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(failure))
-            return self._retry(run_id, step, failure)
+            return self._retry(payload, step, failure, fn.options.backoff)
         finally:
             context.reset_step_metadata(token)
         return self._record_terminal(run_id, step, EventType.STEP_COMPLETED, output=output)
 
-    def _retry(self, run_id: str, step: Step, exc: Exception) -> tuple[HandlerResult, str]:
-        delay = DEFAULT_RETRY_SECONDS
-        retry_after = None
+    def _retry(
+        self, payload: InvokePayload, step: Step, exc: Exception, backoff: Backoff
+    ) -> tuple[HandlerResult, str]:
+        """Record ``step_retrying`` and hand the next attempt to a fresh delayed message.
+
+        The delay is the error's ``retry_after`` if it gave one, else the step's
+        backoff. It is recorded as the step's ``retry_after`` (an early duplicate
+        delivery is TooEarly) and the next attempt gets a message of its own, keyed
+        by the failed attempt, so retries never count against the delivery cap.
+        """
+        run_id = payload.run_id
         if isinstance(exc, RetryableError) and exc.retry_after is not None:
             delay = max(0.0, exc.retry_after)
-            retry_after = self._world.clock.now() + timedelta(seconds=delay)
+        else:
+            delay = backoff.delay(step.attempt)
+        retry_after = self._world.clock.now() + timedelta(seconds=delay)
         request = EventRequest(
             EventType.STEP_RETRYING, step.step_id, EventData(error=encode_error(exc), retry_after=retry_after)
         )
-        outcome = self._record(run_id, request)
-        if isinstance(outcome, str):
-            return self._refused(run_id, step.step_id, Ack(), outcome)
-        return Redeliver(max(1.0, float(math.ceil(delay)))), "retrying"
+        recorded = self._record(run_id, request)
+        if recorded == "skipped":
+            # Refused because the step is no longer running. A lost answer to our own
+            # write looks the same (the write landed, the in-process retry of it is
+            # refused): read the step to tell whether the retry is ours to hand on.
+            current = self._world.steps.get(run_id, step.step_id, resolve_data=ResolveData.NONE)
+            if current.status.terminal:
+                return self._refused(run_id, step.step_id, Ack(), "skipped")
+            if current.status is not StepStatus.PENDING or current.attempt != step.attempt:
+                return Ack(), "skipped"  # another delivery claimed it since: that one owns it
+        elif isinstance(recorded, str):
+            return self._refused(run_id, step.step_id, Ack(), recorded)
+        seconds = max(1.0, float(math.ceil(delay)))
+        retry = payload.model_copy(update={"step_input": None, "requested_at": self._world.clock.now()})
+        key = f"{ids.step_idempotency_key(step.step_id, step.step_name)}:retry{step.attempt}"
+        try:
+            self._dispatcher.republish(retry, delay_seconds=seconds, idempotency_key=key)
+        except Exception:
+            # This message is then the retry: it comes back when the next attempt is due.
+            telemetry.LOG.warning(
+                "could not publish the retry message; redelivering instead",
+                exc_info=True,
+                extra={"run_id": run_id, "step_id": step.step_id},
+            )
+            return Redeliver(seconds), "retrying"
+        return Ack(), "retrying"
 
     def _record_terminal(
         self,
@@ -260,19 +293,26 @@ class StepExecutor:
 
         ``position`` is this branch's outcome. Branches that finish together may
         each find no other step pending: they claim the continuation, and only the
-        winner gets the run and continues (one continuation per wave). A redelivery
-        of an already finished step (``position`` unknown) reads the run instead and
-        continues: its first delivery may have died between outcome and claim, and
-        a second continuation is harmless where a lost one is not.
+        winner gets the run and continues (one continuation per wave).
+
+        A delivery of an already finished step (``position`` unknown: a redelivery,
+        or an outcome whose answer was lost) reads the run and continues without
+        asking whether other steps are pending. Its first delivery may have died
+        anywhere after the outcome: before the claim, or inside its continuation
+        after creating the next steps and before publishing their messages. Those
+        steps are pending but have no message, so "others pending" proves nothing;
+        the continuation's suspension pass re-publishes every created step that
+        never started (idempotent by key). A second continuation is harmless where
+        a lost one is not.
         """
         span = trace.get_current_span()
-        if self._world.steps.any_pending(run_id, besides=step_id):
-            span.set_attribute(telemetry.CONTINUATION, "others_pending")
-            return Ack()
         if position is None:
             run = self._world.runs.get(run_id)
             span.set_attribute(telemetry.CONTINUATION, "read")
         else:
+            if self._world.steps.any_pending(run_id, besides=step_id):
+                span.set_attribute(telemetry.CONTINUATION, "others_pending")
+                return Ack()
             claimed = self._world.runs.claim_continuation(run_id, after=position, claimer=step_id)
             if claimed is None:
                 # Another completer claimed it after our outcome: its replay sees it.

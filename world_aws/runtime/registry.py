@@ -15,6 +15,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
+from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
 from world_aws.runtime.serde import Serializer
 
 P = ParamSpec("P")
@@ -26,10 +27,11 @@ DEFAULT_MAX_RETRIES = 3
 @dataclass(frozen=True, slots=True)
 class StepOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
+    backoff: Backoff = DEFAULT_BACKOFF
 
 
 class StepDecorator(Protocol):
-    """What ``@app.step(max_retries=..., name=...)`` returns: typed like ``@app.step``."""
+    """What ``@app.step(max_retries=..., backoff=..., name=...)`` returns: typed like ``@app.step``."""
 
     @overload
     def __call__(self, fn: Callable[P, Awaitable[R]], /) -> StepFunction[P, R]: ...
@@ -145,19 +147,42 @@ class Workflows:
     def step(self, fn: Callable[P, R], /) -> StepFunction[P, R]: ...
 
     @overload
-    def step(self, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None) -> StepDecorator: ...
+    def step(
+        self,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff: Backoff | None = None,
+        name: str | None = None,
+    ) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]
-        self, fn: Any = None, /, *, max_retries: int = DEFAULT_MAX_RETRIES, name: str | None = None
+        self,
+        fn: Any = None,
+        /,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        backoff: Backoff | None = None,
+        name: str | None = None,
     ) -> Any:
+        """Declare a step: ``@app.step`` or ``@app.step(max_retries=5, backoff=Backoff(initial=2))``.
+
+        Args:
+            max_retries: retries after the first attempt before the step fails for good
+                (``StepFailedError`` in the workflow). Retries never count against the
+                queue delivery cap.
+            backoff: the delays between attempts (default: ``Backoff()``, 1 s doubling up to
+                5 min, with jitter); a ``RetryableError(retry_after=...)`` overrides it.
+            name: the step's durable name (default: ``module.qualname``).
+        """
         if max_retries < 0:
             raise BadInput(f"max_retries must be >= 0, got {max_retries}")
+        options = StepOptions(max_retries=max_retries, backoff=backoff or DEFAULT_BACKOFF)
 
         def register(f: Callable[P, Any]) -> StepFunction[P, Any]:
             step_name = name or f"{f.__module__}.{f.__qualname__}"
             if step_name in self._steps:
                 raise BadInput(f"a step named {step_name!r} is already registered")
-            st: StepFunction[P, Any] = StepFunction(f, step_name, StepOptions(max_retries=max_retries))
+            st: StepFunction[P, Any] = StepFunction(f, step_name, options)
             self._steps[step_name] = st
             return st
 
