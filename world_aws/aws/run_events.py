@@ -30,7 +30,13 @@ from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Cancelled, ConditionFailed, Item
 from world_aws.aws.errors import cancellation_error
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer, run_event_slot
+from world_aws.aws.sequencer import (
+    FINAL_SLOT,
+    MAX_RESERVATIONS,
+    Sequencer,
+    rebuild_run_event,
+    run_event_slot,
+)
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
@@ -104,7 +110,12 @@ class RunEvents:
                     if created is not None:
                         return created
                     continue  # the run appeared meanwhile: take the normal path
-                if rules.judge_run_event(request, self._seq.run_header(refused.item)):
+                header = self._seq.run_header(refused.item)
+                if refused.item is not None and header is not None and header.status.terminal:
+                    # Whoever ended the run may have died (or lost its answer) between
+                    # the reservation and the event put: finish its work first.
+                    self._finish_terminal(run_id, refused.item, now)
+                if rules.judge_run_event(request, header):
                     continue  # the run moved on between our write and its refusal: try again
                 assert refused.item is not None
                 return EventResult(event=None, run=self._full_run(refused.item))
@@ -222,6 +233,33 @@ class RunEvents:
                 if attempt == _EVENT_PUT_ATTEMPTS - 1:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _finish_terminal(self, run_id: str, run_item: Item, now: datetime) -> None:
+        """Make sure the terminal event of an ended run is in its log, and its hooks released.
+
+        The transition's reservation is the run's end (status and position in one
+        write); the event put and the hook release follow it. A writer that died
+        in between, or whose reservation landed while its answer was lost (so its
+        in-process retry was refused as "already terminal"), leaves a run that reads
+        ``completed`` with no ``run_completed`` in its log, and nothing later turns
+        that last position into an interior hole for a reader to repair. Every
+        refused transition of a terminal run (a redelivered continuation, a late
+        cancel) checks the position (one GetItem) and puts the event rebuilt from
+        the run item's copy if it is missing (conditionally: a writer still in flight
+        finds it and keeps it, as it does a reader's repair), then releases the hooks
+        (idempotent: conditional deletes).
+        """
+        position = run_item.get(f"{FINAL_SLOT}_pos")
+        if position is None or self._table.get(keys.event_key(run_id, int(position))) is not None:
+            return
+        rebuilt = rebuild_run_event(run_item, int(position))
+        if rebuilt is None:
+            return
+        try:
+            self._table.put(rebuilt, condition="attribute_not_exists(sk)")
+        except ConditionFailed:
+            return  # its writer (or a reader's repair) put it meanwhile
+        self._release_hooks(run_id, now)
 
     def _full_run(self, item: Item) -> Run:
         return items.run_from_item(item, PayloadReader(self._blobs))
