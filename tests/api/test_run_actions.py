@@ -65,6 +65,22 @@ def test_resume_delivers_the_payload_and_the_run_completes_with_it(api: Api) -> 
     assert run["result"] == {"order": "o-4", "decision": {"approved": True}}
 
 
+def test_a_resume_retried_with_its_resume_id_is_delivered_once(api: Api) -> None:
+    run_id = api.start("wait_for_approval", "o-9")
+    api.drain()
+    body = {"payload": {"approved": True}, "resume_id": "client-req-1"}
+    first = api.call("POST", "/hooks/approve:o-9/resume", body=body)
+    again = api.call("POST", "/hooks/approve:o-9/resume", body=body)
+    assert first.status == again.status == 202
+    assert first.body["resume_id"] == again.body["resume_id"] == "client-req-1"
+    received = [
+        e
+        for e in api.world.events.list(run_id, resolve_data=ResolveData.NONE)
+        if e.type is EventType.HOOK_RECEIVED
+    ]
+    assert len(received) == 1
+
+
 def test_null_is_a_payload(api: Api) -> None:
     run_id = api.start("wait_for_approval", "o-5")
     api.drain()

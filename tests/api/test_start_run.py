@@ -40,6 +40,14 @@ def test_post_runs_with_the_same_idempotency_key_names_the_same_run(api: Api) ->
     assert len(api.world.runs.list().runs) == 1
 
 
+def test_post_runs_with_a_used_key_and_other_arguments_is_a_409_naming_the_run(api: Api) -> None:
+    first = api.call("POST", "/runs", body={"workflow": "greet", "args": ["bo"], "idempotency_key": "k-2"})
+    again = api.call("POST", "/runs", body={"workflow": "greet", "args": ["al"], "idempotency_key": "k-2"})
+    assert first.status == 201 and again.status == 409
+    assert first.body["run_id"] in again.message and "other arguments" in again.message
+    assert len(api.world.runs.list().runs) == 1
+
+
 def test_a_base64_encoded_body_is_decoded(api: Api) -> None:
     # API Gateway base64-encodes bodies it considers binary
     answer = api.call("POST", "/runs", body={"workflow": "greet", "args": ["cy"]}, base64_body=True)

@@ -43,9 +43,13 @@ class CancelRunRequest(_Strict):
 
 
 class ResumeHookRequest(_Strict):
-    """``POST /hooks/{token}/resume``: ``payload`` is required (``null`` is a payload)."""
+    """``POST /hooks/{token}/resume``: ``payload`` is required (``null`` is a payload).
+
+    ``resume_id`` (optional) makes a retried request append the payload once.
+    """
 
     payload: Any
+    resume_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class ListRunsQuery(_Strict):

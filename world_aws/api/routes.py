@@ -105,9 +105,9 @@ def cancel_run(request: Request, params: Params, runtime: Runtime) -> Response:
 
 
 def resume_hook(request: Request, params: Params, runtime: Runtime) -> Response:
-    """``POST /hooks/{token}/resume`` ``{payload}`` → 202 ``{token, resume_id}``."""
+    """``POST /hooks/{token}/resume`` ``{payload, resume_id?}`` → 202 ``{token, resume_id}``."""
     body = parse_body(ResumeHookRequest, request.body)
-    resume_id = runtime.resume_hook(params["token"], body.payload)
+    resume_id = runtime.resume_hook(params["token"], body.payload, resume_id=body.resume_id)
     return json_response(202, _dump(ResumedHook(token=params["token"], resume_id=resume_id)))
 
 

@@ -105,8 +105,11 @@ class ApiClient:
     def cancel(self, run_id: str, reason: str | None) -> Any:
         return self.call("POST", f"/runs/{_segment(run_id)}/cancel", body={"reason": reason})
 
-    def resume(self, token: str, payload: Any) -> Any:
-        return self.call("POST", f"/hooks/{_segment(token)}/resume", body={"payload": payload})
+    def resume(self, token: str, payload: Any, resume_id: str | None = None) -> Any:
+        body: dict[str, Any] = {"payload": payload}
+        if resume_id is not None:
+            body["resume_id"] = resume_id
+        return self.call("POST", f"/hooks/{_segment(token)}/resume", body=body)
 
     # --- HTTP ----------------------------------------------------------------------------
 

@@ -66,6 +66,9 @@ def add_commands(sub: Any) -> None:
     resume = sub.add_parser("resume", parents=[common], help="deliver a payload to the hook holding TOKEN")
     resume.add_argument("token", metavar="TOKEN")
     resume.add_argument("--payload", required=True, metavar="JSON", help="the payload, as JSON")
+    resume.add_argument(
+        "--resume-id", metavar="ID", help="a key of yours: repeating the command with it delivers once"
+    )
     resume.set_defaults(func=_operate(_resume))
 
 
@@ -146,7 +149,7 @@ def _cancel(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 def _resume(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     payload = _json_option("--payload", ns.payload)
     try:
-        resumed = client.resume(ns.token, payload)
+        resumed = client.resume(ns.token, payload, ns.resume_id)
     except ApiError as exc:
         if exc.status != 404:
             raise

@@ -44,6 +44,10 @@ from world_aws.runtime.telemetry import LOG
 
 # A first workflow message whose run never appeared is retried this many times.
 MISSING_RUN_DELIVERIES = 5
+# Tries of the wake-up publish after a hook_received landed, before the caller sees an error.
+WAKE_ATTEMPTS = 3
+# A caller's resume id is part of a DynamoDB sort key and of an SQS idempotency key.
+MAX_RESUME_ID_CHARS = 200
 
 
 class Runtime:
@@ -114,21 +118,67 @@ class Runtime:
             raise published
         if isinstance(created, Exception) and not isinstance(created, Conflict | RetryLater):
             raise created
+        if isinstance(created, Conflict) and idempotency_key:
+            self._check_same_start(run_id, idempotency_key, creation)
         return RunHandle(self.world, self.app.serializer, run_id)
+
+    def _check_same_start(self, run_id: str, idempotency_key: str, creation: RunCreation) -> None:
+        """A start whose key names an existing run must ask for the same workflow and input.
+
+        Raises:
+            Conflict: naming the existing run's workflow and this start's.
+        """
+        existing = self.world.runs.get(run_id)
+        same_workflow = existing.workflow_name == creation.workflow_name
+        same_input = existing.input == creation.input or self._same_value(existing.input, creation.input)
+        if same_workflow and same_input:
+            return
+        asked = f"workflow {creation.workflow_name!r}" + ("" if same_input else " with other arguments")
+        raise Conflict(
+            f"idempotency key {idempotency_key!r} names run {run_id} of workflow "
+            f"{existing.workflow_name!r}; this start asks for {asked}"
+        )
+
+    def _same_value(self, stored: bytes | None, given: bytes) -> bool:
+        """Whether two serialized inputs hold equal values (keyword order aside)."""
+        try:
+            return stored is not None and bool(
+                self.app.serializer.loads(stored) == self.app.serializer.loads(given)
+            )
+        except BadInput:
+            return False  # not even decodable by this app: not the same start
 
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
         self.world.runs.get(run_id)
         return RunHandle(self.world, self.app.serializer, run_id)
 
-    def resume_hook(self, token: str, payload: Any) -> str:
+    def resume_hook(self, token: str, payload: Any, *, resume_id: str | None = None) -> str:
         """Deliver ``payload`` to the live hook holding ``token`` and wake its run (SPEC §6.2).
 
-        Returns the resume id. Raises NotFound for an unknown or disposed token.
+        Args:
+            token: the hook's token.
+            payload: any value the app's serializer handles.
+            resume_id: the caller's key for this resume: a retry with the same id (after
+                a timeout or an error) appends the payload once and wakes the run
+                again (collapsed by key). Default: a fresh id, so a retry without it
+                may deliver the payload twice.
+
+        Returns:
+            The resume id.
+
+        Raises:
+            NotFound: an unknown or disposed token.
+            BadInput: an unusable resume id or payload.
+            WorldAwsError: the wake-up could not be published after the payload was
+                recorded; retry with the same ``resume_id`` (the reconciler also wakes
+                a run left like this).
         """
+        if resume_id is not None:
+            _check_resume_id(resume_id)
         hook = self.world.hooks.get_by_token(token)
         data = self.app.serializer.dumps(payload, context=f"payload for hook {token!r}")
-        resume_id = f"resume_{ids.new_ulid()}"
+        resume_id = resume_id or f"resume_{ids.new_ulid()}"
         self.world.events.create(
             hook.run_id,
             EventRequest(
@@ -137,7 +187,16 @@ class Runtime:
                 EventData(token=token, payload=data, resume_id=resume_id),
             ),
         )
-        self.orchestrator.wake(hook.run_id, delay_seconds=0, key=f"{resume_id}:wake")
+        # The payload is recorded: the run must hear of it. Retry the wake-up here
+        # before giving the caller an error to retry with.
+        for attempt in range(WAKE_ATTEMPTS):
+            try:
+                self.orchestrator.wake(hook.run_id, delay_seconds=0, key=f"{resume_id}:wake")
+                break
+            except RetryLater as exc:
+                if attempt == WAKE_ATTEMPTS - 1:
+                    raise
+                self.world.clock.sleep(min(1.0, max(exc.retry_after, 0.05 * 2**attempt)))
         return resume_id
 
     # --- the queue handler ------------------------------------------------------------
@@ -212,6 +271,19 @@ class Runtime:
             spec_version=run_input.spec_version,
             input=data,
             attributes=dict(run_input.attributes),
+        )
+
+
+def _check_resume_id(resume_id: str) -> None:
+    if (
+        not resume_id
+        or len(resume_id) > MAX_RESUME_ID_CHARS
+        or not resume_id.isprintable()
+        or " " in resume_id
+    ):
+        raise BadInput(
+            f"resume_id must be 1-{MAX_RESUME_ID_CHARS} printable characters without spaces, "
+            f"got {resume_id[:40]!r}{'...' if len(resume_id) > 40 else ''}"
         )
 
 

@@ -1,0 +1,157 @@
+"""Issue 11: a caller's retry of ``resume_hook`` or ``start`` is safe (mechanism 4, start keys).
+
+``resume_hook(token, payload, resume_id=...)``: a retry after an error appends the
+payload once and still wakes the run; the wake-up after a committed
+``hook_received`` is retried in process before the caller sees an error.
+``start(..., idempotency_key=...)``: the same workflow and arguments give the same
+run; another workflow or other arguments under the key are a Conflict naming both.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from world_aws import Workflows, create_hook
+from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.world import QueueName
+from world_aws.errors import BadInput, Conflict, Transient
+
+from .harness import Harness
+from .spy import Call, Publish
+
+
+def collector_app() -> Workflows:
+    app = Workflows()
+
+    @app.workflow
+    async def collect(doc: str) -> list[str]:
+        hook = create_hook(token=f"sign:{doc}")
+        received: list[str] = []
+        async for payload in hook:
+            received.append(payload)
+            if len(received) == 2:
+                break
+        return received
+
+    return app
+
+
+def wakes(call: Call) -> bool:
+    return isinstance(call.detail, Publish) and call.detail.queue is QueueName.WORKFLOW
+
+
+def received_payloads(harness: Harness, run_id: str) -> list[bytes | None]:
+    return [e.data.payload for e in harness.events(run_id) if e.type is EventType.HOOK_RECEIVED]
+
+
+def test_a_resume_retried_after_its_wake_up_failed_delivers_once_and_wakes_the_run(
+    harness: Harness,
+) -> None:
+    # GIVEN a run waiting on its hook, and a wake-up publish that fails on every in-process try
+    runtime = harness.runtime_for(collector_app())
+    handle = runtime.start("collect", "d1")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    harness.spy.inject("queue.publish", Transient("SQS 500"), match=wakes, times=3)
+    # WHEN the caller resumes, gets the error, and retries with the same resume id
+    with pytest.raises(Transient):
+        runtime.resume_hook("sign:d1", "alice", resume_id="req-1")
+    assert runtime.resume_hook("sign:d1", "alice", resume_id="req-1") == "req-1"
+    runtime.resume_hook("sign:d1", "bob", resume_id="req-2")
+    # THEN the payload was appended once, the run woke and completed with both payloads
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == ["alice", "bob"]
+    assert len(received_payloads(harness, handle.run_id)) == 2
+
+
+def test_a_wake_up_that_fails_once_is_retried_in_process(harness: Harness) -> None:
+    # GIVEN a run waiting on its hook, and a wake-up publish that fails once
+    runtime = harness.runtime_for(collector_app())
+    handle = runtime.start("collect", "d2")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    harness.spy.inject("queue.publish", Transient("SQS 500"), match=wakes, times=1)
+    # WHEN the caller resumes twice, without retrying anything itself
+    runtime.resume_hook("sign:d2", "alice")
+    runtime.resume_hook("sign:d2", "bob")
+    # THEN the run woke and completed
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == ["alice", "bob"]
+
+
+def test_a_resume_whose_answer_was_lost_is_not_delivered_twice(harness: Harness) -> None:
+    # GIVEN a run waiting on its hook, and a hook_received that lands while its answer is lost
+    runtime = harness.runtime_for(collector_app())
+    handle = runtime.start("collect", "d3")
+    assert harness.settle(handle) is RunStatus.RUNNING
+
+    def receives(call: Call) -> bool:
+        return getattr(call.detail, "type", None) is EventType.HOOK_RECEIVED
+
+    harness.spy.inject("events.create", Transient("timed out"), match=receives, after=True)
+    # WHEN the caller retries with its resume id
+    with pytest.raises(Transient):
+        runtime.resume_hook("sign:d3", "alice", resume_id="req-9")
+    runtime.resume_hook("sign:d3", "alice", resume_id="req-9")
+    runtime.resume_hook("sign:d3", "carol", resume_id="req-10")
+    # THEN the run got each payload once
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == ["alice", "carol"]
+
+
+@pytest.mark.parametrize("resume_id", ["", "has space", "x" * 201, "tab\there"])
+def test_an_unusable_resume_id_is_refused_before_anything_is_written(
+    memory_harness: Harness, resume_id: str
+) -> None:
+    runtime = memory_harness.runtime_for(collector_app())
+    handle = runtime.start("collect", "d4")
+    memory_harness.settle(handle)
+    with pytest.raises(BadInput, match="resume_id"):
+        runtime.resume_hook("sign:d4", "x", resume_id=resume_id)
+    assert received_payloads(memory_harness, handle.run_id) == []
+
+
+def billing_app() -> Workflows:
+    app = Workflows()
+
+    @app.workflow
+    async def charge(order: str, cents: int) -> str:
+        return f"charged {order} {cents}"
+
+    @app.workflow
+    async def refund(order: str, cents: int) -> str:
+        return f"refunded {order} {cents}"
+
+    return app
+
+
+def test_start_with_a_key_of_another_workflow_is_a_conflict_naming_both(harness: Harness) -> None:
+    # GIVEN a run of charge started under the key order-1
+    app = billing_app()
+    runtime = harness.runtime_for(app)
+    first = runtime.start("charge", "o-1", 500, idempotency_key="order-1")
+    # WHEN refund is started under the same key
+    with pytest.raises(Conflict) as conflict:
+        runtime.start("refund", "o-1", 500, idempotency_key="order-1")
+    # THEN the error names the key, the run and both workflows, and the charge run is untouched
+    message = str(conflict.value)
+    assert "order-1" in message and first.run_id in message
+    assert "'charge'" in message and "'refund'" in message
+    assert harness.settle(first) is RunStatus.COMPLETED
+    assert first.result(timeout=0) == "charged o-1 500"
+
+
+def test_start_with_a_key_and_other_arguments_is_a_conflict(harness: Harness) -> None:
+    app = billing_app()
+    runtime = harness.runtime_for(app)
+    runtime.start("charge", "o-2", 500, idempotency_key="order-2")
+    with pytest.raises(Conflict, match="other arguments"):
+        runtime.start("charge", "o-2", 900, idempotency_key="order-2")
+
+
+def test_start_with_a_key_and_the_same_call_returns_the_same_run(harness: Harness) -> None:
+    app = billing_app()
+    runtime = harness.runtime_for(app)
+    first = runtime.start("charge", order="o-3", cents=5, idempotency_key="order-3")
+    # keyword order does not make it another start
+    again = runtime.start("charge", cents=5, order="o-3", idempotency_key="order-3")
+    assert again.run_id == first.run_id
+    assert harness.settle(first) is RunStatus.COMPLETED
