@@ -157,6 +157,10 @@ class MemoryEventStore:
             assert step is not None
             new = rules.apply_step_event(request, step, now)
         record.steps[step_id] = new
+        if new.status.terminal:
+            record.pending_steps.discard(step_id)
+        else:
+            record.pending_steps.add(step_id)
         return EventResult(event=self._append_request(record, request, now), step=new)
 
     def _hook_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:

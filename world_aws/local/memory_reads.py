@@ -124,8 +124,10 @@ class MemoryStepStore(_Reader):
         self._stats.incr(Stat.STEP_PENDING_CHECKS)
         with self._state.lock:
             record = self._state.runs.get(run_id)
-            steps = builtins.list(record.steps.values()) if record is not None else []
-            return any(step.step_id != besides and not step.status.terminal for step in steps)
+            if record is None:
+                return False
+            # At most two looks: the first id is either ``besides`` or the answer.
+            return any(step_id != besides for step_id in record.pending_steps)
 
 
 class MemoryHookStore(_Reader):

@@ -26,6 +26,8 @@ class RunRecord:
     seq: int  # creation order, for runs.list (newest first)
     events: list[Event] = field(default_factory=list)
     steps: dict[str, Step] = field(default_factory=dict)
+    # Ids of the steps without an outcome (steps.any_pending in O(1), as the pend# markers).
+    pending_steps: set[str] = field(default_factory=set)
     hooks: dict[str, Hook] = field(default_factory=dict)  # live hooks by hook_id
     # Every hook id ever created in this run (live or disposed): a second
     # hook_created of the same id is a duplicate create (Conflict), not a revival.

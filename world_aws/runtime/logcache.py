@@ -8,6 +8,7 @@ and thread-safe.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
 
@@ -22,22 +23,34 @@ class LogCache:
         self._logs: OrderedDict[str, list[Event]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, run_id: str) -> list[Event]:
-        """The run's whole log as known now: the cached prefix plus what is new."""
+    def read(self, run_id: str, *, after: int = 0) -> list[Event]:
+        """The run's log after position ``after`` as known now: the cached part plus what is new.
+
+        Costs what is returned plus what the World has that is new: the cached log is
+        extended in place, never copied whole (a run of n steps reads O(n) in all).
+        """
         with self._lock:
-            cached = list(self._logs.get(run_id, ()))
-        after = cached[-1].position if cached else 0
-        fresh = self._world.events.list(run_id, after=after)
-        log = cached + [e for e in fresh if e.position > after]
+            cached = self._logs.get(run_id)
+            known = cached[-1].position if cached else 0
+        fresh = self._world.events.list(run_id, after=known)
         with self._lock:
             current = self._logs.get(run_id)
-            if current is None or len(current) <= len(log):
-                self._logs[run_id] = log
+            if current is None:
+                # Evicted meanwhile: the list we started from still holds the prefix.
+                current = self._logs[run_id] = cached if cached is not None else []
+            last = current[-1].position if current else 0
+            current.extend(e for e in fresh if e.position > last)
             self._logs.move_to_end(run_id)
             while len(self._logs) > self._max_runs:
                 self._logs.popitem(last=False)
-        return log
+            # Positions are increasing: find the first one after ``after`` by bisection.
+            start = bisect.bisect_right(current, after, key=_position)
+            return current[start:]
 
     def forget(self, run_id: str) -> None:
         with self._lock:
             self._logs.pop(run_id, None)
+
+
+def _position(event: Event) -> int:
+    return event.position

@@ -65,8 +65,7 @@ class Orchestrator:
         suspended = False
         try:
             for _ in range(MAX_ROUNDS):
-                log = self._logs.read(run.run_id)
-                replay.feed([e for e in log if e.position > replay.last_position])
+                replay.feed(self._logs.read(run.run_id, after=replay.last_position))
                 outcome = replay.outcome()
                 if isinstance(outcome, Completed):
                     self._end(

@@ -143,6 +143,10 @@ class Replay:
         self.loop = ReplayLoop(self._loop_time, timers=self)  # type: ignore[abstract]
         self._counters = {"step": 0, "hook": 0, "wait": 0}
         self._steps: dict[str, _StepCall] = {}
+        # The calls and timers a suspension may still report: each leaves once settled,
+        # so a pass costs what is open, not everything the run ever called.
+        self._open_steps: dict[str, _StepCall] = {}
+        self._open_timers: dict[str, _Timer] = {}
         self._hooks: dict[str, Hook] = {}
         self._timers: dict[str, _Timer] = {}
         self._early: dict[str, list[Event]] = {}
@@ -221,7 +225,7 @@ class Replay:
             self._diverged(f"at {cid} the log has step {logged!r} but the code calls step {step.name!r}")
             future.set_exception(self._fatal or NonDeterminismError("diverged"))
             return future
-        self._steps[cid] = _StepCall(step.name, future, payload)
+        self._steps[cid] = self._open_steps[cid] = _StepCall(step.name, future, payload)
         self._apply_early(cid)
         return future
 
@@ -239,7 +243,7 @@ class Replay:
     def timer_created(self, handle: asyncio.TimerHandle, delay: float) -> None:
         cid = self._next_id("wait")
         resume_at = self._index.waits.get(cid) or self._time + timedelta(seconds=delay)
-        self._timers[cid] = _Timer(handle, resume_at)
+        self._timers[cid] = self._open_timers[cid] = _Timer(handle, resume_at)
         self._apply_early(cid)
 
     # --- internals ------------------------------------------------------------------
@@ -320,8 +324,9 @@ class Replay:
         index = self._index
         new_steps: list[StepRequest] = []
         undispatched: list[StepRequest] = []
-        for cid, call in self._steps.items():
+        for cid, call in list(self._open_steps.items()):
             if call.future.done():
+                del self._open_steps[cid]
                 continue
             request = StepRequest(cid, call.name, call.input)
             if cid not in index.step_names:
@@ -335,8 +340,9 @@ class Replay:
         ]
         new_waits: list[WaitRequest] = []
         pending_waits: list[WaitRequest] = []
-        for cid, timer in self._timers.items():
+        for cid, timer in list(self._open_timers.items()):
             if timer.fired or timer.handle.cancelled() or cid in index.waits_done:
+                del self._open_timers[cid]
                 continue
             wait = WaitRequest(cid, timer.resume_at)
             pending_waits.append(wait)
