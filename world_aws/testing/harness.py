@@ -7,7 +7,7 @@ a raise). ``settle()`` repeats that, moving the ``ManualClock`` to the next due
 message, until the run is terminal or nothing is left. Nothing sleeps.
 
 A pump knows one World's queues: :class:`MemoryPump` drives ``MemoryQueue``;
-the AWS pump (``aws_pump.py``) receives from SQS.
+the AWS pump (``world_aws.testing.sqs_pump``) receives from SQS.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
-
-from .spy import SpyWorld
+from world_aws.testing.spy import SpyWorld
 
 ALL_QUEUES: tuple[QueueName, ...] = tuple(QueueName)
 

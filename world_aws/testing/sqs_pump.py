@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from world_aws.aws import sqs_wire
 from world_aws.aws.world import AwsWorld
@@ -32,11 +32,11 @@ from world_aws.contract.clock import ManualClock, epoch_ms, from_epoch_ms
 from world_aws.contract.transport import decode_body_bytes
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver, World
 from world_aws.testing.aws_factory import aws_world
+from world_aws.testing.harness import Harness
 
-from .harness import Harness
-
-if TYPE_CHECKING:
-    from mypy_boto3_sqs.type_defs import MessageTypeDef
+# A received SQS message as boto3 returns it (a TypedDict in mypy_boto3_sqs, which
+# this layer may not import).
+MessageTypeDef = dict[str, Any]
 
 # Real seconds a received message stays invisible while the pump holds it.
 HOLD_SECONDS = 3600
@@ -111,7 +111,7 @@ class SqsPump:
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
-        return list(response.get("Messages", []))
+        return [dict(m) for m in response.get("Messages", [])]
 
     def _deliver(self, queue: QueueName, message: MessageTypeDef, handler: MessageHandler) -> None:
         attributes: dict[str, Any] = dict(message.get("MessageAttributes", {}))
