@@ -80,8 +80,8 @@ class BotocoreFaults:
         for client in (clients.dynamodb, clients.sqs, clients.s3):
             events = client.meta.events
             events.register("before-call.*.*", self._before_call)
-            events.register_first("before-send.*.*", self._before_send)
-            events.register_first("needs-retry.*.*", self._needs_retry)
+            events.register_first("before-send.*.*", cast(Any, self._before_send))
+            events.register_first("needs-retry.*.*", cast(Any, self._needs_retry))
             events.register("after-call.*.*", self._after_call)
 
     def _before_call(self, event_name: str, params: dict[str, Any], **_: Any) -> None:

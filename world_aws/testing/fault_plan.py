@@ -91,6 +91,7 @@ class FaultPlan:
     fired: Counter[Fault] = field(default_factory=Counter)
     journal: list[str] = field(default_factory=list)
     _asked: Counter[tuple[Fault, str]] = field(default_factory=Counter)
+    _chosen: Counter[str] = field(default_factory=Counter)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def fires(self, fault: Fault, key: str) -> bool:
@@ -114,8 +115,11 @@ class FaultPlan:
         return int.from_bytes(digest, "big") / 2**64
 
     def choose(self, key: str, options: int) -> int:
-        """An index in ``range(options)`` fixed by the seed and ``key``."""
-        return int(self.uniform(key) * options)
+        """An index in ``range(options)`` fixed by the seed, ``key`` and how often ``key`` was chosen."""
+        with self._lock:
+            nth = self._chosen[key]
+            self._chosen[key] += 1
+        return int(self.uniform(f"{key}|{nth}") * options)
 
     def extra_delay(self, key: str) -> float:
         """Extra seconds for a delayed publish (0 unless ``Fault.DELAY`` fires)."""
