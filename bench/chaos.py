@@ -52,6 +52,7 @@ class ChaosConfig:
     scale: float = 1.0
     visibility_seconds: float = 2.0
     max_sim_seconds: float = 900.0
+    fanout: tuple[int, int] = (8, 24)  # the range of each run's fan-out width
 
 
 @dataclass
@@ -98,6 +99,7 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
             copies,
             visibility_seconds=config.visibility_seconds,
             max_sim_seconds=config.max_sim_seconds,
+            fanout=config.fanout,
         )
         callers = []
         try:
@@ -162,13 +164,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--world", choices=("memory", "aws"), default="memory")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every fault rate")
+    parser.add_argument("--max-fanout", type=int, default=24, help="widest fan-out (narrowest: 8)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     logging.disable(logging.ERROR)  # the runtime logs every injected failure it survives
     groups = [*GROUPS, "all"] if args.faults == "each" else [args.faults]
     rows = []
     for group in groups:
-        config = ChaosConfig(group, args.runs, args.seed, args.world, scale=args.scale)
+        fanout = (min(8, args.max_fanout), args.max_fanout)
+        config = ChaosConfig(group, args.runs, args.seed, args.world, scale=args.scale, fanout=fanout)
         row = run_configuration(config)
         rows.append(row)
         print(table([row]).splitlines()[-1] if len(rows) > 1 else table([row]), flush=True)

@@ -60,6 +60,7 @@ class ChaosDriver:
         *,
         visibility_seconds: float,
         max_sim_seconds: float,
+        fanout: tuple[int, int] = (8, 24),
     ) -> None:
         self.harness = harness
         self.faulty = faulty
@@ -68,6 +69,7 @@ class ChaosDriver:
         self.copies = copies  # a second process: concurrent copies run here
         self.visibility = visibility_seconds
         self.max_sim_seconds = max_sim_seconds
+        self.fanout = fanout
         self.errors = HandlerErrors()
         self.deliveries = 0
         self.rounds = 0
@@ -76,7 +78,7 @@ class ChaosDriver:
     # --- a batch --------------------------------------------------------------------
 
     def run_batch(self, indices: range) -> list[CallerView]:
-        callers = [self._start(spec_for(self.plan, i)) for i in indices]
+        callers = [self._start(spec_for(self.plan, i, self.fanout)) for i in indices]
         began = self.harness.clock.now()
         for round_no in range(1_000_000):
             self.rounds += 1

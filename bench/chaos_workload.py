@@ -66,15 +66,16 @@ class Executions:
         return len(ran), repeated, sum(n - 1 for n in attempts.values())
 
 
-def spec_for(plan: FaultPlan, index: int) -> dict[str, Any]:
+def spec_for(plan: FaultPlan, index: int, fanout: tuple[int, int] = (8, 24)) -> dict[str, Any]:
     """The spec of run ``index``: its shape is drawn from the seed (fan-out, failures, sleep, mode)."""
     draw = plan.uniform
+    low, high = fanout
     mode_draw = draw(f"mode|{index}")
     mode = "cancel" if mode_draw < 0.125 else "fail" if mode_draw < 0.25 else "complete"
     return {
         "index": index,
         "n": index % 7,
-        "fanout": 8 + int(draw(f"fanout|{index}") * 17),  # 8..24
+        "fanout": low + int(draw(f"fanout|{index}") * (high - low + 1)),
         "fails": 1 + int(draw(f"fails|{index}") * 2),  # 1..2 failed attempts first
         "sleep": round(1.0 + draw(f"sleep|{index}"), 3),  # 1..2 s
         "token": f"chaos:{plan.seed}:{index}",

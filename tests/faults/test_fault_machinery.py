@@ -17,7 +17,7 @@ from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.testing.aws_factory import aws_world
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
 from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.sqs_pump import SqsPump, manual_delays
+from world_aws.testing.sqs_pump import SqsPump
 
 RUN = "wrun_01CHAOSMACHINERY000000000"
 
@@ -127,9 +127,8 @@ def aws() -> Iterator[AwsWorld]:
         yield world
 
 
-def test_manual_delays_hold_a_delayed_message_until_the_manual_clock_reaches_it(aws: AwsWorld) -> None:
-    # GIVEN an AWS World whose delayed sends follow its manual clock
-    manual_delays(aws)
+def test_sqs_pump_holds_a_delayed_message_until_the_manual_clock_reaches_it(aws: AwsWorld) -> None:
+    # GIVEN an AWS World whose delayed sends the pump holds to its manual clock
     clock = cast(ManualClock, aws.clock)
     pump = SqsPump(aws)
     aws.queue.publish(QueueName.WORKFLOW, b"later", delay_seconds=30)
