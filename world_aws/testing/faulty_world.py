@@ -35,7 +35,7 @@ from world_aws.contract.world import (
     EventStore,
     ForwardingWorld,
     HookStore,
-    QueueName,
+    Queue,
     RunStore,
     StepStore,
     WaitStore,
@@ -69,7 +69,7 @@ class FaultyWorld(ForwardingWorld):
         self.hooks = cast(HookStore, _FaultyStore(self, "hooks", inner.hooks))
         self.waits = cast(WaitStore, _FaultyStore(self, "waits", inner.waits))
         self.blobs = cast(BlobStore, _FaultyStore(self, "blobs", inner.blobs))
-        self.queue = _FaultyQueue(self)
+        self.queue = cast(Queue, _FaultyStore(self, "queue", inner.queue))
 
     def close(self) -> None:
         """The inner World belongs to whoever built it: nothing to close here."""
@@ -145,34 +145,14 @@ class _FaultyStore:
         op = f"{self._name}.{method}"
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self._world.call(op, call_key(args, kwargs), lambda: target(*args, **kwargs))
+            key = call_key(args, kwargs)
+            world = self._world
+            if op == "queue.publish" and (world.delivering or world.calling):
+                extra = world.plan.extra_delay(key)
+                kwargs = {**kwargs, "delay_seconds": kwargs.get("delay_seconds", 0) + extra}
+            return world.call(op, key, lambda: target(*args, **kwargs))
 
         return call
-
-
-class _FaultyQueue:
-    def __init__(self, world: FaultyWorld) -> None:
-        self._world = world
-
-    def publish(
-        self,
-        queue: QueueName,
-        body: bytes,
-        *,
-        delay_seconds: float = 0,
-        idempotency_key: str | None = None,
-    ) -> str:
-        key = f"{queue}|{idempotency_key or _digest(body)}"
-        world = self._world
-        busy = world.delivering or world.calling
-        delay = delay_seconds + (world.plan.extra_delay(key) if busy else 0.0)
-        inner = self._world.inner.queue
-        message_id: str = self._world.call(
-            "queue.publish",
-            key,
-            lambda: inner.publish(queue, body, delay_seconds=delay, idempotency_key=idempotency_key),
-        )
-        return message_id
 
 
 def call_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
