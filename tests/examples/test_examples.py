@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 
 from examples.hooks import app as hooks_app
-from tests.runtime.harness import Harness, MemoryPump
 from world_aws.cli import main
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.local.memory import create_memory_world
+from world_aws.testing.harness import Harness, MemoryPump
 
 
 def run_example(module: str, workflow: str, *args: Any, world: str = "memory") -> dict[str, Any]:

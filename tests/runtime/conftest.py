@@ -24,8 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.testing.factories import world_factories
-
-from .harness import Harness, MemoryPump
+from world_aws.testing.harness import Harness, MemoryPump
 
 
 def _kinds() -> list[str]:
@@ -42,7 +41,7 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
             stack.callback(world.close)
             built = Harness("memory", world, clock, MemoryPump(world))
         else:
-            from .aws_pump import aws_harness
+            from world_aws.testing.sqs_pump import aws_harness
 
             built = stack.enter_context(aws_harness(clock))
         stack.callback(built.close)

@@ -14,8 +14,7 @@ import pytest
 from world_aws import BadInput, RuntimeConfig, WorkflowFailedError, Workflows
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.errors import SerializationError, UnknownWorkflow
-
-from .harness import Harness
+from world_aws.testing.harness import Harness
 
 MODES = {
     "resilient": RuntimeConfig(resilient_step_dispatch=True),

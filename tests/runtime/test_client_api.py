@@ -9,8 +9,7 @@ import pytest
 from world_aws import NotFound, SerializationError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.errors import ResultTimeout
-
-from .harness import Harness
+from world_aws.testing.harness import Harness
 
 
 def waiting_app() -> Workflows:

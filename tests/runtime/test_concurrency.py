@@ -12,10 +12,10 @@ import asyncio
 from world_aws import Workflows
 from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
 from world_aws.runtime.replay import Completed, Suspended
+from world_aws.testing.harness import Harness
 
 from .apps import RACE_QUOTES, race_app
 from .golden import renumbered, replay, run_from_log
-from .harness import Harness
 
 # moto's TransactWriteItems deep-copies the whole table for its rollback, so on the
 # AWS World each step event costs more as the run grows: 50 branches take over a

@@ -23,9 +23,8 @@ from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import Ack, QueueName, WorldCapabilities
 from world_aws.errors import BadInput, Transient
 from world_aws.local.memory import create_memory_world
-
-from .harness import Harness, MemoryPump
-from .spy import Call
+from world_aws.testing.harness import Harness, MemoryPump
+from world_aws.testing.spy import Call
 
 
 def stamping_app(ran: list[str]) -> Workflows:

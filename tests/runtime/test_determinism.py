@@ -31,9 +31,9 @@ from world_aws import (
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.runtime.replay import Completed
+from world_aws.testing.harness import Harness
 
 from .golden import replay
-from .harness import Harness
 
 
 def stamp_app(

@@ -21,8 +21,7 @@ from world_aws.contract.records import EventType, ResolveData, RunStatus
 from world_aws.contract.world import Ack, QueueName
 from world_aws.local.memory import MemoryWorld
 from world_aws.runtime.handle import RunHandle
-
-from .harness import Harness
+from world_aws.testing.harness import Harness
 
 BRANCHES = 16
 

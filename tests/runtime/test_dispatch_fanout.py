@@ -18,10 +18,10 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, Run, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, QueueName
+from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call
 
 from .conftest import memory_world_of
-from .harness import Harness
-from .spy import Call
 
 BRANCHES = 64
 # The World calls that read the run item: the legacy prologue's and the last completer's.

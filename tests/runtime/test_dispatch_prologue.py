@@ -22,9 +22,8 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, QueueName
 from world_aws.errors import Transient
 from world_aws.runtime import telemetry
-
-from .harness import Harness
-from .spy import Call
+from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call
 
 
 def labels_app(printed: list[str]) -> Workflows:

@@ -19,9 +19,8 @@ from world_aws.contract.payload import InlineStepInput
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import RetryLater, Throttled, Transient
-
-from .harness import Harness
-from .spy import Call, Publish
+from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call, Publish
 
 MODES = {
     "resilient": RuntimeConfig(resilient_step_dispatch=True),

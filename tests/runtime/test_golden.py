@@ -22,10 +22,10 @@ from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.runtime.replay import ERROR_CODE_NON_DETERMINISM, Completed, Failed
 from world_aws.runtime.serde import decode_error
+from world_aws.testing.harness import Harness
 
 from .apps import RACE_QUOTES, race_app
 from .golden import GOLDEN_DIR, load_log, replay, save_log
-from .harness import Harness
 
 RACE_LOG = GOLDEN_DIR / "race_run.json"
 UPDATE_ENV = "WORLD_AWS_UPDATE_GOLDEN"

@@ -6,8 +6,7 @@ import pytest
 
 from world_aws import HookDisposedError, NotFound, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
-
-from .harness import Harness
+from world_aws.testing.harness import Harness
 
 
 def rounds_app() -> Workflows:

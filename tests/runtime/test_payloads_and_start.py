@@ -20,9 +20,8 @@ from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, QueueName, Redeliver
 from world_aws.errors import Transient
-
-from .harness import Harness
-from .spy import Call, Publish
+from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call, Publish
 
 BIG = MAX_INLINE_PAYLOAD_BYTES + 70_000
 

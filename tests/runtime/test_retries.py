@@ -16,9 +16,8 @@ from world_aws import FatalError, RetryableError, StepFailedError, Workflows, ge
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName, Redeliver
 from world_aws.errors import Transient, WorkflowFailedError
-
-from .harness import Harness
-from .spy import Call, Publish
+from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call, Publish
 
 
 def flaky_app(attempts: list[int]) -> Workflows:

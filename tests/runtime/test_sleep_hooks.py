@@ -14,8 +14,7 @@ import pytest
 from world_aws import NotFound, RunCancelledError, Workflows, create_hook, sleep
 from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
-
-from .harness import Harness
+from world_aws.testing.harness import Harness
 
 DAY = 86_400.0
 

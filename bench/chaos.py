@@ -1,0 +1,191 @@
+"""Fault injection: the chaos workload under each fault group, checked run by run.
+
+    python -m bench.chaos --runs 1000 --faults all
+    python -m bench.chaos --runs 200 --faults lost --seed 7 --world aws
+
+``--faults`` takes a group of ``world_aws.testing.fault_plan.GROUPS`` (or
+``all``, or ``each``: every group alone, then all together). Each configuration
+runs ``--runs`` runs of ``chaos.mix`` (``bench.chaos_workload``) on a fresh
+World with a ``ManualClock``: the in-memory World with faults injected at the
+World protocol boundary (``FaultyWorld``), or the AWS World on moto with faults
+injected by botocore hooks on its own clients (``bench.chaos_aws``). Then every
+run is checked (``bench.chaos_checks``). Prints a table per configuration and
+writes them all to ``bench/out/chaos.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.chaos_checks import VIOLATIONS, check_run
+from bench.chaos_driver import ChaosDriver
+from bench.chaos_workload import Executions, chaos_app
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.world import QueueName
+from world_aws.local.memory import create_memory_world
+from world_aws.runtime.runtime import Runtime
+from world_aws.testing.fault_plan import GROUPS, FaultPlan, rates_for
+from world_aws.testing.faulty_world import FaultyWorld
+from world_aws.testing.harness import Harness, MemoryPump
+
+OUT = Path(__file__).parent / "out" / "chaos.json"
+
+
+@dataclass(frozen=True)
+class ChaosConfig:
+    """One configuration: a fault group (or "all") at a size, a seed and a World."""
+
+    faults: str
+    runs: int = 40
+    seed: int = 1
+    world: str = "memory"
+    batch: int = 20
+    scale: float = 1.0
+    visibility_seconds: float = 2.0
+    max_sim_seconds: float = 900.0
+    fanout: tuple[int, int] = (8, 24)  # the range of each run's fan-out width
+
+
+@dataclass
+class Setup:
+    harness: Harness
+    faulty: FaultyWorld
+    dead_letters: Any  # () -> int: messages in both dead-letter queues
+
+
+@contextmanager
+def memory_setup(plan: FaultPlan, visibility_seconds: float) -> Iterator[Setup]:
+    clock = ManualClock()
+    world = create_memory_world(clock=clock, visibility_timeout_seconds=visibility_seconds)
+    faulty = FaultyWorld(world, plan)
+    try:
+        yield Setup(
+            Harness("memory", faulty, clock, MemoryPump(world)),
+            faulty,
+            lambda: sum(len(world.memory_queue.dead_letters(q)) for q in QueueName),
+        )
+    finally:
+        world.close()
+
+
+def run_configuration(config: ChaosConfig) -> dict[str, Any]:
+    """Run ``config`` and check every run; returns its row (counts, rates, examples)."""
+    plan = FaultPlan(config.seed, rates_for([config.faults], config.scale))
+    executions = Executions()
+    app = chaos_app(executions, plan)
+    if config.world == "aws":
+        from bench.chaos_aws import aws_setup
+
+        setup_cm = aws_setup(plan, config.visibility_seconds)
+    else:
+        setup_cm = memory_setup(plan, config.visibility_seconds)
+    began = time.perf_counter()
+    with setup_cm as setup:
+        runtime = setup.harness.runtime_for(app, world=setup.faulty)
+        copies = Runtime(setup.faulty, app)
+        driver = ChaosDriver(
+            setup.harness,
+            setup.faulty,
+            runtime,
+            copies,
+            visibility_seconds=config.visibility_seconds,
+            max_sim_seconds=config.max_sim_seconds,
+            fanout=config.fanout,
+        )
+        callers = []
+        try:
+            for first in range(0, config.runs, config.batch):
+                callers += driver.run_batch(range(first, min(config.runs, first + config.batch)))
+                setup.harness.deliveries.clear()
+        finally:
+            copies.close()
+            setup.harness.close()
+        violations: Counter[str] = Counter()
+        examples: dict[str, list[str]] = {}
+        for caller in callers:
+            found = check_run(setup.faulty.inner, app.serializer, caller)
+            for kind in sorted({kind for kind, _ in found}):
+                violations[kind] += 1
+            for kind, detail in found:
+                kept = examples.setdefault(kind, [])
+                if len(kept) < 3:
+                    kept.append(f"{caller.run_id} #{caller.spec['index']} ({caller.spec['mode']}): {detail}")
+        dead = setup.dead_letters()
+    if dead:
+        violations["dead_letter"] = dead
+    if driver.errors.count:
+        violations["handler_error"] = driver.errors.count
+        examples["handler_error"] = driver.errors.examples or []
+    total, extra, same_attempt = executions.duplicates()
+    return {
+        "config": asdict(config),
+        "runs": len(callers),
+        "stuck": violations["stuck"],
+        "violations": {kind: violations[kind] for kind in VIOLATIONS if kind != "stuck"},
+        "examples": examples,
+        "body_executions": total,
+        "duplicate_executions": extra,
+        "duplicate_rate": round(extra / total, 4) if total else 0.0,
+        "same_attempt_executions": same_attempt,
+        "faults_fired": {str(k): v for k, v in sorted(plan.fired.items())},
+        "deliveries": driver.deliveries,
+        "copy_timeouts": setup.faulty.copy_timeouts,
+        "wall_seconds": round(time.perf_counter() - began, 1),
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """A markdown table: one line per configuration, a column per violation kind."""
+    kinds = [k for k in VIOLATIONS if k != "stuck"]
+    head = ["world", "faults", "runs", "seed", "stuck", *kinds, "dup. bodies", "wall s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        config = row["config"]
+        cells = [config["world"], config["faults"], row["runs"], config["seed"], row["stuck"]]
+        cells += [row["violations"][k] for k in kinds]
+        cells += [f"{100 * row['duplicate_rate']:.2f}%", row["wall_seconds"]]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.chaos", description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--faults", default="each", help=f"{', '.join(GROUPS)}, all or each")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--world", choices=("memory", "aws"), default="memory")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply every fault rate")
+    parser.add_argument("--max-fanout", type=int, default=24, help="widest fan-out (narrowest: 8)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    logging.disable(logging.ERROR)  # the runtime logs every injected failure it survives
+    groups = [*GROUPS, "all"] if args.faults == "each" else [args.faults]
+    rows = []
+    for group in groups:
+        fanout = (min(8, args.max_fanout), args.max_fanout)
+        config = ChaosConfig(group, args.runs, args.seed, args.world, scale=args.scale, fanout=fanout)
+        row = run_configuration(config)
+        rows.append(row)
+        print(table([row]).splitlines()[-1] if len(rows) > 1 else table([row]), flush=True)
+        for kind, kept in row["examples"].items():
+            for example in kept[:2]:
+                print(f"    {kind}: {example.splitlines()[0][:300]}")
+    print()
+    print(table(rows))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(rows, indent=2))
+    print(f"\nwrote {args.out}")
+    return 1 if any(r["stuck"] or any(r["violations"].values()) for r in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

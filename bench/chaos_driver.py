@@ -1,0 +1,190 @@
+"""One chaos configuration: start runs, pump their messages through faults, act as their caller, check them.
+
+Runs go in batches on one World and one ``ManualClock``. Each round the
+harness delivers every visible message through :meth:`ChaosDriver.intercept`
+(which drops deletes, crashes before the runtime sees a delivery, arms
+concurrent copies and classifies what the handler raised), then the driver acts
+as the runs' caller (resumes each run's hook once it exists, cancels the runs
+of mode ``"cancel"``, retrying its own calls as a client would), then the clock
+jumps to the next due message. A batch ends when nothing is queued and the
+caller has nothing left to do, or after ``max_sim_seconds`` of simulated time.
+"""
+
+from __future__ import annotations
+
+import inspect
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from bench.chaos_checks import CallerView
+from bench.chaos_workload import WORKFLOW, hook_payload, spec_for
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
+from world_aws.errors import Conflict, NotFound, RetryLater, WorldAwsError
+from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.runtime import Runtime
+from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
+from world_aws.testing.faulty_world import FaultyWorld
+from world_aws.testing.harness import Harness
+
+T = TypeVar("T")
+CALLER_ATTEMPTS = 10  # a client's retries of start / resume / cancel
+COPY_WITHIN_CALLS = 12  # a concurrent copy starts within this many calls of the original
+
+
+@dataclass
+class HandlerErrors:
+    """Non-domain exceptions out of the handler (anything but ``WorldAwsError`` and ``Crash``)."""
+
+    count: int = 0
+    examples: list[str] | None = None
+
+    def add(self, exc: Exception) -> None:
+        self.count += 1
+        examples = self.examples if self.examples is not None else []
+        if len(examples) < 5:
+            examples.append("".join(traceback.format_exception(exc, limit=-4)).strip()[-600:])
+        self.examples = examples
+
+
+class ChaosDriver:
+    """Drives runs of the chaos workload on ``harness`` (whose World is ``faulty``)."""
+
+    def __init__(
+        self,
+        harness: Harness,
+        faulty: FaultyWorld,
+        runtime: Runtime,
+        copies: Runtime,
+        *,
+        visibility_seconds: float,
+        max_sim_seconds: float,
+        fanout: tuple[int, int] = (8, 24),
+    ) -> None:
+        self.harness = harness
+        self.faulty = faulty
+        self.plan: FaultPlan = faulty.plan
+        self.runtime = runtime
+        self.copies = copies  # a second process: concurrent copies run here
+        self.visibility = visibility_seconds
+        self.max_sim_seconds = max_sim_seconds
+        self.fanout = fanout
+        self.errors = HandlerErrors()
+        self.deliveries = 0
+        self.rounds = 0
+        self._resume_takes_id = "resume_id" in inspect.signature(runtime.resume_hook).parameters
+
+    # --- a batch --------------------------------------------------------------------
+
+    def run_batch(self, indices: range) -> list[CallerView]:
+        callers = [self._start(spec_for(self.plan, i, self.fanout)) for i in indices]
+        began = self.harness.clock.now()
+        for round_no in range(1_000_000):
+            self.rounds += 1
+            self.deliveries += self.harness.drain(intercept=self.intercept)
+            acted = any([self._act(c, round_no) for c in callers])
+            due = self.harness.pump.next_due()
+            now = self.harness.clock.now()
+            if (now - began).total_seconds() > self.max_sim_seconds:
+                break
+            if due is None:
+                if acted:
+                    continue
+                break
+            if due > now:
+                self.harness.advance((due - now).total_seconds())
+        return callers
+
+    # --- the caller -----------------------------------------------------------------
+
+    def _start(self, spec: dict[str, Any]) -> CallerView:
+        key = f"chaos-{self.plan.seed}-{spec['index']}"
+        with self.faulty.client():
+            handle = _as_client(lambda: self.runtime.start(WORKFLOW, spec, idempotency_key=key))
+        assert handle is not None, f"start of run {spec['index']} failed {CALLER_ATTEMPTS} times"
+        return CallerView(spec=spec, run_id=handle.run_id)
+
+    def _act(self, caller: CallerView, round_no: int) -> bool:
+        """Resume the run's hook once it exists; cancel a run of mode cancel at its round."""
+        spec = caller.spec
+        acted = False
+        if not caller.resumed and self._hook_live(spec["token"]):
+            caller.resume_calls += 1
+            with self.faulty.client():
+                acted = self._resume(caller)
+            caller.resumed = acted
+        cancel_round = 1 + self.plan.choose(f"cancel-round|{spec['index']}", 6)
+        if spec["mode"] == "cancel" and caller.cancel_answer is None and round_no >= cancel_round:
+            with self.faulty.client():
+                answer = _as_client(lambda: self._cancel(caller.run_id))
+            caller.cancel_answer = answer
+            acted = True
+        return acted
+
+    def _hook_live(self, token: str) -> bool:
+        try:
+            self.faulty.inner.hooks.get_by_token(token)
+        except NotFound:
+            return False
+        return True
+
+    def _resume(self, caller: CallerView) -> bool:
+        token = caller.spec["token"]
+        payload = hook_payload(caller.spec)
+        kwargs = {"resume_id": f"{token}:resume"} if self._resume_takes_id else {}
+        for _ in range(CALLER_ATTEMPTS):
+            try:
+                self.runtime.resume_hook(token, payload, **kwargs)
+                return True
+            except NotFound:
+                return False  # gone (the run ended) or not live: try again next round if still unresumed
+            except RetryLater:
+                caller.resume_calls += 1
+        return False
+
+    def _cancel(self, run_id: str) -> bool:
+        return RunHandle(self.faulty, self.runtime.app.serializer, run_id).cancel("chaos")
+
+    # --- deliveries -----------------------------------------------------------------
+
+    def intercept(self, delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        key = f"{delivery.message_id}|{delivery.attempt}"
+        if self.plan.fires(Fault.CRASH_DELIVERY, key):
+            return Redeliver(self.visibility)
+        if self.plan.fires(Fault.COPY, key):
+            calls = 1 + self.plan.choose(f"copy-at|{key}", COPY_WITHIN_CALLS)
+            self.faulty.arm_copy(calls, lambda: self._settle(lambda: self.copies.handle(delivery)))
+        self.faulty.delivering = True
+        try:
+            result = self._settle(lambda: handle(delivery))
+        finally:
+            self.faulty.delivering = False
+            self.faulty.disarm_copy()
+        if isinstance(result, Ack) and self.plan.fires(Fault.DROP_DELETE, key):
+            return Redeliver(self.visibility)
+        return result
+
+    def _settle(self, call: Callable[[], HandlerResult]) -> HandlerResult:
+        """What the queue does with the handler's answer: a raise or a crash is a redelivery later."""
+        try:
+            return call()
+        except Crash:
+            return Redeliver(self.visibility)
+        except WorldAwsError:
+            return Redeliver(self.visibility)
+        except Exception as exc:
+            self.errors.add(exc)
+            return Redeliver(self.visibility)
+
+
+def _as_client(call: Callable[[], T]) -> T | None:
+    """``call`` as a client makes it: retried on retryable errors; a conflict answers itself."""
+    for _ in range(CALLER_ATTEMPTS):
+        try:
+            return call()
+        except RetryLater:
+            continue
+        except Conflict:
+            raise
+    return None

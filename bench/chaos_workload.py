@@ -1,0 +1,167 @@
+"""The chaos workload: one workflow that uses every feature at once, and what each run must return.
+
+``chaos.mix(spec)`` creates a hook first (the driver resumes it from outside
+while the run works), then runs two sequential steps, an 8-24-way
+``asyncio.gather`` fan-out, a step that fails with ``RetryableError`` before it
+succeeds, a step that raises ``FatalError`` (caught as ``StepFailedError``), a
+step with a 150 KiB input (S3 offload on the AWS World), a durable sleep of
+1-2 s, and then awaits the hook. A spec in mode ``"fail"`` then raises, so the
+run fails; the driver cancels runs of mode ``"cancel"`` midway.
+
+Every step body records its execution (run, step id, attempt) in an
+:class:`Executions` before it returns, and may then crash the process
+(``Fault.CRASH_BODY``): the body ran, its outcome was never recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import Counter
+from typing import Any
+
+from world_aws import FatalError, RetryableError, StepFailedError, Workflows, create_hook, sleep
+from world_aws.runtime.context import get_step_metadata
+from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
+
+BIG_INPUT_BYTES = 150 * 1024
+WORKFLOW = "chaos.mix"
+FAIL_MESSAGE = "asked to fail"
+MODES = ("complete", "fail", "cancel")
+
+
+class Executions:
+    """Every step body execution in order: (run id, step id, attempt, final). Thread-safe.
+
+    ``final`` says the body ended the step (returned, or raised ``FatalError``), as
+    opposed to asking for a retry.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.ran: list[tuple[str, str, int, bool]] = []
+
+    def record(self, *, final: bool) -> None:
+        meta = get_step_metadata()
+        with self._lock:
+            self.ran.append((meta.run_id, meta.step_id, meta.attempt, final))
+
+    def duplicates(self) -> tuple[int, int, int]:
+        """(executions, those after their step's first final one, those of an attempt that already ran).
+
+        The second is the work at-least-once delivery repeated (allowed, reported
+        as a rate); the third should be 0, since every start takes a new attempt.
+        """
+        with self._lock:
+            ran = list(self.ran)
+        finished: set[tuple[str, str]] = set()
+        attempts: Counter[tuple[str, str, int]] = Counter()
+        repeated = 0
+        for run_id, step_id, attempt, final in ran:
+            attempts[(run_id, step_id, attempt)] += 1
+            if (run_id, step_id) in finished:
+                repeated += 1
+            elif final:
+                finished.add((run_id, step_id))
+        return len(ran), repeated, sum(n - 1 for n in attempts.values())
+
+
+def spec_for(plan: FaultPlan, index: int, fanout: tuple[int, int] = (8, 24)) -> dict[str, Any]:
+    """The spec of run ``index``: its shape is drawn from the seed (fan-out, failures, sleep, mode)."""
+    draw = plan.uniform
+    low, high = fanout
+    mode_draw = draw(f"mode|{index}")
+    mode = "cancel" if mode_draw < 0.125 else "fail" if mode_draw < 0.25 else "complete"
+    return {
+        "index": index,
+        "n": index % 7,
+        "fanout": low + int(draw(f"fanout|{index}") * (high - low + 1)),
+        "fails": 1 + int(draw(f"fails|{index}") * 2),  # 1..2 failed attempts first
+        "sleep": round(1.0 + draw(f"sleep|{index}"), 3),  # 1..2 s
+        "token": f"chaos:{plan.seed}:{index}",
+        "mode": mode,
+    }
+
+
+def hook_payload(spec: dict[str, Any]) -> dict[str, Any]:
+    return {"approved_by": f"caller-{spec['index']}"}
+
+
+def expected_output(spec: dict[str, Any]) -> dict[str, Any]:
+    """What ``chaos.mix(spec)`` returns in mode ``"complete"``, whatever failed underneath."""
+    first = 1 + spec["n"]
+    return {
+        "sequential": first + 1,
+        "fanout": sum(i * i for i in range(spec["fanout"])),
+        "flaky": "ok",
+        "caught": "world_aws.errors.FatalError",
+        "size": BIG_INPUT_BYTES,
+        "hook": hook_payload(spec),
+    }
+
+
+def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
+    """The workload's ``Workflows``; bodies record into ``executions`` and may crash per ``plan``."""
+    app = Workflows()
+
+    def ran(final: bool = True) -> None:
+        executions.record(final=final)
+        meta = get_step_metadata()
+        if plan.fires(Fault.CRASH_BODY, f"{meta.run_id}|{meta.step_id}|{meta.attempt}"):
+            raise Crash(f"died after the body of {meta.step_name} ran")
+
+    @app.step(name="chaos.add")
+    def add(a: int, b: int) -> int:
+        ran()
+        return a + b
+
+    @app.step(name="chaos.square")
+    def square(i: int) -> int:
+        ran()
+        return i * i
+
+    @app.step(name="chaos.flaky", max_retries=4)
+    def flaky(fails: int) -> str:
+        failing = get_step_metadata().attempt <= fails
+        ran(final=not failing)
+        if failing:
+            raise RetryableError("flaky dependency")
+        return "ok"
+
+    @app.step(name="chaos.refuse")
+    def refuse(n: int) -> str:
+        ran()
+        raise FatalError(f"refused {n}")
+
+    @app.step(name="chaos.measure")
+    def measure(blob: bytes) -> int:
+        ran()
+        return len(blob)
+
+    @app.workflow(name=WORKFLOW)
+    async def mix(spec: dict[str, Any]) -> dict[str, Any]:
+        hook = create_hook(token=spec["token"])
+        first = await add(1, spec["n"])
+        second = await add(first, 1)
+        squares = await asyncio.gather(*(square(i) for i in range(spec["fanout"])))
+        flaky_out = await flaky(spec["fails"])
+        try:
+            await refuse(spec["n"])
+            caught = ""
+        except StepFailedError as failure:
+            caught = failure.error_type
+        size = await measure(b"x" * BIG_INPUT_BYTES)
+        await sleep(spec["sleep"])
+        payload = await hook
+        if spec["mode"] == "fail":
+            raise ValueError(FAIL_MESSAGE)
+        return {
+            "sequential": second,
+            "fanout": sum(squares),
+            "flaky": flaky_out,
+            "caught": caught,
+            "size": size,
+            "hook": payload,
+        }
+
+    return app
