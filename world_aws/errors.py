@@ -26,6 +26,7 @@ class ErrorKind(StrEnum):
     BAD_INPUT = "BadInput"
     NON_DETERMINISM = "NonDeterminism"
     USER_FAILURE = "UserFailure"
+    MISCONFIGURED = "Misconfigured"
 
 
 class WorldAwsError(Exception):
@@ -95,6 +96,32 @@ class Transient(RetryLater):
     """Any other backend or network failure: safe to retry."""
 
     kind = ErrorKind.TRANSIENT
+
+
+# --- The deployment is wrong: fix the configuration, then redeliver. ---
+
+
+class Misconfigured(WorldAwsError):
+    """A table, index, queue or bucket is missing, or access to it is denied (503).
+
+    Not the absence of a run, step or hook (never a ``NotFound``, which the
+    runtime treats as domain state), and not something a short wait cures (never
+    a ``RetryLater``, which some paths tolerate): the deployment itself is wrong.
+    A delivery that meets it is redelivered, never acked, and alarmed on; the API
+    answers 503 with the reason.
+
+    Attributes:
+        resource: what was reached, e.g. ``table wf-prod`` or ``queue https://...``.
+        operation: the call that failed, e.g. ``DynamoDB GetItem``.
+    """
+
+    kind = ErrorKind.MISCONFIGURED
+    code = 503
+
+    def __init__(self, message: str, *, resource: str = "", operation: str = "") -> None:
+        super().__init__(message)
+        self.resource = resource
+        self.operation = operation
 
 
 # --- The caller's input is wrong. ---

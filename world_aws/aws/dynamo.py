@@ -372,10 +372,14 @@ class Table:
                     for r in raw_reasons
                 ]
                 raise Cancelled(reasons) from None
-            raise translate(exc, operation=f"DynamoDB {operation}") from exc
+            raise translate(exc, operation=f"DynamoDB {operation}", resource=self._resource(kwargs)) from exc
         except BotoCoreError as exc:
-            raise translate(exc, operation=f"DynamoDB {operation}") from exc
+            raise translate(exc, operation=f"DynamoDB {operation}", resource=self._resource(kwargs)) from exc
         return response
+
+    def _resource(self, kwargs: dict[str, Any]) -> str:
+        index = kwargs.get("IndexName")
+        return f"table {self.name}" + (f" index {index}" if index else "")
 
 
 def _projection(attributes: Sequence[str]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from world_aws.aws.errors import error_code, translate
+from world_aws.aws.errors import NOT_FOUND_CODES, error_code, translate
 from world_aws.contract.world import BlobRef
 from world_aws.errors import BadInput, NotFound
 
@@ -37,6 +37,7 @@ class S3BlobStore:
     def __init__(self, client: S3Client, bucket: str) -> None:
         self._client = client
         self._bucket = bucket
+        self._resource = f"bucket {bucket}"
 
     def put(self, data: bytes) -> BlobRef:
         """Store ``data`` under its content address; idempotent.
@@ -46,6 +47,7 @@ class S3BlobStore:
 
         Raises:
             Throttled, Transient: S3 failed; nothing referenced the blob yet, so retrying is safe.
+            Misconfigured: the bucket does not exist, or access to it is denied.
         """
         data = bytes(data)
         digest = hashlib.sha256(data).hexdigest()
@@ -54,9 +56,9 @@ class S3BlobStore:
             self._client.put_object(Bucket=self._bucket, Key=ref.key, Body=data, IfNoneMatch="*")
         except ClientError as exc:
             if error_code(exc) not in _ALREADY_THERE:
-                raise translate(exc, operation="S3 PutObject") from exc
+                raise translate(exc, operation="S3 PutObject", resource=self._resource) from exc
         except BotoCoreError as exc:
-            raise translate(exc, operation="S3 PutObject") from exc
+            raise translate(exc, operation="S3 PutObject", resource=self._resource) from exc
         return ref
 
     def get(self, ref: BlobRef) -> bytes:
@@ -64,6 +66,7 @@ class S3BlobStore:
 
         Raises:
             NotFound: no object under ``ref.key``.
+            Misconfigured: the bucket does not exist, or access to it is denied.
             BadInput: the object does not match the reference.
             Throttled, Transient: S3 failed.
         """
@@ -71,11 +74,12 @@ class S3BlobStore:
             response: Any = self._client.get_object(Bucket=self._bucket, Key=ref.key)
             data = bytes(response["Body"].read())
         except ClientError as exc:
-            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+            # A missing object is NotFound; a missing bucket (NoSuchBucket) is Misconfigured.
+            if error_code(exc) in NOT_FOUND_CODES:
                 raise NotFound(f"blob {ref.key} not found in bucket {self._bucket}") from exc
-            raise translate(exc, operation="S3 GetObject") from exc
+            raise translate(exc, operation="S3 GetObject", resource=self._resource) from exc
         except BotoCoreError as exc:
-            raise translate(exc, operation="S3 GetObject") from exc
+            raise translate(exc, operation="S3 GetObject", resource=self._resource) from exc
         if len(data) != ref.size or hashlib.sha256(data).hexdigest() != ref.sha256:
             raise BadInput(f"blob {ref.key} does not match its reference (size {ref.size}, {ref.sha256})")
         return data

@@ -204,11 +204,15 @@ class SqsQueue:
                 return None
             except ClientError as exc:
                 if error_code(exc) != "ConditionalCheckFailedException":
-                    raise translate(exc, operation="PutItem (idempotency claim)") from exc
+                    raise translate(
+                        exc, operation="DynamoDB PutItem (idempotency claim)", resource=f"table {self._table}"
+                    ) from exc
                 # ALL_OLD: the item that refused us comes back with the error.
                 old: dict[str, Any] = dict(cast("Mapping[str, Any]", exc.response).get("Item") or {})
             except BotoCoreError as exc:
-                raise translate(exc, operation="PutItem (idempotency claim)") from exc
+                raise translate(
+                    exc, operation="DynamoDB PutItem (idempotency claim)", resource=f"table {self._table}"
+                ) from exc
             if "message_id" in old:
                 return str(old["message_id"]["S"])
             if old:

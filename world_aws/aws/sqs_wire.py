@@ -136,9 +136,10 @@ def send(
     Raises:
         BadInput: the message breaks an SQS limit.
         Throttled, Transient: SQS failed.
+        Misconfigured: the queue does not exist, or access to it is denied.
     """
     check_message(body, attributes, max_bytes)
-    with mapped_errors("SendMessage"):
+    with mapped_errors("SQS SendMessage", resource=f"queue {queue_url}"):
         if attributes:
             response = sqs.send_message(
                 QueueUrl=queue_url, MessageBody=body, DelaySeconds=delay_seconds, MessageAttributes=attributes
