@@ -17,6 +17,7 @@ first. Nothing here decides anything about runs or steps: records go to
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -31,6 +32,7 @@ from functions._metrics import (
     API_SERVER_ERRORS,
     DELIVERIES,
     DELIVERIES_REJECTED,
+    MISCONFIGURATIONS,
     PROLOGUE_RUN_CONTEXT,
     PROLOGUE_RUNS_GET,
     EventCounts,
@@ -42,7 +44,7 @@ from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
-from world_aws.errors import BadInput
+from world_aws.errors import BadInput, ErrorKind, Misconfigured
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.loading import load_app
 from world_aws.runtime.runtime import Runtime
@@ -97,15 +99,19 @@ class Container:
                 queue_urls=self.world.queue_urls(),
                 logger=self.logger,
                 on_malformed=lambda _reason: self.counts.add(DELIVERIES_REJECTED),
+                on_misconfigured=lambda _error: self.counts.add(MISCONFIGURATIONS),
             )
         finally:
             self.counts.publish(self.metrics)
 
-    def record_http(self, status: int) -> None:
-        """Count one answered HTTP request."""
+    def record_http(self, response: Mapping[str, Any]) -> None:
+        """Count one answered HTTP request (``handle_http``'s response)."""
+        status = int(response.get("statusCode", 500))
         self.counts.add(API_REQUESTS)
         if status >= 500:
             self.counts.add(API_SERVER_ERRORS)
+        if status == Misconfigured.code and _error_kind(response) == ErrorKind.MISCONFIGURED:
+            self.counts.add(MISCONFIGURATIONS)
         self.counts.publish(self.metrics)
 
     def close(self) -> None:
@@ -131,6 +137,15 @@ class Container:
             raise
         finally:
             self.logger.remove_keys(list(keys))
+
+
+def _error_kind(response: Mapping[str, Any]) -> str | None:
+    """The ``error.kind`` of an error response's JSON body (``None`` for any other body)."""
+    try:
+        error = json.loads(str(response.get("body") or "{}")).get("error")
+    except (ValueError, AttributeError):
+        return None
+    return str(error.get("kind")) if isinstance(error, dict) else None
 
 
 class LazyContainer:

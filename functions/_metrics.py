@@ -38,6 +38,9 @@ DELIVERIES = "Deliveries"
 DELIVERIES_REJECTED = "DeliveriesRejected"
 # Messages over the delivery cap: their run failed with MAX_DELIVERIES_EXCEEDED, the message was dropped.
 DELIVERIES_DEAD_LETTERED = "DeliveriesDeadLettered"
+# A missing table, queue or bucket, or refused access: the delivery was redelivered (or the API
+# answered 503). template.yaml alarms on it.
+MISCONFIGURATIONS = "Misconfigurations"
 PROLOGUE_RUN_CONTEXT = "StepPrologueRunContext"
 PROLOGUE_RUNS_GET = "StepPrologueRunsGet"
 API_REQUESTS = "ApiRequests"

@@ -32,5 +32,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """
     container = PROCESS.container.get()
     response = handle_http(event, container.runtime)
-    container.record_http(int(response.get("statusCode", 500)))
+    container.record_http(response)
     return response

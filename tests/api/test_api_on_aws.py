@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -10,6 +12,7 @@ from typing import Any
 import pytest
 
 from world_aws.api import handle_http
+from world_aws.aws.world import create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.aws_factory import aws_world
@@ -82,3 +85,34 @@ def test_a_completed_run_with_a_non_json_result_reads_back_on_the_aws_world(runt
     assert run["result"]["letters"] == ["b", "o"] and run["result"]["raw"] == "bob"
     code, missing = call(runtime, "GET", "/runs/wrun_NOPE")
     assert code == 404 and missing["error"]["message"] == "run 'wrun_NOPE' not found"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("GET", "/runs/wrun_ANY", None),
+        ("GET", "/runs/wrun_ANY/events", None),
+        ("POST", "/runs/wrun_ANY/cancel", {}),
+        ("POST", "/hooks/approve:o-1/resume", {"payload": {"ok": True}}),
+    ],
+)
+def test_a_missing_table_is_503_naming_it_never_404(
+    method: str, path: str, body: dict[str, Any] | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN the API over an AWS World whose table name has a typo
+    with aws_world(ManualClock()) as world:
+        typo = create_aws_world(
+            dataclasses.replace(world.config, table_name="workflow-tabel"), clients=world.clients
+        )
+        runtime = Runtime(typo, app)
+        try:
+            # WHEN a client asks about a run or a hook
+            code, answer = call(runtime, method, path, body=body)
+        finally:
+            runtime.close()
+    # THEN the answer is 503 with the reason naming the table, not "not found"
+    assert code == 503
+    assert answer["error"]["kind"] == "Misconfigured" and "table workflow-tabel" in answer["error"]["message"]
+    # AND the request is logged at error, without a traceback
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert "workflow-tabel" in record.getMessage() and record.exc_info is None

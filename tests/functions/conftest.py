@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from functions._container import PROCESS
 from infra.events.make_events import EVENTS_DIR
 from infra.provision import ProvisionedResources
 from world_aws.aws.config import AwsConfig
@@ -48,6 +49,29 @@ def function_env(embedded: EmbeddedAws, resources: ProvisionedResources) -> dict
         "POWERTOOLS_SERVICE_NAME": "world_aws",
         "POWERTOOLS_METRICS_NAMESPACE": "WorldAws",
     }
+
+
+@pytest.fixture
+def deploy(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., None]]:
+    """``deploy(**overrides)``: set the function environment (names overridden), build the container afresh.
+
+    Each call is a new deployment of the functions: the next invocation builds its
+    World and Runtime from the environment as it is then.
+    """
+
+    def set_environment(**overrides: str) -> None:
+        for name, value in {**function_env, **overrides}.items():
+            monkeypatch.setenv(name, value)
+        PROCESS.container.reset()
+
+    yield set_environment
+    PROCESS.container.reset()
+
+
+@pytest.fixture
+def deployed(deploy: Callable[..., None]) -> None:
+    """The function environment of the test's resources set, and the container built afresh from it."""
+    deploy()
 
 
 @pytest.fixture

@@ -9,17 +9,17 @@ read from the EMF lines the handlers print.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from lambda_support import CONTEXT, metrics, receive, step_id_of
 
 from examples.orders import app as orders_app
 from functions import api_handler, step_handler, workflow_handler
 from functions._container import PROCESS, Container
 from infra.events.make_events import RUN_ID, STEP_NAME
 from infra.provision import ProvisionedResources
-from world_aws.aws.event_source import lambda_sqs_event
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus
@@ -29,63 +29,6 @@ from world_aws.errors import BadInput
 from world_aws.local.embedded import EmbeddedAws
 
 SampleEvent = Callable[[str], dict[str, Any]]
-
-
-class Context:
-    """The attributes of a Lambda context that Powertools reads."""
-
-    function_name = "world-aws-test"
-    function_version = "$LATEST"
-    memory_limit_in_mb = 1024
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:world-aws-test"
-    aws_request_id = "00000000-0000-4000-8000-00000000abcd"
-
-
-CONTEXT: Any = Context()
-
-
-@pytest.fixture
-def deployed(function_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The function environment set, and the per-container objects built afresh from it."""
-    for name, value in function_env.items():
-        monkeypatch.setenv(name, value)
-    PROCESS.container.reset()
-    yield
-    PROCESS.container.reset()
-
-
-def metrics(printed: str) -> dict[str, float]:
-    """The sum of every EMF metric in ``printed`` (the handlers' stdout)."""
-    totals: dict[str, float] = {}
-    for line in printed.splitlines():
-        if not line.startswith("{") or '"_aws"' not in line:
-            continue
-        document = json.loads(line)
-        for directive in document["_aws"]["CloudWatchMetrics"]:
-            assert directive["Namespace"] == "WorldAws"
-            for metric in directive["Metrics"]:
-                totals[metric["Name"]] = totals.get(metric["Name"], 0) + sum(document[metric["Name"]])
-    return totals
-
-
-def receive(embedded: EmbeddedAws, resources: ProvisionedResources, queue: QueueName) -> dict[str, Any]:
-    """The Lambda SQS event of every visible message of ``queue`` (held for 60 s)."""
-    settings = resources.queues[queue]
-    messages = embedded.clients.sqs.receive_message(
-        QueueUrl=settings.url,
-        MaxNumberOfMessages=10,
-        VisibilityTimeout=60,
-        MessageSystemAttributeNames=["All"],
-        MessageAttributeNames=["All"],
-    ).get("Messages", [])
-    return lambda_sqs_event(messages, settings.arn)
-
-
-def step_id_of(event: dict[str, Any]) -> str:
-    """The step id the first record of a step event carries."""
-    payload = decode_body(event["Records"][0]["body"])
-    assert isinstance(payload, InvokePayload) and payload.step_id is not None
-    return payload.step_id
 
 
 def start_sample_run(sample_event: SampleEvent) -> None:

@@ -27,6 +27,7 @@ import pytest
 from samtranslator.translator.transform import transform
 
 from functions._container import Container, LambdaProcess
+from functions._metrics import MISCONFIGURATIONS
 from infra.template import DEFAULT_TEMPLATE, load_template
 from world_aws.aws import keys
 from world_aws.aws.s3 import KEY_PREFIX
@@ -229,6 +230,27 @@ def test_every_queue_has_a_dead_letter_queue_with_an_alarm_on_any_message(templa
         assert len(watching) == 1, dlq
         (alarm,) = watching
         assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+def test_misconfigurations_the_functions_count_are_alarmed_on(transformed: dict[str, Any]) -> None:
+    # GIVEN the functions' EMF namespace and service dimension, as the template sets them
+    functions = of_type(transformed, "AWS::Lambda::Function").values()
+    emitted = {
+        (v["POWERTOOLS_METRICS_NAMESPACE"], v["POWERTOOLS_SERVICE_NAME"])
+        for v in (f["Environment"]["Variables"] for f in functions)
+    }
+    (namespace, service), *_ = emitted
+    assert len(emitted) == 1
+    alarms = of_type(transformed, "AWS::CloudWatch::Alarm").values()
+    # THEN one alarm fires on the first misconfiguration they count
+    (alarm,) = [a for a in alarms if a["MetricName"] == MISCONFIGURATIONS]
+    assert alarm["Namespace"] == namespace
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": service}]
+    assert (alarm["Statistic"], alarm["ComparisonOperator"], alarm["Threshold"]) == (
+        "Sum",
+        "GreaterThanThreshold",
+        0,
+    )
 
 
 def test_every_sqs_trigger_reports_batch_item_failures_with_bounded_batches(

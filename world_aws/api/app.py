@@ -1,7 +1,9 @@
 """``handle_http``: one API Gateway HTTP API event in, one response out; errors mapped to statuses.
 
 The mapping from world-aws errors to HTTP (:func:`status_of`) is the only
-place that decides status codes for failures. Unexpected exceptions are logged
+place that decides status codes for failures. A misconfigured deployment (a
+missing table, queue or bucket, refused access) is a 503 whose body names the
+resource, never a 404: the run may well exist. Unexpected exceptions are logged
 with their traceback and answered with a 500 naming the request id: no stack
 trace, exception text or internal detail ever goes into a response.
 """
@@ -18,6 +20,7 @@ from world_aws.errors import (
     BadInput,
     Conflict,
     ErrorKind,
+    Misconfigured,
     NotFound,
     RetryLater,
     RunExpired,
@@ -53,6 +56,9 @@ def respond(event: Any, runtime: Runtime) -> Response:
         request = parse_event(event)
         request_id = request.request_id
         return _dispatch(request, runtime)
+    except Misconfigured as exc:
+        LOG.error("request %s: %s", request_id, exc)
+        return error_response(status_of(exc), exc.kind.value, str(exc))
     except RetryLater as exc:
         LOG.warning("request %s: %s: %s", request_id, type(exc).__name__, exc)
         status = 429 if isinstance(exc, Throttled) else 503
@@ -104,6 +110,8 @@ def _not_found_message(params: dict[str, str], exc: NotFound) -> str:
 
 def status_of(exc: WorldAwsError) -> int:
     """The HTTP status for a world-aws error."""
+    if isinstance(exc, Misconfigured):
+        return 503
     if isinstance(exc, BadInput):
         return 400
     if isinstance(exc, NotFound):

@@ -33,7 +33,7 @@ from world_aws.aws.errors import mapped_errors
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName
-from world_aws.errors import WorldAwsError
+from world_aws.errors import Misconfigured, WorldAwsError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -147,7 +147,7 @@ class LocalEventSource:
         self._running = 0  # invocations in flight
         self._started = 0  # invocations ever started (detects activity during wait_idle)
         self._running_lock = threading.Lock()
-        with mapped_errors("GetQueueAttributes"):
+        with mapped_errors("SQS GetQueueAttributes", resource=f"queues {sorted(self._urls.values())}"):
             self._arns = {
                 name: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
                     "QueueArn"
@@ -208,7 +208,7 @@ class LocalEventSource:
         if before[0]:
             return False
         for url in self._urls.values():
-            with mapped_errors("GetQueueAttributes"):
+            with mapped_errors("SQS GetQueueAttributes", resource=f"queue {url}"):
                 counters = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_IDLE_COUNTERS))  # type: ignore[arg-type]
             values = cast("Mapping[str, str]", counters["Attributes"])
             if any(int(values.get(name, "0")) for name in _IDLE_COUNTERS):
@@ -248,10 +248,11 @@ class LocalEventSource:
         if self._options.visibility_timeout is not None:
             request["VisibilityTimeout"] = self._options.visibility_timeout
         try:
-            with mapped_errors("ReceiveMessage"):
+            with mapped_errors("SQS ReceiveMessage", resource=f"queue {self._urls[queue]}"):
                 return list(self._sqs.receive_message(**request).get("Messages", []))
         except WorldAwsError as exc:
-            logger.warning("receive from the %s queue failed: %s", queue.value, exc)
+            level = logging.ERROR if isinstance(exc, Misconfigured) else logging.WARNING
+            logger.log(level, "receive from the %s queue failed: %s", queue.value, exc)
             self._stopping.wait(self._options.error_backoff_seconds)
             return []
 
@@ -272,7 +273,7 @@ class LocalEventSource:
 
     def _delete(self, queue: QueueName, messages: list[MessageTypeDef]) -> None:
         entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
-        with mapped_errors("DeleteMessageBatch"):
+        with mapped_errors("SQS DeleteMessageBatch", resource=f"queue {self._urls[queue]}"):
             result = self._sqs.delete_message_batch(QueueUrl=self._urls[queue], Entries=entries)  # type: ignore[arg-type]
         for failure in result.get("Failed", []):
             logger.warning("could not delete a processed %s message: %s", queue.value, failure)

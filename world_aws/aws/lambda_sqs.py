@@ -9,14 +9,17 @@ Records are processed with Powertools' ``BatchProcessor``, so one failing or
 malformed record never fails its neighbours. Per record:
 
 * malformed (body over the size limit, not base64, not one CBOR item, not a valid
-  invoke payload, unknown queue, bad ``wf_due_at``) -> logged with the reason and
+  invoke payload, bad ``wf_due_at``) -> logged with the reason and
   reported as a failure. It is never acked: after the queue's ``maxReceiveCount``
   it reaches the dead-letter queue, where it can be inspected;
 * chained delay not yet due -> re-enqueued for the remainder (<= 900 s), acked;
 * otherwise the handler gets ``Delivery(queue, message_id, attempt, cbor_bytes)``:
   ``Ack`` -> success (Lambda deletes it); ``Redeliver(s)`` -> visibility set to s
   (capped at 12 h) and reported as failure; raised -> logged, failure (visible
-  again after the queue's visibility timeout).
+  again after the queue's visibility timeout). ``Misconfigured`` (a missing table,
+  queue or bucket, refused access) is logged at error naming the resource, one line
+  without a traceback, and passed to ``on_misconfigured`` (to count it in a metric);
+  so is a record from a queue the configuration does not name.
 
 If every record fails, the response lists them all (Powertools' whole-batch
 exception is turned off): Lambda then retries exactly those records.
@@ -37,7 +40,7 @@ from world_aws.aws.errors import mapped_errors
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.transport import decode_body_bytes, decode_payload
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver
-from world_aws.errors import BadInput, WorldAwsError
+from world_aws.errors import BadInput, Misconfigured, WorldAwsError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -72,6 +75,7 @@ def process_sqs_event(
     logger: Logger | None = None,
     max_message_bytes: int = sqs_wire.SQS_SAFE_MESSAGE_BYTES,
     on_malformed: Callable[[str], None] | None = None,
+    on_misconfigured: Callable[[Misconfigured], None] | None = None,
 ) -> PartialBatchResponse:
     """Process one Lambda SQS event; returns the partial batch response.
 
@@ -86,6 +90,7 @@ def process_sqs_event(
         max_message_bytes: bodies above this are malformed.
         on_malformed: called with the reason for each record rejected as malformed
             (e.g. to count rejections in a metric).
+        on_misconfigured: called for each record whose handling met a ``Misconfigured``.
 
     Returns:
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``.
@@ -98,6 +103,7 @@ def process_sqs_event(
         logger=logger or _default_logger,
         max_message_bytes=max_message_bytes,
         on_malformed=on_malformed,
+        on_misconfigured=on_misconfigured,
     )
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(
@@ -120,6 +126,7 @@ class _RecordConsumer:
         logger: Logger,
         max_message_bytes: int,
         on_malformed: Callable[[str], None] | None = None,
+        on_misconfigured: Callable[[Misconfigured], None] | None = None,
     ) -> None:
         self._handler = handler
         self._sqs = sqs
@@ -129,6 +136,7 @@ class _RecordConsumer:
         self._logger = logger
         self._max_bytes = max_message_bytes
         self._on_malformed = on_malformed
+        self._on_misconfigured = on_misconfigured
 
     def consume(self, record: SQSRecord) -> None:
         """Powertools' record handler (the parameter must be called ``record``)."""
@@ -137,6 +145,9 @@ class _RecordConsumer:
         context = {"message_id": message_id, "receive_count": _receive_count(raw)}
         try:
             delivery, due_at = self._parse(raw)
+        except Misconfigured as exc:
+            self._misconfigured(exc, context)
+            raise
         except BadInput as exc:
             self._logger.error(
                 "rejected malformed message: it stays queued and reaches the DLQ after its redrive count",
@@ -151,6 +162,9 @@ class _RecordConsumer:
             if hop is not None:
                 try:
                     self._reenqueue(delivery, raw, hop, due_at)
+                except Misconfigured as exc:
+                    self._misconfigured(exc, context)
+                    raise
                 except WorldAwsError as exc:
                     # Not acked: the early message comes back and is re-enqueued then.
                     self._logger.warning(
@@ -160,6 +174,9 @@ class _RecordConsumer:
                 return
         try:
             result = self._handler(delivery)
+        except Misconfigured as exc:
+            self._misconfigured(exc, context)
+            raise
         except Exception:
             self._logger.exception("queue handler raised: the message will be redelivered", extra=context)
             raise
@@ -197,7 +214,13 @@ class _RecordConsumer:
     def _queue_of(self, arn: str) -> QueueName:
         name = arn.rsplit(":", 1)[-1]
         if name not in self._by_name:
-            raise BadInput(f"eventSourceARN {arn!r} is not one of this World's queues")
+            # The function is mapped to a queue its configuration does not name.
+            raise Misconfigured(
+                f"misconfigured: eventSourceARN {arn!r} is not one of this World's queues "
+                f"{sorted(self._urls.values())}",
+                resource=f"queue {arn}",
+                operation="SQS event source mapping",
+            )
         return self._by_name[name]
 
     def _reenqueue(self, delivery: Delivery, raw: Mapping[str, Any], hop: int, due_at: int) -> None:
@@ -215,15 +238,27 @@ class _RecordConsumer:
         self, delivery: Delivery, raw: Mapping[str, Any], seconds: float, context: dict[str, Any]
     ) -> None:
         try:
-            with mapped_errors("ChangeMessageVisibility"):
+            url = self._urls[delivery.queue]
+            with mapped_errors("SQS ChangeMessageVisibility", resource=f"queue {url}"):
                 self._sqs.change_message_visibility(
-                    QueueUrl=self._urls[delivery.queue],
+                    QueueUrl=url,
                     ReceiptHandle=str(raw["receiptHandle"]),
                     VisibilityTimeout=sqs_wire.visibility_seconds(seconds, elapsed_seconds=_age_seconds(raw)),
                 )
+        except Misconfigured as exc:
+            self._misconfigured(exc, context)
         except WorldAwsError as exc:
             # Still a failure: the message comes back after the queue's visibility timeout.
             self._logger.warning("could not change visibility", extra={**context, "reason": str(exc)})
+
+    def _misconfigured(self, exc: Misconfigured, context: dict[str, Any]) -> None:
+        """One error line naming the resource (no traceback: the reason says it all), and the count."""
+        self._logger.error(
+            "misconfigured: the message stays queued and is redelivered until the configuration is fixed",
+            extra={**context, "resource": exc.resource, "operation": exc.operation, "reason": str(exc)},
+        )
+        if self._on_misconfigured is not None:
+            self._on_misconfigured(exc)
 
 
 def _age_seconds(raw: Mapping[str, Any]) -> float:

@@ -37,7 +37,7 @@ from typing import NamedTuple
 from world_aws.contract.clock import Clock
 from world_aws.contract.limits import IDEMPOTENCY_RETENTION_SECONDS
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver
-from world_aws.errors import BadInput
+from world_aws.errors import BadInput, Misconfigured
 from world_aws.local.memory_stats import Stat, WorldStats
 
 logger = logging.getLogger(__name__)
@@ -248,12 +248,15 @@ class MemoryQueue:
             self._settle(message, result, None)
             settled = True
         except Exception as exc:
-            logger.warning(
-                "handler raised on %s message %s (attempt %d): redelivering",
+            misconfigured = isinstance(exc, Misconfigured)  # one error line naming the resource
+            logger.log(
+                logging.ERROR if misconfigured else logging.WARNING,
+                "handler raised on %s message %s (attempt %d): redelivering: %s",
                 message.queue.value,
                 message.message_id,
                 message.deliveries,
-                exc_info=True,
+                exc,
+                exc_info=not misconfigured,
             )
             self._settle(message, None, f"{type(exc).__name__}: {exc}")
             settled = True

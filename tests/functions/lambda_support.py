@@ -1,0 +1,60 @@
+"""Helpers of the Lambda function tests: a Lambda context, EMF metrics read back, messages as events."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from infra.provision import ProvisionedResources
+from world_aws.aws.event_source import lambda_sqs_event
+from world_aws.contract.payload import InvokePayload
+from world_aws.contract.transport import decode_body
+from world_aws.contract.world import QueueName
+from world_aws.local.embedded import EmbeddedAws
+
+
+class Context:
+    """The attributes of a Lambda context that Powertools reads."""
+
+    function_name = "world-aws-test"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 1024
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:world-aws-test"
+    aws_request_id = "00000000-0000-4000-8000-00000000abcd"
+
+
+CONTEXT: Any = Context()
+
+
+def metrics(printed: str) -> dict[str, float]:
+    """The sum of every EMF metric in ``printed`` (the handlers' stdout)."""
+    totals: dict[str, float] = {}
+    for line in printed.splitlines():
+        if not line.startswith("{") or '"_aws"' not in line:
+            continue
+        document = json.loads(line)
+        for directive in document["_aws"]["CloudWatchMetrics"]:
+            assert directive["Namespace"] == "WorldAws"
+            for metric in directive["Metrics"]:
+                totals[metric["Name"]] = totals.get(metric["Name"], 0) + sum(document[metric["Name"]])
+    return totals
+
+
+def receive(embedded: EmbeddedAws, resources: ProvisionedResources, queue: QueueName) -> dict[str, Any]:
+    """The Lambda SQS event of every visible message of ``queue`` (held for 60 s)."""
+    settings = resources.queues[queue]
+    messages = embedded.clients.sqs.receive_message(
+        QueueUrl=settings.url,
+        MaxNumberOfMessages=10,
+        VisibilityTimeout=60,
+        MessageSystemAttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+    return lambda_sqs_event(messages, settings.arn)
+
+
+def step_id_of(event: dict[str, Any]) -> str:
+    """The step id the first record of a step event carries."""
+    payload = decode_body(event["Records"][0]["body"])
+    assert isinstance(payload, InvokePayload) and payload.step_id is not None
+    return payload.step_id
