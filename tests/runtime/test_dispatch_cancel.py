@@ -138,3 +138,42 @@ def test_cancellation_with_eight_branches_running_in_consumer_threads(memory_har
     # AND the run reads as cancelled
     with pytest.raises(RunCancelledError):
         handle.result(timeout=0)
+
+
+def test_step_failing_after_its_run_was_cancelled_records_its_retry_and_never_runs_again(
+    memory_harness: Harness,
+) -> None:
+    # GIVEN a step whose body cancels its run, then raises (a retryable failure)
+    h = memory_harness
+    ran: list[str] = []
+    handles: list[RunHandle] = []
+    app = Workflows()
+
+    @app.step(name="cancel.flaky")
+    def flaky() -> None:
+        ran.append("flaky")
+        assert handles[0].cancel() is True
+        raise RuntimeError("the backend went away")
+
+    @app.workflow
+    async def once() -> None:
+        await flaky()
+
+    runtime = h.runtime_for(app)
+    handles.append(runtime.start("once"))
+    handle = handles[0]
+    # WHEN every message is delivered, the retry's redelivery included
+    assert h.settle(handle) is RunStatus.CANCELLED
+    assert h.settle() is None  # until nothing is queued
+    # THEN the retry was recorded after the cancellation (SPEC §3.1, as an outcome would be) ...
+    types = h.event_types(handle.run_id)
+    assert types[-2:] == [EventType.RUN_CANCELLED, EventType.STEP_RETRYING]
+    [step] = h.world.steps.list(handle.run_id)
+    assert (step.status.value, step.attempt) == ("pending", 1)
+    # ... and the body never ran again: its redelivery met the fence and was acked as gone
+    assert ran == ["flaky"]
+    assert types.count(EventType.STEP_STARTED) == 1
+    deliveries = h.step_deliveries()
+    assert [d.attempt for d in deliveries] == [1, 2]
+    assert all(isinstance(d.result, Ack) for d in deliveries[1:])
+    assert h.pending_messages(QueueName.STEP) == []
