@@ -2,7 +2,10 @@
 
 Prologue with ``run_context`` on the message: no run read before the claim; the
 World's terminal-run fence on ``step_started`` is the liveness check. Without it
-(an older producer): read the run without payloads and stop unless it runs.
+(an older producer): read the run without payloads and stop unless it runs. Of
+``run_context`` the consumer uses only ``deployment_id`` (the deployment guard),
+which every parsed one carries, so a context without the optional ``started_at``
+and ``root_run_id`` takes the same read-free path.
 
 After a terminal outcome, a branch that finds no other step pending is a last
 completer: it claims the continuation with its outcome's position (of branches
