@@ -19,6 +19,7 @@ import pytest
 from world_aws import RunCancelledError, Workflows, get_workflow_metadata
 from world_aws.contract.records import EventType, ResolveData, RunStatus
 from world_aws.contract.world import Ack, QueueName
+from world_aws.errors import RunExpired
 from world_aws.local.memory import MemoryWorld
 from world_aws.runtime.handle import RunHandle
 
@@ -141,10 +142,10 @@ def test_cancellation_with_eight_branches_running_in_consumer_threads(memory_har
 
 
 def test_step_failing_after_its_run_was_cancelled_records_its_retry_and_never_runs_again(
-    memory_harness: Harness,
+    harness: Harness,
 ) -> None:
     # GIVEN a step whose body cancels its run, then raises (a retryable failure)
-    h = memory_harness
+    h = harness
     ran: list[str] = []
     handles: list[RunHandle] = []
     app = Workflows()
@@ -170,10 +171,11 @@ def test_step_failing_after_its_run_was_cancelled_records_its_retry_and_never_ru
     assert types[-2:] == [EventType.RUN_CANCELLED, EventType.STEP_RETRYING]
     [step] = h.world.steps.list(handle.run_id)
     assert (step.status.value, step.attempt) == ("pending", 1)
-    # ... and the body never ran again: its redelivery met the fence and was acked as gone
+    # ... and the body never ran again: the retry's message met the fence and was acked as gone
     assert ran == ["flaky"]
     assert types.count(EventType.STEP_STARTED) == 1
-    deliveries = h.step_deliveries()
-    assert [d.attempt for d in deliveries] == [1, 2]
-    assert all(isinstance(d.result, Ack) for d in deliveries[1:])
-    assert h.pending_messages(QueueName.STEP) == []
+    first, retry = h.step_deliveries()
+    assert retry.message_id != first.message_id and retry.step_id == first.step_id
+    assert isinstance(first.result, Ack) and isinstance(retry.result, Ack)
+    claims = [c for c in h.spy.calls("events.create", delivery=retry.index)]
+    assert [(c.detail.type, type(c.error)) for c in claims] == [(EventType.STEP_STARTED, RunExpired)]

@@ -282,7 +282,10 @@ class StepExecutor:
     ) -> tuple[HandlerResult, str]:
         """The claim or the outcome write was refused; ``result`` is what to answer.
 
-        "skipped" means the step is already terminal. Whoever finished it may have
+        "skipped" means the step is already terminal (or, rarely, that the message
+        names another step than the one under its id: a stale message whose step id a
+        corrected replay reused; the check below is then a harmless extra
+        continuation). Whoever finished it may have
         died (or failed a read) between recording the outcome and the last-completer
         check, and the redelivery that brought us here is then the only thing left
         that can continue the run: so do the check here too, as upstream does.
