@@ -14,10 +14,12 @@ Two modes:
 * full (default): the steps are trivial and return at once; ``step_workers`` step
   consumers; the run completes. What a fan-out costs end to end.
 * held: every step blocks until all ``n`` branches have started (so ``n`` step
-  consumers), then the bench cancels the run and releases them; each raises a
-  retryable error whose ``step_retrying`` the terminal-run fence refuses, so the
-  deliveries ack as "gone" and the run ends without any last-completer check.
-  TTLS then measures the start path alone (dispatch, prologue, claim), with no
+  consumers), then the bench cancels the run and releases them; each fails for
+  good (``FatalError``: a retryable error's ``step_retrying`` would be accepted
+  after the run ended, and its redelivery would add a prologue and a refused
+  claim per branch), its ``step_failed`` is accepted (a running step may report
+  after its run ended), and the last-completer check finds the run ended. TTLS
+  then measures the start path alone (dispatch, prologue, claim), with no
   completion work competing for the backend.
 """
 
@@ -34,7 +36,7 @@ from typing import Protocol
 
 from bench.instrument import EMPTY_RECEIVE, RUN_READ, CallRecorder, Snapshot
 from bench.world import BenchWorld, RunTimeline
-from world_aws import RetryableError, Runtime, RuntimeConfig, Workflows
+from world_aws import FatalError, Runtime, RuntimeConfig, Workflows
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import ResolveData, StepStatus
 from world_aws.contract.transport import decode_payload
@@ -50,8 +52,8 @@ def fanout_app(gate: threading.Event | None = None, gate_timeout: float = 600.0)
     """``bench.fanout(n)``: ``asyncio.gather`` of ``n`` calls of the step ``bench.leaf``.
 
     Args:
-        gate: None for a trivial step; else the step waits for it, then raises a
-            retryable error (held mode: the run is cancelled by then).
+        gate: None for a trivial step; else the step waits for it, then fails for
+            good (held mode: the run is cancelled by then).
         gate_timeout: how long a held step waits at most.
     """
     app = Workflows()
@@ -60,7 +62,7 @@ def fanout_app(gate: threading.Event | None = None, gate_timeout: float = 600.0)
     def leaf(i: int) -> int:
         if gate is not None:
             gate.wait(gate_timeout)
-            raise RetryableError("released after every branch started")
+            raise FatalError("released after every branch started")
         return i
 
     @app.workflow(name=WORKFLOW)

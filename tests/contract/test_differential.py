@@ -232,8 +232,16 @@ class DifferentialMachine(RuleBasedStateMachine):
         run, step = self._target(draw, "step", StepStatus.PENDING)
         self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
 
+    @rule(draw=st.data())
+    def step_started_naming_another_step(self, draw: st.DataObject) -> None:
+        # A stale start of another step under the same id (SPEC §3: the step-name fence):
+        # Conflict on both, after the fence and before TooEarly, whatever state the step is in.
+        run, step = self._target(draw, "step")
+        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_other"))
+
     @rule(draw=st.data(), delay=st.none() | OFFSETS)
     def step_retrying(self, draw: st.DataObject, delay: int | None) -> None:
+        # Of a running step also after its run ended: accepted, as the outcomes are (SPEC §3.1).
         run, step = self._target(draw, "step", StepStatus.RUNNING)
         retry_after = None if delay is None else self.memory_clock.now() + timedelta(seconds=delay)
         data = EventData(error=self._payload("step-error"), retry_after=retry_after)
@@ -268,6 +276,18 @@ class DifferentialMachine(RuleBasedStateMachine):
         retry_after = self.memory_clock.now() + timedelta(seconds=delay)
         data = EventData(error=self._payload("step-error"), retry_after=retry_after)
         self._apply(run, EventType.STEP_RETRYING, step, data)
+        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+
+    @precondition(lambda self: self.applied >= RUN_LIFETIME)
+    @rule(run=RUNS, step=STEPS, how=st.sampled_from(["completed", "failed", "cancelled"]))
+    def step_outlives_its_run(self, run: int, step: str, how: str) -> None:
+        # A step running when its run ends, whose body then fails: its retry is accepted
+        # (SPEC §3.1, as an outcome would be) and the redelivered start meets the fence.
+        # Drawn one by one, this sequence almost never happens.
+        self.step_created(run, step)
+        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self.run_ended(run, how)
+        self._apply(run, EventType.STEP_RETRYING, step, EventData(error=self._payload("step-error")))
         self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
 
     @rule(draw=st.data(), completed=st.booleans())

@@ -19,6 +19,7 @@ import pytest
 from world_aws import RunCancelledError, Workflows, get_workflow_metadata
 from world_aws.contract.records import EventType, ResolveData, RunStatus
 from world_aws.contract.world import Ack, QueueName
+from world_aws.errors import RunExpired
 from world_aws.local.memory import MemoryWorld
 from world_aws.runtime.handle import RunHandle
 from world_aws.testing.harness import Harness
@@ -137,3 +138,43 @@ def test_cancellation_with_eight_branches_running_in_consumer_threads(memory_har
     # AND the run reads as cancelled
     with pytest.raises(RunCancelledError):
         handle.result(timeout=0)
+
+
+def test_step_failing_after_its_run_was_cancelled_records_its_retry_and_never_runs_again(
+    harness: Harness,
+) -> None:
+    # GIVEN a step whose body cancels its run, then raises (a retryable failure)
+    h = harness
+    ran: list[str] = []
+    handles: list[RunHandle] = []
+    app = Workflows()
+
+    @app.step(name="cancel.flaky")
+    def flaky() -> None:
+        ran.append("flaky")
+        assert handles[0].cancel() is True
+        raise RuntimeError("the backend went away")
+
+    @app.workflow
+    async def once() -> None:
+        await flaky()
+
+    runtime = h.runtime_for(app)
+    handles.append(runtime.start("once"))
+    handle = handles[0]
+    # WHEN every message is delivered, the retry's redelivery included
+    assert h.settle(handle) is RunStatus.CANCELLED
+    assert h.settle() is None  # until nothing is queued
+    # THEN the retry was recorded after the cancellation (SPEC §3.1, as an outcome would be) ...
+    types = h.event_types(handle.run_id)
+    assert types[-2:] == [EventType.RUN_CANCELLED, EventType.STEP_RETRYING]
+    [step] = h.world.steps.list(handle.run_id)
+    assert (step.status.value, step.attempt) == ("pending", 1)
+    # ... and the body never ran again: the retry's message met the fence and was acked as gone
+    assert ran == ["flaky"]
+    assert types.count(EventType.STEP_STARTED) == 1
+    first, retry = h.step_deliveries()
+    assert retry.message_id != first.message_id and retry.step_id == first.step_id
+    assert isinstance(first.result, Ack) and isinstance(retry.result, Ack)
+    claims = [c for c in h.spy.calls("events.create", delivery=retry.index)]
+    assert [(c.detail.type, type(c.error)) for c in claims] == [(EventType.STEP_STARTED, RunExpired)]

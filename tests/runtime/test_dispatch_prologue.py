@@ -11,7 +11,9 @@ had to create from its message is flagged
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
+import cbor2
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -19,7 +21,7 @@ from world_aws import Workflows
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.transport import encode_payload
-from world_aws.contract.world import Ack, QueueName
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
 from world_aws.runtime import telemetry
 from world_aws.testing.harness import Harness
@@ -120,6 +122,34 @@ def test_step_message_without_run_context_reads_the_run_before_its_claim(
         ops = [c.op for c in harness.spy.calls(delivery=delivery.index)]
         assert ops[0] == "runs.get"
     assert [attr(s, telemetry.DISPATCH_PROLOGUE) for s in step_spans(spans)] == ["runs_get", "runs_get"]
+
+
+def without_optional_identity(delivery: Delivery, handle_message: MessageHandler) -> HandlerResult:
+    """Deliver step messages as a producer that stamps only deployment_id and spec_version would send them."""
+    if delivery.queue is QueueName.STEP:
+        message = cbor2.loads(delivery.body)
+        for name in ("started_at", "root_run_id"):
+            del message["run_context"][name]
+        delivery = replace(delivery, body=cbor2.dumps(message))
+    return handle_message(delivery)
+
+
+def test_step_message_whose_run_context_lacks_started_at_and_root_run_id_still_skips_the_run_read(
+    harness: Harness, spans: InMemorySpanExporter
+) -> None:
+    # GIVEN step messages whose run_context carries only deployment_id and spec_version
+    printed: list[str] = []
+    runtime = harness.runtime_for(labels_app(printed))
+    # WHEN the run settles
+    handle = runtime.start("labels", "o-5")
+    assert harness.settle(handle, intercept=without_optional_identity) is RunStatus.COMPLETED
+    # THEN each step ran once, parsed and claimed without a run read (what it carries suffices)
+    assert handle.result(timeout=0) == ["label-1", "label-2"]
+    assert printed == ["o-5#1", "o-5#2"]
+    for delivery in harness.step_deliveries():
+        ops = [c.op for c in harness.spy.calls(delivery=delivery.index)]
+        assert "runs.get" not in ops[: ops.index("events.create")]
+    assert [attr(s, telemetry.DISPATCH_PROLOGUE) for s in step_spans(spans)] == ["run_context"] * 2
 
 
 def test_legacy_step_message_for_a_finished_run_is_acked_without_running_the_step(

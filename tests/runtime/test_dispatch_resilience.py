@@ -11,14 +11,25 @@ duplicating any step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
 from world_aws import RuntimeConfig, Workflows
-from world_aws.contract.payload import InlineStepInput
-from world_aws.contract.records import EventType, RunStatus
-from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
-from world_aws.errors import RetryLater, Throttled, Transient
+from world_aws.contract.payload import InlineStepInput, InvokePayload
+from world_aws.contract.records import EventType, RunStatus, StepStatus
+from world_aws.contract.transport import decode_payload, encode_payload
+from world_aws.contract.world import (
+    Ack,
+    Delivery,
+    ForwardingWorld,
+    HandlerResult,
+    MessageHandler,
+    QueueName,
+    Redeliver,
+    WorldCapabilities,
+)
+from world_aws.errors import Conflict, RetryLater, Throttled, Transient
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call, Publish
 
@@ -165,13 +176,17 @@ def test_sequential_dispatch_creates_the_step_before_publishing_a_message_withou
     handle = runtime.start("etl", "s3://bucket/rows")
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 3
-    # THEN every step message carried run_context but no step_input ...
+    # THEN every step was dispatched sequentially
+    assert_dispatched_sequentially(harness, steps=3)
+
+
+def assert_dispatched_sequentially(harness: Harness, *, steps: int) -> None:
+    """Every step message carried run_context but no step_input, published after its create committed."""
     publishes = [c for c in harness.spy.calls("queue.publish") if c.detail.queue is QueueName.STEP]
-    assert len(publishes) == 3
+    assert len(publishes) == steps
     for publish in publishes:
         assert publish.detail.payload.step_input is None
         assert publish.detail.payload.run_context is not None
-        # ... and was published only after its step_created had committed
         created = [
             c
             for c in harness.spy.calls("events.create")
@@ -180,6 +195,29 @@ def test_sequential_dispatch_creates_the_step_before_publishing_a_message_withou
         ]
         assert len(created) == 1 and created[0].error is None
         assert created[0].end < publish.start
+
+
+class GuardedWorld(ForwardingWorld):
+    """The spied World, declaring a stale-write precondition guard on ``step_created``."""
+
+    @property
+    def capabilities(self) -> WorldCapabilities:
+        return replace(self.inner.capabilities, precondition_guard=True)
+
+
+def test_world_with_a_precondition_guard_keeps_sequential_dispatch_with_the_switch_on(
+    harness: Harness,
+) -> None:
+    # GIVEN resilient dispatch switched on, over a World that declares a precondition guard
+    ran: list[str] = []
+    runtime = harness.runtime_for(pipeline_app(ran), MODES["resilient"], world=GuardedWorld(harness.spy))
+    # WHEN the run settles
+    handle = runtime.start("etl", "s3://bucket/rows")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 3
+    # THEN every step was dispatched sequentially all the same (SPEC §5.2)
+    assert_dispatched_sequentially(harness, steps=3)
+    assert ran == ["extract", "transform", "load"]
 
 
 def test_resilient_dispatch_messages_carry_the_step_input(harness: Harness) -> None:
@@ -285,3 +323,47 @@ def test_last_completer_whose_claim_landed_unanswered_still_continues_the_run(ha
     assert ran == ["extract", "transform", "load"]
     claims = harness.spy.calls("runs.claim_continuation")
     assert claims[0].error is not None and claims[0].result is not None
+
+
+def test_stale_message_naming_another_step_under_the_same_id_is_skipped_without_running(
+    harness: Harness,
+) -> None:
+    # GIVEN a run whose first step ("extract") is created and queued, not yet delivered
+    ran: list[str] = []
+    runtime = harness.runtime_for(pipeline_app(ran))
+    handle = runtime.start("etl", "s3://bucket/rows")
+    harness.drain(queues=[QueueName.WORKFLOW])
+    [step] = harness.world.steps.list(handle.run_id)
+    [queued] = [
+        c.detail.payload for c in harness.spy.calls("queue.publish") if c.detail.queue is QueueName.STEP
+    ]
+    # AND a stale message for the same step id naming another step (a corrected replay reused the id)
+    stale = queued.model_copy(
+        update={"step_name": "pipeline.load", "step_input": InlineStepInput(input=b"stale input")}
+    )
+    harness.world.queue.publish(QueueName.STEP, encode_payload(stale))
+
+    def stale_only(delivery: Delivery, handle_message: MessageHandler) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, InvokePayload) and payload.step_name == step.step_name:
+            return Redeliver(600)  # the step's own message waits until the stale one is done
+        return handle_message(delivery)
+
+    # WHEN the stale message is delivered
+    harness.drain(queues=[QueueName.STEP], intercept=stale_only)
+    # THEN its claim was refused (Conflict), it was acked as skipped, and no body ran
+    [claim] = [
+        c
+        for c in harness.spy.calls("events.create")
+        if getattr(c.detail, "type", None) is EventType.STEP_STARTED
+    ]
+    assert isinstance(claim.error, Conflict)
+    [delivered] = [d for d in harness.step_deliveries() if d.payload == stale]
+    assert isinstance(delivered.result, Ack)
+    assert ran == []
+    claimed = harness.world.steps.get(handle.run_id, step.step_id)
+    assert (claimed.status, claimed.attempt, claimed.step_name) == (StepStatus.PENDING, 0, "pipeline.extract")
+    # AND the step's own message then runs the workflow to completion, each step once
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert ran == ["extract", "transform", "load"]
+    assert harness.event_types(handle.run_id).count(EventType.STEP_STARTED) == 3

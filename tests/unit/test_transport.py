@@ -152,6 +152,17 @@ def test_unknown_fields_are_ignored_at_every_level() -> None:
     assert not hasattr(decoded, "future_field")
 
 
+def test_run_context_needs_only_deployment_id_and_spec_version() -> None:
+    # GIVEN a producer that stamps the run identity without started_at and root_run_id (upstream's optionals)
+    message = raw_step_message(run_context={"deployment_id": "d", "spec_version": 5})
+    # WHEN it is decoded THEN it parses, the missing fields None, and they stay absent when re-encoded
+    decoded = decode_body(body_of(message))
+    assert isinstance(decoded, InvokePayload)
+    assert decoded.run_context == RunContext(deployment_id="d", spec_version=5)
+    assert decoded.run_context.started_at is None and decoded.run_context.root_run_id is None
+    assert cbor2.loads(encode_payload(decoded))["run_context"] == {"deployment_id": "d", "spec_version": 5}
+
+
 # --- strict decoding ---------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ route                                       answer
 ``GET /runs?status=&workflow=&limit=``      200 ``{runs, cursor}``
 ``GET /runs/{run_id}``                      200 the run, its result or error
 ``GET /runs/{run_id}/events?after=``        200 ``{run_id, events, next_after}``
+``GET /runs/{run_id}/steps``                200 ``{run_id, steps}`` (``abandoned``: see models)
 ``POST /runs/{run_id}/cancel``              200, or 409 if the run had ended
 ``POST /hooks/{token}/resume``              202 ``{token, resume_id}``
 ==========================================  ======================================

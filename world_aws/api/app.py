@@ -36,7 +36,7 @@ def handle_http(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """Answer one API Gateway HTTP API (payload format 2.0) event.
 
     Routes: ``POST /runs``, ``GET /runs``, ``GET /runs/{run_id}``,
-    ``GET /runs/{run_id}/events``, ``POST /runs/{run_id}/cancel``,
+    ``GET /runs/{run_id}/events``, ``GET /runs/{run_id}/steps``, ``POST /runs/{run_id}/cancel``,
     ``POST /hooks/{token}/resume``.
 
     Args:

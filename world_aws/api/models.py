@@ -121,6 +121,30 @@ class EventList(BaseModel):
     next_after: int | None = None
 
 
+class StepRow(BaseModel):
+    """One step of a run, without its payloads.
+
+    ``status`` is the step's own (pending, running, completed, failed), except that
+    a step without an outcome whose run has ended reads ``abandoned``: no attempt
+    of it will start again (SPEC §3.1), whatever its row last said.
+    """
+
+    step_id: str
+    step_name: str
+    status: str = Field(description="pending, running, completed, failed, or abandoned")
+    attempt: int
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+
+
+class StepList(BaseModel):
+    """``GET /runs/{run_id}/steps``: every step of the run, in creation order."""
+
+    run_id: str
+    steps: list[StepRow]
+
+
 class StartedRun(BaseModel):
     run_id: str
     status: RunStatus

@@ -28,6 +28,7 @@ from world_aws.api.models import (
     RunList,
     StartedRun,
     StartRunRequest,
+    StepList,
 )
 from world_aws.contract.records import ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, UnknownWorkflow
@@ -94,6 +95,14 @@ def list_events(request: Request, params: Params, runtime: Runtime) -> Response:
     return json_response(200, _dump(listed))
 
 
+def list_steps(_request: Request, params: Params, runtime: Runtime) -> Response:
+    """``GET /runs/{run_id}/steps`` → 200 the run's steps, without payloads (``abandoned`` once it ended)."""
+    run = runtime.world.runs.get(params["run_id"], resolve_data=ResolveData.NONE)
+    steps = runtime.world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
+    listed = StepList(run_id=run.run_id, steps=views.step_rows(run, steps))
+    return json_response(200, _dump(listed))
+
+
 def cancel_run(request: Request, params: Params, runtime: Runtime) -> Response:
     """``POST /runs/{run_id}/cancel`` ``{reason?}`` → 200, or 409 if the run had already ended."""
     body = parse_body(CancelRunRequest, request.body, required=False)
@@ -137,6 +146,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs",), list_runs),
     Route("GET", ("runs", "{run_id}"), get_run),
     Route("GET", ("runs", "{run_id}", "events"), list_events),
+    Route("GET", ("runs", "{run_id}", "steps"), list_steps),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
     Route("POST", ("hooks", "{token}", "resume"), resume_hook),
 )

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 
 from world_aws.api.jsonable import to_jsonable
-from world_aws.api.models import ErrorView, EventRow, RunDetail, RunSummary
-from world_aws.contract.records import Event, EventType, Run, RunStatus
+from world_aws.api.models import ErrorView, EventRow, RunDetail, RunSummary, StepRow
+from world_aws.contract.records import Event, EventType, Run, RunStatus, Step
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde import Serializer, decode_error
 
@@ -46,6 +46,41 @@ def run_detail(run: Run, serializer: Serializer, *, cancel_reason: str | None = 
         message = "the run was cancelled" + (f": {cancel_reason}" if cancel_reason else "")
         return RunDetail(**summary.model_dump(), error=ErrorView(type="RunCancelledError", message=message))
     return RunDetail(**summary.model_dump())
+
+
+ABANDONED = "abandoned"
+
+
+def step_status(step: Step, run: Run) -> str:
+    """The status to show for ``step``: ``abandoned`` when it has no outcome and its run has ended.
+
+    Such a step will never run again: a start is refused on an ended run (SPEC
+    §3.1), and a retry it recorded after the end (accepted, as an outcome would be)
+    left it pending for nothing.
+    """
+    if run.status.terminal and not step.status.terminal:
+        return ABANDONED
+    return step.status.value
+
+
+def step_rows(run: Run, steps: list[Step]) -> list[StepRow]:
+    """One row per step of ``run``, oldest first."""
+    return [
+        StepRow(
+            step_id=step.step_id,
+            step_name=step.step_name,
+            status=step_status(step, run),
+            attempt=step.attempt,
+            created_at=step.created_at,
+            started_at=step.started_at,
+            completed_at=step.completed_at,
+        )
+        for step in sorted(steps, key=_created)
+    ]
+
+
+def _created(step: Step) -> tuple[object, str]:
+    return (step.created_at, step.step_id)
 
 
 def _result(run: Run, serializer: Serializer) -> object:

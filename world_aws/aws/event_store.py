@@ -4,7 +4,7 @@ The write path, in one table (layout in ``keys.py``):
 
 1. **Reserve** — one ``UpdateItem`` on the run item: ``SET seq = seq + 1`` with
    ``attribute_exists(pk)`` and, for events that start or create work
-   (step_started, step_retrying, step_created, hook_*, wait_*), the fence
+   (step_started, step_created, hook_*, wait_*), the fence
    ``NOT status IN (completed, failed, cancelled)``. ``ReturnValues=ALL_NEW``
    gives the position and the run as of it; a refusal returns ``ALL_OLD``, which
    ``rules.judge_*`` names (missing → NotFound, terminal → RunExpired). Single-item

@@ -12,19 +12,23 @@ refused there, without a position (3 round trips when it does create).
 step, judged with ``rules.judge_step_event`` (TooEarly needs the step's
 ``retry_after``; a rejection costs this one read and no position); reserve
 (fenced, SPEC §3.1); commit ``[Put event, Update step]`` with the condition
-``ver = :seen`` (the step is still exactly as judged). The read is needed anyway:
+``ver = :seen`` (the step is still exactly as judged) and, when the start names
+its step, ``step_name = :name`` (the step-name fence: a stale start of another
+step under the same id is Conflict, named by the read or else by the ``ALL_OLD``
+image, at no extra round trip). The read is needed anyway:
 the result carries the whole step (its input, to execute it), and a transaction
 returns no item images on success. If another writer changed the step in
 between, the position is sealed and the ``ALL_OLD`` image judged: a rejection is
 raised from it, an acceptable new state is tried again.
 
 ``step_retrying`` / ``step_completed`` / ``step_failed`` (2 round trips): no read.
-Reserve (fenced for step_retrying; *unfenced* for the outcomes, because a running
-step may report its outcome after its run ended) + commit ``[Put event, Update
-step if status = running]`` (plus ``Delete pend# marker`` for an outcome). These
-are accepted exactly when the step is running, so the condition is the whole
-rule; a refused commit seals its position and the ``ALL_OLD`` image, judged with
-the run as of the reservation, names the rejection. Their result carries no
+Reserve (*unfenced*, because a running step may report its retry or its outcome
+after its run ended; a retry then starts nothing, the next ``step_started`` is
+fenced) + commit ``[Put event, Update step if status = running]`` (plus ``Delete
+pend# marker`` for an outcome). These are accepted exactly when the step is
+running, so the condition is the whole rule; a refused commit seals its position
+and the ``ALL_OLD`` image, judged with the run as of the reservation, names the
+rejection. Their result carries no
 step (nothing was read); the caller has what it wrote.
 """
 
@@ -110,12 +114,17 @@ class StepEvents:
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             update, values, names = _step_update(request, StepStatus.RUNNING, writer, position, now)
+            # Timeline: two deliveries of one step race (two redelivered starts, a start
+            # and an outcome): only the writer that saw the current version applies.
+            condition = "ver = :ver"
+            values[":ver"] = version
+            if request.data.step_name is not None:
+                # The step-name fence in the condition too, so the commit alone encodes
+                # the rule (the read judged it already: a step's name never changes).
+                condition += " AND step_name = :name"
+                values[":name"] = request.data.step_name
             return [
-                # Timeline: two deliveries of one step race (two redelivered starts, a start
-                # and an outcome): only the writer that saw the current version applies.
-                self._table.update_action(
-                    step_key, update, condition="ver = :ver", names=names, values={**values, ":ver": version}
-                ),
+                self._table.update_action(step_key, update, condition=condition, names=names, values=values)
             ]
 
         def judge(run: Run | None) -> None:
@@ -161,9 +170,9 @@ class StepEvents:
             run_id,
             request,
             now,
-            # A retry re-queues work: fenced (SPEC §3.1). An outcome is not: a running step
-            # may report it after its run ended.
-            fenced=request.type is EventType.STEP_RETRYING,
+            # Unfenced: a running step may report its outcome, or its retry, after its run
+            # ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
+            fenced=False,
             judge=lambda run: rules.judge_step_event(request, run, None, now),
             entity_actions=entity_actions,
             entity_fields=("output", "error"),

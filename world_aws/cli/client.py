@@ -102,6 +102,11 @@ class ApiClient:
                 return rows
             after = int(page["next_after"])
 
+    def steps(self, run_id: str) -> list[Any]:
+        """The run's step rows (``abandoned`` for a step without outcome of an ended run)."""
+        listed = self.call("GET", f"/runs/{_segment(run_id)}/steps")
+        return list(listed["steps"])
+
     def cancel(self, run_id: str, reason: str | None) -> Any:
         return self.call("POST", f"/runs/{_segment(run_id)}/cancel", body={"reason": reason})
 

@@ -53,7 +53,7 @@ def add_commands(sub: Any) -> None:
     ls.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     ls.set_defaults(func=_operate(_ls))
 
-    inspect = sub.add_parser("inspect", parents=[common], help="a run's status, result and timeline")
+    inspect = sub.add_parser("inspect", parents=[common], help="a run's status, result, steps and timeline")
     inspect.add_argument("run_id", metavar="RUN_ID")
     inspect.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     inspect.set_defaults(func=_operate(_inspect))
@@ -119,8 +119,9 @@ def _ls(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     run = client.get_run(ns.run_id)
     rows = client.events(ns.run_id)
+    steps = client.steps(ns.run_id)
     if ns.json:
-        document = {"run": run, "events": rows, "timeline": render.timeline_rows(rows)}
+        document = {"run": run, "steps": steps, "events": rows, "timeline": render.timeline_rows(rows)}
         out.write(json.dumps(document, indent=2) + "\n")
         return 0
     out.write(f"run       {run['run_id']}\n")
@@ -135,6 +136,9 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
         error = run["error"]
         code = f" ({error['code']})" if error.get("code") else ""
         out.write(f"error     {error['type']}: {error['message']}{code}\n")
+    if steps:
+        out.write("\nsteps:\n")
+        render.print_steps(steps, out)
     out.write("\ntimeline:\n")
     render.print_rows_timeline(rows, out)
     return 0

@@ -19,6 +19,7 @@ __all__ = [
     "events_json",
     "print_rows_timeline",
     "print_runs",
+    "print_steps",
     "print_timeline",
     "progress_line",
     "short_name",
@@ -124,6 +125,15 @@ def print_rows_timeline(rows: list[dict[str, Any]], out: TextIO) -> None:
         out.write(
             f"  {row['position']:>4}  {row['event']:<15} {row['step']:<24} {attempt:>7} {duration:>10}\n"
         )
+
+
+def print_steps(steps: list[dict[str, Any]], out: TextIO) -> None:
+    """A table of a run's steps as ``GET /runs/{run_id}/steps`` returns them (status, attempts)."""
+    out.write(f"  {'step':<24} {'status':<10} {'attempt':>7}  step id\n")
+    for step in steps:
+        name = short_name(str(step.get("step_name", "")))
+        status, attempt = step.get("status", ""), step.get("attempt", "")
+        out.write(f"  {name:<24} {status:<10} {attempt:>7}  {step.get('step_id', '')}\n")
 
 
 def print_runs(runs: list[dict[str, Any]], out: TextIO) -> None:

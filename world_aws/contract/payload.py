@@ -10,6 +10,8 @@ Rules:
 * ``step_input`` has exactly one shape: ``{input}`` or ``{ref, size, sha256}``;
   a map with both, or neither, is refused rather than guessed;
 * ``step_id`` and ``step_name`` come together, and ``step_input`` only with them;
+* ``run_context`` needs ``deployment_id`` and ``spec_version``; its other fields
+  are optional;
 * ``requested_at`` is timezone-aware (CBOR cannot carry a naive datetime);
 * a health check ``{health_check: true, correlation_id}`` is recognised first.
 """
@@ -66,12 +68,17 @@ StepInput = Annotated[
 
 
 class RunContext(_Model):
-    """Immutable run identity stamped on step messages (SPEC §5.1). Never carries status."""
+    """Immutable run identity stamped on step messages (SPEC §5.1). Never carries status.
+
+    ``deployment_id`` and ``spec_version`` are required; ``started_at`` and
+    ``root_run_id`` are optional on parse, as upstream has them: a producer that
+    omits them is not dead-lettered. Every producer here stamps all four.
+    """
 
     deployment_id: StrictStr
     spec_version: StrictInt
-    started_at: StrictInt  # epoch milliseconds
-    root_run_id: StrictStr
+    started_at: StrictInt | None = None  # epoch milliseconds
+    root_run_id: StrictStr | None = None
 
 
 class RunInput(_Model):

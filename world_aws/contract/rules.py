@@ -156,28 +156,35 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
     """Judge a step transition (started, retrying, completed, failed), fence included.
 
     The order is part of the contract, so that every World names the same kind:
-    ``step_started`` and ``step_retrying`` check the run first (starting or
-    re-queueing work on a finished run is never valid, SPEC §3.1); the outcomes
-    ``step_completed`` / ``step_failed`` check the step first, because a running
-    step may still report its outcome after its run ended.
+    ``step_started`` checks the run first (starting work on a finished run is
+    never valid, SPEC §3.1); ``step_retrying`` and the outcomes ``step_completed``
+    / ``step_failed`` check the step first, because a running step may still
+    report after its run ended. A retry accepted then starts nothing: the next
+    ``step_started`` meets the fence. A ``step_started`` that names another step
+    than the entity's (a stale message of a step whose id a corrected replay
+    reused, SPEC §4.4) is refused before ``retry_after`` is looked at: it is not
+    this step's start, early or late.
 
     Raises:
         NotFound: run or step missing.
-        Conflict: the step is terminal, or not running for an outcome.
+        Conflict: the step is terminal, not running for a retry or an outcome, or
+            named otherwise than the ``step_started``.
         RunExpired: the terminal-run fence (SPEC §3.1).
         TooEarly: ``step_started`` before ``retry_after``; carries the seconds left.
     """
     etype = request.type
     if run is None:
         raise NotFound("run not found")
-    fence_first = etype in (EventType.STEP_STARTED, EventType.STEP_RETRYING)
-    if fence_first and run.status.terminal:
+    if etype is EventType.STEP_STARTED and run.status.terminal:
         raise RunExpired(f"run {run.run_id} is {run.status.value}: {etype.value} refused")
     if step is None:
         raise NotFound(f"step {request.correlation_id} not found in run {run.run_id}")
     if step.status.terminal:
         raise Conflict(f"step {step.step_id} is already {step.status.value}")
     if etype is EventType.STEP_STARTED:
+        named = request.data.step_name
+        if named is not None and named != step.step_name:
+            raise Conflict(f"step {step.step_id} is {step.step_name!r}: a start of {named!r} is stale")
         if step.retry_after is not None and step.retry_after > now:
             left = (step.retry_after - now).total_seconds()
             raise TooEarly(

@@ -218,10 +218,24 @@ class Consumers(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class WorldCapabilities:
-    """What a World guarantees beyond the base contract. Every member fails closed."""
+    """What a World guarantees beyond the base contract. Every member fails closed.
+
+    Attributes:
+        deployment_affinity: deployment ids are real and immutable per run, so the
+            step consumer's deployment guard is on (SPEC §5.4).
+        hook_resume_dedup: ``hook_received`` is deduplicated on (run, ``resume_id``)
+            (SPEC §6.2).
+        precondition_guard: the World enforces a stale-write precondition on
+            ``step_created`` (it may refuse a create a replay derived from an old
+            snapshot). Resilient dispatch is then unsafe, since nothing orders such a
+            refusal before the consumer's re-ensure from the message, and the runtime
+            keeps sequential create-then-publish whatever
+            ``WORKFLOW_RESILIENT_STEP_DISPATCH`` says (SPEC §5.2).
+    """
 
     deployment_affinity: bool = False
     hook_resume_dedup: bool = True
+    precondition_guard: bool = False
 
 
 class World(Protocol):

@@ -7,9 +7,10 @@ to 128 KiB, else an S3 claim check) and the run's immutable identity
 redelivered, and creates are idempotent); a create that fails transiently is
 fine, because the consumer materialises the step from the message.
 
-Sequential mode (``WORKFLOW_RESILIENT_STEP_DISPATCH=0``, or a run whose spec
-version predates binary transport): create first, then publish a message
-without ``step_input``.
+Sequential mode (``WORKFLOW_RESILIENT_STEP_DISPATCH=0``, a run whose spec
+version predates binary transport, or a World that declares
+``precondition_guard``): create first, then publish a message without
+``step_input``.
 
 Every step message carries the idempotency key ``<step_id>:<fnv1a32(step_name)>``
 so redundant publishes of one step collapse (SPEC §4.4).
@@ -71,6 +72,9 @@ class StepDispatcher:
         self._pool = pool
 
     def resilient_for(self, run: Run) -> bool:
+        """Whether ``run``'s new steps take the resilient path (create and publish in parallel)."""
+        if self._world.capabilities.precondition_guard:
+            return False  # only sequencing orders a refused create before its message (SPEC §5.2)
         return self._config.resilient_step_dispatch and run.spec_version >= SPEC_VERSION_BINARY_TRANSPORT
 
     def dispatch(self, run: Run, new_steps: list[StepRequest], undispatched: list[StepRequest]) -> None:

@@ -2,7 +2,10 @@
 
 Prologue with ``run_context`` on the message: no run read before the claim; the
 World's terminal-run fence on ``step_started`` is the liveness check. Without it
-(an older producer): read the run without payloads and stop unless it runs.
+(an older producer): read the run without payloads and stop unless it runs. Of
+``run_context`` the consumer uses only ``deployment_id`` (the deployment guard),
+which every parsed one carries, so a context without the optional ``started_at``
+and ``root_run_id`` takes the same read-free path.
 
 After a terminal outcome, a branch that finds no other step pending is a last
 completer: it claims the continuation with its outcome's position (of branches
@@ -279,7 +282,10 @@ class StepExecutor:
     ) -> tuple[HandlerResult, str]:
         """The claim or the outcome write was refused; ``result`` is what to answer.
 
-        "skipped" means the step is already terminal. Whoever finished it may have
+        "skipped" means the step is already terminal (or, rarely, that the message
+        names another step than the one under its id: a stale message whose step id a
+        corrected replay reused; the check below is then a harmless extra
+        continuation). Whoever finished it may have
         died (or failed a read) between recording the outcome and the last-completer
         check, and the redelivery that brought us here is then the only thing left
         that can continue the run: so do the check here too, as upstream does.

@@ -95,13 +95,46 @@ def test_step_outcome_of_pending_step_after_run_ended_is_gone(world: World) -> N
     assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
 
 
-def test_step_retrying_on_terminal_run_is_gone(world: World) -> None:
+def test_step_retrying_of_running_step_is_accepted_after_run_ended_and_starts_nothing(
+    world: World, clock: ManualClock
+) -> None:
+    for ending in _ENDINGS:
+        # GIVEN a step whose body was executing when its run ended, and then raised
+        run_id = create_run(world)
+        step_id = running_step(world, run_id)
+        end_run(world, run_id, ending)
+        # WHEN it records its retry, as the outcomes may
+        retry_at = clock.now() + timedelta(seconds=5)
+        write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"late", retry_after=retry_at))
+        # THEN the retry is logged after the run's end and the step is pending with its error
+        assert types_of(world, run_id)[-2:] == [ending, EventType.STEP_RETRYING]
+        step = world.steps.get(run_id, step_id)
+        assert (step.status, step.error, step.attempt) == (StepStatus.PENDING, b"late", 1)
+        # AND no attempt can follow: the next start meets the fence, once due or not
+        clock.advance(5)
+        with pytest.raises(RunExpired):
+            start_step(world, run_id, step_id)
+        assert world.steps.get(run_id, step_id).attempt == 1
+
+
+def test_step_retrying_of_step_not_running_after_run_ended_is_gone(world: World) -> None:
+    # GIVEN an ended run with a pending step and one that already retried after the end
     run_id = create_run(world)
-    step_id = running_step(world, run_id)
+    pending = create_step(world, run_id)
+    retried = running_step(world, run_id)
     end_run(world, run_id)
-    with pytest.raises(RunExpired):
-        write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"x"))
-    assert world.steps.get(run_id, step_id).status is StepStatus.RUNNING
+    write(world, run_id, EventType.STEP_RETRYING, retried, EventData(error=b"first"))
+    length = len(world.events.list(run_id))
+    # WHEN either records a retry THEN RunExpired, as for an outcome, and nothing changes
+    for step_id in (pending, retried):
+        with pytest.raises(RunExpired):
+            write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"x"))
+        assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
+    assert world.steps.get(run_id, retried).error == b"first"
+    assert len(world.events.list(run_id)) == length
+    # AND a step the ended run never had is NotFound (the step is judged first)
+    with pytest.raises(NotFound):
+        write(world, run_id, EventType.STEP_RETRYING, new_id("step"), EventData(error=b"x"))
 
 
 def test_step_created_on_terminal_run_is_gone(world: World) -> None:

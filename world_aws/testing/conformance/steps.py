@@ -9,11 +9,12 @@ import pytest
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventData, EventType, StepStatus
 from world_aws.contract.world import World
-from world_aws.errors import BadInput, Conflict, NotFound, TooEarly
+from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 from world_aws.testing.conformance.support import (
     STEP,
     create_run,
     create_step,
+    end_run,
     new_id,
     running_step,
     start_step,
@@ -84,6 +85,44 @@ def test_step_started_again_while_running_adds_an_attempt_and_keeps_first_start(
     # THEN attempt 2, still running, started_at from the first start
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.attempt, step.started_at) == (StepStatus.RUNNING, 2, first_start)
+
+
+def test_step_started_naming_another_step_is_conflict_and_changes_nothing(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a pending step, a running one and one backing off until 30 s from now
+    run_id = create_run(world)
+    pending = create_step(world, run_id)
+    running = running_step(world, run_id)
+    backing_off = running_step(world, run_id)
+    retry_at = clock.now() + timedelta(seconds=30)
+    write(world, run_id, EventType.STEP_RETRYING, backing_off, EventData(error=b"e", retry_after=retry_at))
+    length = len(world.events.list(run_id))
+    # WHEN a stale start names another step under each id (a corrected replay reused it)
+    for step_id in (pending, running, backing_off):
+        # THEN Conflict (not TooEarly: it is not this step's start at all)
+        with pytest.raises(Conflict):
+            write(world, run_id, EventType.STEP_STARTED, step_id, EventData(step_name="step_other"))
+    # AND no step moved, no attempt was counted, nothing was logged
+    observed = {s.step_id: (s.status, s.attempt, s.step_name) for s in world.steps.list(run_id)}
+    assert observed == {
+        pending: (StepStatus.PENDING, 0, STEP),
+        running: (StepStatus.RUNNING, 1, STEP),
+        backing_off: (StepStatus.PENDING, 1, STEP),
+    }
+    assert len(world.events.list(run_id)) == length
+    # AND a start naming the step itself is still accepted
+    assert start_step(world, run_id, pending).step is not None
+    assert world.steps.get(run_id, pending).attempt == 1
+
+
+def test_step_started_naming_another_step_on_terminal_run_is_gone(world: World) -> None:
+    # The fence comes first: on a finished run every start is RunExpired, whatever it names.
+    run_id = create_run(world)
+    step_id = create_step(world, run_id)
+    end_run(world, run_id)
+    with pytest.raises(RunExpired):
+        write(world, run_id, EventType.STEP_STARTED, step_id, EventData(step_name="step_other"))
 
 
 def test_step_event_on_missing_step_is_not_found(world: World) -> None:
