@@ -102,8 +102,9 @@ class ModelPump(PollingPump[QueuedMessage]):
         self._sleep(self._latency.sqs)
         return messages
 
-    def _invoke(self, queue: QueueName, message: QueuedMessage) -> None:
-        self._queue.deliver(message, self._settling)
+    def _invoke(self, queue: QueueName, messages: list[QueuedMessage]) -> None:
+        for message in messages:  # batches of one: the model's queues keep the default BatchSize
+            self._queue.deliver(message, self._settling)
 
     def _settling(self, delivery: Delivery) -> HandlerResult:
         """The handler, then the round trip of the delete or visibility change it leads to.

@@ -1,4 +1,4 @@
-"""``QueuePump``: Lambda's SQS event source with ``BatchSize: 1``, played with threads.
+"""``QueuePump``: Lambda's SQS event source (``BatchSize`` per queue, 1 by default), played with threads.
 
 ``PollingPump`` is the shape (pollers, invocation slots, worker pools, ``idle()``),
 shared with the model pass's pump over the in-memory queue (``bench.model``);
@@ -17,9 +17,14 @@ step consumer. This pump does what the mapping does for a fan-out:
   with a pause of ``idle_pause`` after an empty one: the benchmark serialises
   whole calls (``bench.instrument``), and a long poll would hold that lock while
   it waits (in-process moto replays a long poll as short polls 20 ms apart anyway);
-* an invocation is ``process_sqs_event`` on a one-record Lambda SQS event (the
-  same code as the deployed functions); a record that succeeded is deleted, a
+* an invocation is ``process_sqs_event`` on a Lambda SQS event of up to the
+  queue's ``batch_sizes`` records (1 unless given: the step function's
+  ``BatchSize``; the cost meter gives the workflow queue its ``BatchSize: 10``),
+  the same code as the deployed functions; the records that succeeded are
+  deleted (one ``DeleteMessageBatch`` for several, as the event source does), a
   failed one stays for redelivery (``process_sqs_event`` set its visibility).
+  ``on_invoke(queue, records)`` brackets each handler call (the cost meter
+  times invocations there; the delete is the event source's, not the function's).
 
 ``idle()`` says no invocation runs and SQS holds no visible, in-flight or delayed
 message (the caller mutes its own ``GetQueueAttributes`` calls from the counts).
@@ -30,8 +35,9 @@ from __future__ import annotations
 import logging
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from world_aws.aws.event_source import lambda_sqs_event
@@ -59,8 +65,9 @@ class PollingPump(ABC, Generic[M]):
     """Pollers feeding per-queue pools of invocations until ``stop()``; the handler may change while idle.
 
     Per queue, ``pollers`` threads each take as many free invocation slots as they
-    can (1..10), receive up to that many messages (``_receive``) and start one
-    invocation per message (``_invoke``) on the queue's pool of ``workers`` threads.
+    can (1..10 / batch size), receive up to ``slots x batch size`` messages (at most
+    10, ``_receive``) and start one invocation per batch of at most ``batch_sizes[queue]``
+    messages (``_invoke``) on the queue's pool of ``workers`` threads.
     Subclasses start the threads by calling ``__init__`` last.
 
     Args:
@@ -69,6 +76,7 @@ class PollingPump(ABC, Generic[M]):
         workers: concurrent invocations per queue (``ScalingConfig.MaximumConcurrency``).
         pollers: receiving threads per queue.
         idle_pause: pause of a poller after an empty receive, in seconds.
+        batch_sizes: records per invocation by queue (the event source's ``BatchSize``; 1 if absent).
     """
 
     def __init__(
@@ -79,9 +87,11 @@ class PollingPump(ABC, Generic[M]):
         workers: Mapping[QueueName, int],
         pollers: Mapping[QueueName, int],
         idle_pause: float,
+        batch_sizes: Mapping[QueueName, int] | None = None,
     ) -> None:
         self.handler = handler
         self._queues = list(queues)
+        self._batch = {name: max(1, (batch_sizes or {}).get(name, 1)) for name in self._queues}
         self._idle_pause = idle_pause
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -124,8 +134,8 @@ class PollingPump(ABC, Generic[M]):
         """Up to ``count`` messages of ``queue``, now invisible to other receivers ([] if none)."""
 
     @abstractmethod
-    def _invoke(self, queue: QueueName, message: M) -> None:
-        """One invocation: hand ``message`` to the handler, then delete it or leave it for redelivery."""
+    def _invoke(self, queue: QueueName, messages: list[M]) -> None:
+        """One invocation: hand ``messages`` to the handler, then delete each or leave it for redelivery."""
 
     @abstractmethod
     def _quiet(self) -> bool:
@@ -134,27 +144,30 @@ class PollingPump(ABC, Generic[M]):
     # ---------------------------------------------------------------- internals
 
     def _poll(self, queue: QueueName) -> None:
-        slots = self._slots[queue]
+        slots, size = self._slots[queue], self._batch[queue]
+        most = max(1, MAX_RECEIVE // size)
         while not self._stopping.is_set():
             if not slots.acquire(timeout=0.1):
                 continue
             taken = 1
-            while taken < MAX_RECEIVE and slots.acquire(blocking=False):
+            while taken < most and slots.acquire(blocking=False):
                 taken += 1
-            messages = self._receive(queue, taken) if not self._stopping.is_set() else []
-            for _ in range(taken - len(messages)):
+            wanted = min(MAX_RECEIVE, taken * size)
+            messages = self._receive(queue, wanted) if not self._stopping.is_set() else []
+            batches = [messages[i : i + size] for i in range(0, len(messages), size)]
+            for _ in range(taken - len(batches)):
                 slots.release()
             if not messages:
                 self._stopping.wait(self._idle_pause)
-            for message in messages:
+            for batch in batches:
                 with self._lock:
                     self._running += 1
                     self._started += 1
-                self._pools[queue].submit(self._run, queue, message)
+                self._pools[queue].submit(self._run, queue, batch)
 
-    def _run(self, queue: QueueName, message: M) -> None:
+    def _run(self, queue: QueueName, messages: list[M]) -> None:
         try:
-            self._invoke(queue, message)
+            self._invoke(queue, messages)
         except Exception:
             logger.exception(
                 "invocation on the %s queue failed; the message will be redelivered", queue.value
@@ -165,8 +178,12 @@ class PollingPump(ABC, Generic[M]):
             self._slots[queue].release()
 
 
+# Brackets one invocation's handler call: (queue, records in the batch) -> context.
+InvocationHook = Callable[[QueueName, int], AbstractContextManager[object]]
+
+
 class QueuePump(PollingPump["MessageTypeDef"]):
-    """``PollingPump`` over SQS: short-poll receives, ``process_sqs_event`` per record, delete on success.
+    """``PollingPump`` over SQS: short-poll receives, ``process_sqs_event`` per batch, delete on success.
 
     Args:
         sqs: the World's SQS client.
@@ -176,6 +193,8 @@ class QueuePump(PollingPump["MessageTypeDef"]):
         workers: concurrent invocations per queue (``ScalingConfig.MaximumConcurrency``).
         pollers: receiving threads per queue.
         idle_pause: pause of a poller after an empty receive, in seconds.
+        batch_sizes: records per invocation by queue (1 if absent).
+        on_invoke: brackets each invocation's handler call (not its delete).
     """
 
     def __init__(
@@ -188,17 +207,27 @@ class QueuePump(PollingPump["MessageTypeDef"]):
         workers: Mapping[QueueName, int],
         pollers: Mapping[QueueName, int],
         idle_pause: float = 0.02,
+        batch_sizes: Mapping[QueueName, int] | None = None,
+        on_invoke: InvocationHook | None = None,
     ) -> None:
         self._sqs = sqs
         self._urls = dict(queue_urls)
         self._clock = clock
+        self._on_invoke = on_invoke
         self._arns = {
             name: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
                 "QueueArn"
             ]
             for name, url in self._urls.items()
         }
-        super().__init__(self._urls, handler, workers=workers, pollers=pollers, idle_pause=idle_pause)
+        super().__init__(
+            self._urls,
+            handler,
+            workers=workers,
+            pollers=pollers,
+            idle_pause=idle_pause,
+            batch_sizes=batch_sizes,
+        )
 
     def _quiet(self) -> bool:
         for url in self._urls.values():
@@ -223,10 +252,18 @@ class QueuePump(PollingPump["MessageTypeDef"]):
             self._stopping.wait(0.5)
             return []
 
-    def _invoke(self, queue: QueueName, message: MessageTypeDef) -> None:
-        event = lambda_sqs_event([message], self._arns[queue])
-        response = process_sqs_event(
-            event, self.handler, sqs=self._sqs, queue_urls=self._urls, clock=self._clock
-        )
-        if not response["batchItemFailures"]:
-            self._sqs.delete_message(QueueUrl=self._urls[queue], ReceiptHandle=message["ReceiptHandle"])
+    def _invoke(self, queue: QueueName, messages: list[MessageTypeDef]) -> None:
+        event = lambda_sqs_event(messages, self._arns[queue])
+        bracket = self._on_invoke(queue, len(messages)) if self._on_invoke else nullcontext()
+        with bracket:
+            response = process_sqs_event(
+                event, self.handler, sqs=self._sqs, queue_urls=self._urls, clock=self._clock
+            )
+        failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        url = self._urls[queue]
+        if len(done) == 1:
+            self._sqs.delete_message(QueueUrl=url, ReceiptHandle=done[0]["ReceiptHandle"])
+        elif done:
+            entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)]
+            self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)  # type: ignore[arg-type]
