@@ -1,11 +1,12 @@
 """The moto pass of the fan-out benchmark: ``FanoutBench``, the AWS World on in-process moto.
 
-``FanoutBench`` holds in-process moto (``world_aws.testing.aws_factory``: request
+``MotoWorlds`` holds in-process moto (``world_aws.testing.aws_factory``: request
 processing serialised, as AWS makes single requests atomic) with a
-``CallRecorder`` on its clients. Every run gets a freshly provisioned table,
+``CallRecorder`` on its clients, and gives every run a freshly provisioned table,
 queues and bucket: moto answers a Query by scanning every item of the *table*
 (DynamoDB reads only the partition), so leftovers of earlier runs would slow
-later ones. ``run_once`` is ``bench.measure.measure`` on that World, consumed by
+later ones. ``FanoutBench`` (and the cost meter, ``bench.cost``) run on it.
+``FanoutBench.run_once`` is ``bench.measure.measure`` on that World, consumed by
 a ``QueuePump``; the recorder attributes every AWS call to the World operation
 that made it, which is what the model pass's costs come from (``bench.opcosts``).
 
@@ -47,12 +48,66 @@ __all__ = [
     "PROLOGUES",
     "WORKFLOW",
     "FanoutBench",
+    "MotoWorlds",
     "PumpShape",
     "RunSample",
     "Variant",
     "all_variants",
     "fanout_app",
 ]
+
+
+class MotoWorlds:
+    """In-process moto with a ``CallRecorder`` on its clients, and a freshly provisioned World per run.
+
+    Every run gets its own table, queues and bucket: moto answers a Query by
+    scanning every item of the *table*, so leftovers of earlier runs would slow
+    later ones. Use as a context manager, or ``close()``.
+
+    Args:
+        recorder: attached to the clients every World of this object uses.
+    """
+
+    def __init__(self, recorder: CallRecorder) -> None:
+        self.recorder = recorder
+        self._stack = ExitStack()
+        # aws_world is typed for tests on a manual clock; the World only needs a Clock,
+        # and a benchmark needs real time (moto's SQS delays are real time anyway).
+        self._base = self._stack.enter_context(aws_world(cast(ManualClock, SystemClock())))
+        self.clients = self._base.clients
+        recorder.attach(self.clients)
+        self._runs = 0
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> MotoWorlds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def fresh_world(self) -> Iterator[AwsWorld]:
+        """An AWS World on newly provisioned resources, over the recorded clients; deleted after."""
+        self._runs += 1
+        clients = self.clients
+        with self.recorder.muted():
+            resources = provision(clients, name_prefix=f"world-aws-bench-{self._runs}")
+        config = AwsConfig(
+            table_name=resources.table_name,
+            workflow_queue_url=resources.workflow_queue_url,
+            step_queue_url=resources.step_queue_url,
+            bucket_name=resources.bucket_name,
+            region=self._base.config.region,
+        )
+        world = create_aws_world(config, clients=clients, clock=SystemClock())
+        try:
+            yield world
+        finally:
+            world.close()
+            with self.recorder.muted():
+                _delete(clients, resources)
 
 
 class FanoutBench:
@@ -70,15 +125,10 @@ class FanoutBench:
         self.recorder = CallRecorder(latency)
         self.shape = shape or PumpShape()
         self.run_timeout = run_timeout
-        self._stack = ExitStack()
-        # aws_world is typed for tests on a manual clock; the World only needs a Clock,
-        # and a benchmark needs real time (moto's SQS delays are real time anyway).
-        self._base = self._stack.enter_context(aws_world(cast(ManualClock, SystemClock())))
-        self.recorder.attach(self._base.clients)
-        self._runs = 0
+        self._moto = MotoWorlds(self.recorder)
 
     def close(self) -> None:
-        self._stack.close()
+        self._moto.close()
 
     def __enter__(self) -> FanoutBench:
         return self
@@ -92,7 +142,7 @@ class FanoutBench:
         Raises:
             RuntimeError: the run did not start or end within ``run_timeout``, or the queues did not drain.
         """
-        with self._fresh_world() as aws:
+        with self._moto.fresh_world() as aws:
             backend = Backend("moto", aws, partial(self._pump, aws))
             return measure(
                 self.recorder,
@@ -105,28 +155,6 @@ class FanoutBench:
             )
 
     # ---------------------------------------------------------------- internals
-
-    @contextmanager
-    def _fresh_world(self) -> Iterator[AwsWorld]:
-        """An AWS World on newly provisioned resources, over the recorded clients; deleted after."""
-        self._runs += 1
-        clients = self._base.clients
-        with self.recorder.muted():
-            resources = provision(clients, name_prefix=f"world-aws-bench-{self._runs}")
-        config = AwsConfig(
-            table_name=resources.table_name,
-            workflow_queue_url=resources.workflow_queue_url,
-            step_queue_url=resources.step_queue_url,
-            bucket_name=resources.bucket_name,
-            region=self._base.config.region,
-        )
-        world = create_aws_world(config, clients=clients, clock=SystemClock())
-        try:
-            yield world
-        finally:
-            world.close()
-            with self.recorder.muted():
-                _delete(clients, resources)
 
     def _pump(self, aws: AwsWorld, handler: MessageHandler, step_workers: int) -> QueuePump:
         return QueuePump(

@@ -208,6 +208,14 @@ class CallRecorder:
         finally:
             local.op = ""
 
+    def current_op(self) -> str:
+        """The World operation this thread is in, or ``EVENT_SOURCE`` outside any (``bench.meter``)."""
+        return self._local.op or EVENT_SOURCE
+
+    def is_muted(self) -> bool:
+        """Whether this thread's calls are the bench's own (inside ``muted()``)."""
+        return self._local.muted
+
     def record_call(self, operation: str) -> None:
         """Count a call nobody made through a client (the model pass's event source)."""
         if self._local.muted:

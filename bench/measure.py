@@ -252,7 +252,7 @@ def measure(
             gate.set()
         if not timeline.wait_ended(run_id, run_timeout):
             raise RuntimeError(f"run {run_id} (n={n}, {variant.label}) did not end in time")
-        _wait_idle(recorder, pump, run_timeout)
+        wait_idle(recorder, pump, run_timeout)
         used = recorder.snapshot() - before
         wall = time.perf_counter() - began
     finally:
@@ -295,7 +295,7 @@ def measure(
     )
 
 
-def _wait_idle(recorder: CallRecorder, pump: Pump, timeout: float) -> None:
+def wait_idle(recorder: CallRecorder, pump: Pump, timeout: float) -> None:
     """Wait until the run's last messages are handled and deleted (the polling not counted)."""
     deadline = time.monotonic() + timeout
     with recorder.muted():

@@ -1,0 +1,219 @@
+"""The cost meter's workloads, and one metered run of a workload on the AWS World over moto.
+
+Workloads (``WORKLOADS``): W0 is one step (the per-run overhead, carried by a single
+step), W1 three sequential steps, W2 a hundred, W3 and W4 an ``asyncio.gather`` of
+64 and 256; W2 with a 10 KB and a 60 KB workflow input, W1 with a 100 KB and a
+200 KB input to every step. Steps are trivial and return their index.
+
+``run_workload`` runs one on a freshly provisioned World (``MotoWorlds``) behind a
+``BenchWorld`` (every store call is a World op, its requests billed to it), with
+the template's consumers: the SQS event source as ``QueuePump`` with each queue's
+``BatchSize`` from ``template.yaml`` (workflow 10, step 1), one Lambda invocation
+per batch delivered (``InvocationMeter``). The run is started by the bench, as a
+client would (its requests are billed, no invocation), and measured until it
+completed and both queues drained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.core import MotoWorlds
+from bench.invocations import FunctionUsage, InvocationMeter
+from bench.invocations import difference as invocation_difference
+from bench.measure import PumpShape, wait_idle
+from bench.meter import BillingMeter
+from bench.pump import QueuePump
+from bench.usage import Usage, difference
+from bench.world import BenchWorld, RunTimeline
+from infra.template import load_template, resources
+from world_aws import Runtime, RuntimeConfig, Workflows
+from world_aws.contract.records import ResolveData, RunStatus, StepStatus
+from world_aws.contract.world import QueueName
+
+SEQUENTIAL = "bench.cost.sequential"
+GATHER = "bench.cost.gather"
+KB = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One workload: ``steps`` steps, in sequence or gathered, with padded inputs."""
+
+    name: str
+    description: str
+    steps: int
+    gather: bool = False
+    workflow_input_bytes: int = 0
+    step_input_bytes: int = 0
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload("W0", "1 step", 1),
+        Workload("W1", "3 sequential steps", 3),
+        Workload("W2", "100 sequential steps", 100),
+        Workload("W3", "64-way gather", 64, gather=True),
+        Workload("W4", "256-way gather", 256, gather=True),
+        Workload("W2-in10K", "W2, 10 KB workflow input", 100, workflow_input_bytes=10 * KB),
+        Workload("W2-in60K", "W2, 60 KB workflow input", 100, workflow_input_bytes=60 * KB),
+        Workload("W1-step100K", "W1, 100 KB step inputs", 3, step_input_bytes=100 * KB),
+        Workload("W1-step200K", "W1, 200 KB step inputs", 3, step_input_bytes=200 * KB),
+    )
+}
+
+
+def cost_app() -> Workflows:
+    """The two workflows: ``steps`` calls of ``bench.cost.leaf`` one after the other, or gathered."""
+    app = Workflows()
+
+    @app.step(name="bench.cost.leaf")
+    def leaf(i: int, pad: bytes) -> int:
+        return i
+
+    @app.workflow(name=SEQUENTIAL)
+    async def sequential(steps: int, step_pad: int, pad: bytes) -> int:
+        for i in range(steps):
+            await leaf(i, b"s" * step_pad)
+        return steps
+
+    @app.workflow(name=GATHER)
+    async def gather(steps: int, step_pad: int, pad: bytes) -> int:
+        values = await asyncio.gather(*(leaf(i, b"s" * step_pad) for i in range(steps)))
+        return len(values)
+
+    return app
+
+
+@dataclass(frozen=True, slots=True)
+class LambdaFunction:
+    """A template function that consumes a queue: its name, memory and event source batch size."""
+
+    name: str
+    memory_mb: int
+    batch_size: int
+
+
+def template_functions(template: Mapping[str, Any] | None = None) -> dict[QueueName, LambdaFunction]:
+    """The functions consuming each queue, as ``template.yaml`` declares them."""
+    doc = template if template is not None else load_template()
+    default_memory = int(doc.get("Globals", {}).get("Function", {}).get("MemorySize", 128))
+    queue_of = {"WorkflowQueue": QueueName.WORKFLOW, "StepQueue": QueueName.STEP}
+    out: dict[QueueName, LambdaFunction] = {}
+    for name, resource in resources(doc, "AWS::Serverless::Function").items():
+        properties = resource.properties
+        for event in dict(properties.get("Events", {})).values():
+            if event.get("Type") != "SQS":
+                continue
+            queue = event["Properties"]["Queue"]["Fn::GetAtt"][0]
+            if queue in queue_of:
+                memory = int(properties.get("MemorySize", default_memory))
+                batch = int(event["Properties"].get("BatchSize", 10))
+                out[queue_of[queue]] = LambdaFunction(name, memory, batch)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class CostSample:
+    """What one run of a workload was billed: per World op, and per Lambda function."""
+
+    workload: Workload
+    bill: dict[str, Usage]
+    functions: dict[str, FunctionUsage]
+    memory_mb: dict[str, int]
+    wall_seconds: float
+    run_status: str
+    steps_completed: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> Usage:
+        return Usage.total(self.bill.values())
+
+    @property
+    def invocations(self) -> int:
+        return sum(f.invocations for f in self.functions.values())
+
+    @property
+    def gb_seconds(self) -> float:
+        return sum(f.gb_seconds(self.memory_mb[name]) for name, f in self.functions.items())
+
+
+@dataclass
+class Meters:
+    """The moto worlds and the meters on their clients, shared by every run."""
+
+    moto: MotoWorlds
+    billing: BillingMeter
+    invocations: InvocationMeter
+    functions: dict[QueueName, LambdaFunction]
+    shape: PumpShape = field(default_factory=PumpShape)
+
+
+def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) -> CostSample:
+    """Run ``workload`` once on a fresh World with the template's consumers; bill it.
+
+    Raises:
+        RuntimeError: the run did not complete, or its queues did not drain, within ``timeout``.
+    """
+    recorder = meters.moto.recorder
+    functions = meters.functions
+    with meters.moto.fresh_world() as aws:
+        timeline = RunTimeline()
+        world = BenchWorld(aws, timeline, recorder, legacy_producer=False)
+        runtime = Runtime(world, cost_app(), RuntimeConfig.from_env())
+        with recorder.muted():
+            pump = QueuePump(
+                aws.clients.sqs,
+                aws.queue_urls(),
+                runtime.handle,
+                aws.clock,
+                workers={
+                    QueueName.STEP: meters.shape.step_workers,
+                    QueueName.WORKFLOW: meters.shape.workflow_workers,
+                },
+                pollers={
+                    QueueName.STEP: meters.shape.step_pollers,
+                    QueueName.WORKFLOW: meters.shape.workflow_pollers,
+                },
+                batch_sizes={queue: f.batch_size for queue, f in functions.items()},
+                on_invoke=lambda queue, records: meters.invocations.invocation(
+                    functions[queue].name, records
+                ),
+            )
+        try:
+            bill_before, lambdas_before = meters.billing.snapshot(), meters.invocations.snapshot()
+            began = time.perf_counter()
+            name = GATHER if workload.gather else SEQUENTIAL
+            handle = runtime.start(
+                name, workload.steps, workload.step_input_bytes, b"w" * workload.workflow_input_bytes
+            )
+            if not timeline.wait_ended(handle.run_id, timeout):
+                raise RuntimeError(f"{workload.name}: run {handle.run_id} did not end within {timeout} s")
+            wait_idle(recorder, pump, timeout)
+            wall = time.perf_counter() - began
+            bill = difference(meters.billing.snapshot(), bill_before)
+            lambdas = invocation_difference(meters.invocations.snapshot(), lambdas_before)
+        finally:
+            with recorder.muted():
+                pump.stop()
+            runtime.close()
+        with recorder.muted():
+            run = aws.runs.get(handle.run_id, resolve_data=ResolveData.NONE)
+            steps = aws.steps.list(handle.run_id, resolve_data=ResolveData.NONE)
+    if run.status is not RunStatus.COMPLETED:
+        raise RuntimeError(f"{workload.name}: run {handle.run_id} ended {run.status.value}")
+    return CostSample(
+        workload=workload,
+        bill=bill,
+        functions=lambdas,
+        memory_mb={f.name: f.memory_mb for f in functions.values()},
+        wall_seconds=wall,
+        run_status=run.status.value,
+        steps_completed=sum(1 for s in steps if s.status is StepStatus.COMPLETED),
+    )

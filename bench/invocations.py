@@ -1,0 +1,192 @@
+"""``InvocationMeter``: Lambda invocations and their modelled billed duration.
+
+One invocation per SQS batch the event source delivers (``bench.pump``'s
+``on_invoke``). Its duration is modelled, not taken from moto's wall clock: moto
+serves one request at a time at a few ms of CPU each, so a handler's wall time
+on it measures the emulator's queue. The model:
+
+    billed ms = ceil(CPU outside AWS calls + round trips on the critical path)
+
+* CPU: thread CPU time (``time.thread_time``) of the invocation's thread and of
+  the tasks it hands to thread pools, less the CPU spent inside AWS calls (moto,
+  botocore's parsing, the meter's own reads). Measured on this machine; a Lambda
+  at 1024 MB has about 0.6 vCPU, so on AWS this part is slower;
+* round trips: every AWS call the invocation's thread makes costs its service's
+  latency (``Latency``: 5 ms DynamoDB, 10 ms SQS and S3 by default), in sequence;
+  tasks submitted back to back to a pool (``run_parallel``) overlap: a batch of
+  them costs its slowest task (its CPU plus its calls' latency), or, when it has
+  more tasks than the pool has threads, its tasks' total over the pool's width.
+
+``propagating_context()`` makes ``ThreadPoolExecutor.submit`` carry the caller's
+context into the task (``contextvars``), so a call on a pool thread is charged to
+the invocation that asked for it.
+
+GB-s = the function's ``MemorySize`` (``template.yaml``) in GB x billed seconds.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class _Share:
+    """What one thread did for an invocation: CPU outside calls, modelled call latency."""
+
+    cpu_in_calls: float = 0.0
+    latency: float = 0.0
+    cpu_total: float = 0.0
+    done: bool = False
+    width: int = 1  # threads of the pool the task ran on
+
+    @property
+    def seconds(self) -> float:
+        return max(0.0, self.cpu_total - self.cpu_in_calls) + self.latency
+
+
+@dataclass
+class _Invocation:
+    function: str
+    own: _Share = field(default_factory=_Share)
+    batches: list[list[_Share]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def new_task(self, width: int) -> _Share:
+        task = _Share(width=max(1, width))
+        with self.lock:
+            if not self.batches or all(t.done for t in self.batches[-1]):
+                self.batches.append([])
+            self.batches[-1].append(task)
+        return task
+
+    def billed_ms(self) -> int:
+        seconds = self.own.seconds + sum(_makespan(batch) for batch in self.batches if batch)
+        return max(1, math.ceil(seconds * 1000))
+
+
+def _makespan(batch: list[_Share]) -> float:
+    """Seconds a batch of parallel tasks takes: its slowest task, or its total over the pool's width."""
+    return max(max(t.seconds for t in batch), sum(t.seconds for t in batch) / batch[0].width)
+
+
+_INVOCATION: contextvars.ContextVar[_Invocation | None] = contextvars.ContextVar(
+    "bench_invocation", default=None
+)
+_TASK: contextvars.ContextVar[_Share | None] = contextvars.ContextVar("bench_task", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionUsage:
+    """One function's invocations over a window: how many, records delivered, billed ms, wall seconds."""
+
+    invocations: int = 0
+    records: int = 0
+    billed_ms: int = 0
+    wall_seconds: float = 0.0
+
+    def gb_seconds(self, memory_mb: int) -> float:
+        return memory_mb / 1024 * self.billed_ms / 1000
+
+
+class InvocationMeter:
+    """Counts invocations per function and models their billed duration.
+
+    Args:
+        latency_of: round-trip seconds of one call to a service (``"dynamodb"``, ``"sqs"``, ``"s3"``).
+    """
+
+    def __init__(self, latency_of: Callable[[str], float]) -> None:
+        self._latency_of = latency_of
+        self._lock = threading.Lock()
+        self._usage: dict[str, FunctionUsage] = {}
+
+    @contextmanager
+    def invocation(self, function: str, records: int) -> Iterator[None]:
+        """One invocation of ``function`` with ``records`` SQS records runs inside the block."""
+        current = _Invocation(function)
+        token = _INVOCATION.set(current)
+        began, cpu = time.perf_counter(), time.thread_time()
+        try:
+            yield
+        finally:
+            current.own.cpu_total = time.thread_time() - cpu
+            wall = time.perf_counter() - began
+            _INVOCATION.reset(token)
+            with self._lock:
+                old = self._usage.get(function, FunctionUsage())
+                self._usage[function] = FunctionUsage(
+                    old.invocations + 1,
+                    old.records + records,
+                    old.billed_ms + current.billed_ms(),
+                    old.wall_seconds + wall,
+                )
+
+    def call_started(self, context: dict[str, Any]) -> None:
+        """An AWS call begins on this thread (the meter's ``before-call``): note its CPU clock."""
+        context["bench.cpu"] = time.thread_time()
+
+    def call_ended(self, context: dict[str, Any], service: str) -> None:
+        """The call that ``context`` began ends: charge its latency and its CPU to the invocation."""
+        share = _TASK.get()
+        invocation = _INVOCATION.get()
+        if invocation is None or "bench.cpu" not in context:
+            return
+        share = share if share is not None else invocation.own
+        share.cpu_in_calls += time.thread_time() - context["bench.cpu"]
+        share.latency += self._latency_of(service)
+
+    def snapshot(self) -> dict[str, FunctionUsage]:
+        with self._lock:
+            return dict(self._usage)
+
+
+def difference(after: dict[str, FunctionUsage], before: dict[str, FunctionUsage]) -> dict[str, FunctionUsage]:
+    """Per function, what ``after`` holds beyond ``before``."""
+    out = {}
+    for name, usage in after.items():
+        old = before.get(name, FunctionUsage())
+        if usage.invocations > old.invocations:
+            out[name] = FunctionUsage(
+                usage.invocations - old.invocations,
+                usage.records - old.records,
+                usage.billed_ms - old.billed_ms,
+                usage.wall_seconds - old.wall_seconds,
+            )
+    return out
+
+
+def _run_task(task: _Share, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    _TASK.set(task)  # inside the task's own copy of the context
+    cpu = time.thread_time()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        task.cpu_total = time.thread_time() - cpu
+        task.done = True
+
+
+@contextmanager
+def propagating_context() -> Iterator[None]:
+    """Inside the block, a task submitted to any thread pool during an invocation is charged to it."""
+    original = ThreadPoolExecutor.submit
+
+    def submit(self: ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        invocation = _INVOCATION.get()
+        if invocation is None:
+            return original(self, fn, *args, **kwargs)
+        task = invocation.new_task(getattr(self, "_max_workers", 1))
+        return original(self, contextvars.copy_context().run, _run_task, task, fn, args, kwargs)
+
+    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        ThreadPoolExecutor.submit = original  # type: ignore[method-assign]

@@ -1,0 +1,163 @@
+"""Issue 12: ``python -m bench.cost`` meters a real run: invocations per batch, duration model, dollars.
+
+W0 (one step) runs through the AWS World on moto with the template's consumers;
+the pump delivers the workflow queue in batches (``BatchSize: 10``); the duration
+model charges round trips in sequence on the invocation's thread and overlapped
+across a parallel batch. Latencies are modelled numbers, never slept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from bench.core import MotoWorlds
+from bench.cost_report import CostRow
+from bench.cost_run import WORKLOADS, Meters, run_workload, template_functions
+from bench.instrument import EVENT_SOURCE, CallRecorder, Latency
+from bench.invocations import InvocationMeter, propagating_context
+from bench.measure import wait_idle
+from bench.meter import BillingMeter
+from bench.prices import PRICES
+from bench.pump import QueuePump
+from world_aws.contract.payload import InvokePayload
+from world_aws.contract.transport import encode_payload
+from world_aws.contract.world import Ack, Delivery, QueueName
+
+# Modelled round trips, large enough that CPU (well under a second here) cannot blur them.
+ROUND_TRIP = {"dynamodb": 1.0, "sqs": 2.0, "s3": 2.0}
+
+
+@dataclass
+class Rig:
+    moto: MotoWorlds
+    meters: Meters
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    recorder = CallRecorder(Latency(0.0, 0.0, 0.0))
+    with MotoWorlds(recorder) as moto, propagating_context():
+        invocations = InvocationMeter(lambda service: ROUND_TRIP[service])
+        billing = BillingMeter(recorder, invocations)
+        billing.attach(moto.clients)
+        yield Rig(moto, Meters(moto, billing, invocations, template_functions()))
+
+
+def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_units(rig: Rig) -> None:
+    # GIVEN the template's step function (BatchSize 1) and workflow function
+    functions = template_functions()
+    step_fn, workflow_fn = functions[QueueName.STEP], functions[QueueName.WORKFLOW]
+    assert (step_fn.batch_size, workflow_fn.batch_size) == (1, 10)
+    # WHEN W0 (one step) runs to completion
+    sample = run_workload(rig.meters, WORKLOADS["W0"], timeout=120)
+    # THEN its one step message was one step invocation, and the workflow queue's one batch one more
+    assert sample.run_status == "completed" and sample.steps_completed == 1
+    step_usage, workflow_usage = sample.functions[step_fn.name], sample.functions[workflow_fn.name]
+    assert (step_usage.invocations, step_usage.records) == (1, 1)
+    assert workflow_usage.invocations == workflow_usage.records == 1
+    # AND the event source received and deleted each delivered record: one request each
+    records = step_usage.records + workflow_usage.records
+    assert sample.bill[EVENT_SOURCE].sqs_requests == 2 * records
+    # AND every event was written (at least 1 WRU each), and the claim read the run and the step
+    for op, usage in sample.bill.items():
+        if op.startswith("events.create:"):
+            assert usage.wru >= 1, op
+    assert sample.bill["events.create:step_started"].rru >= 2
+    # AND the dollars are the units times the price table
+    row = CostRow.of(sample, ddb_latency_ms=5)
+    total = sample.total
+    expected = (
+        PRICES["dynamodb_wru"].of(total.wru + total.gsi_wru)
+        + PRICES["dynamodb_rru"].of(total.rru)
+        + PRICES["sqs_request"].of(total.sqs_requests)
+        + PRICES["s3_put"].of(total.s3_put)
+        + PRICES["s3_get"].of(total.s3_get)
+        + PRICES["lambda_request"].of(records)
+        + PRICES["lambda_gb_second_arm64"].of(
+            (step_usage.billed_ms + workflow_usage.billed_ms) / 1000 * step_fn.memory_mb / 1024
+        )
+    )
+    assert row.total == pytest.approx(expected * 1_000_000)
+    assert sum(entry["usd_per_million_steps"] for entry in row.breakdown.values()) == pytest.approx(row.total)
+
+
+def test_workflow_queue_messages_are_delivered_ten_to_an_invocation(rig: Rig) -> None:
+    # GIVEN three messages waiting on the workflow queue
+    with rig.moto.fresh_world() as aws:
+        sent = [encode_payload(InvokePayload(run_id=f"wrun_{n}")) for n in range(3)]
+        for body in sent:
+            aws.queue.publish(QueueName.WORKFLOW, body)
+        seen: list[tuple[QueueName, int]] = []
+        bodies: list[bytes] = []
+
+        def handler(delivery: Delivery) -> Ack:
+            bodies.append(delivery.body)
+            return Ack()
+
+        def on_invoke(queue: QueueName, records: int) -> Any:
+            seen.append((queue, records))
+            return rig.meters.invocations.invocation("WorkflowFunction", records)
+
+        recorder = rig.moto.recorder
+        before = recorder.snapshot()
+        # WHEN the event source runs with the template's batch size
+        with recorder.muted():
+            pump = QueuePump(
+                aws.clients.sqs, aws.queue_urls(), handler, aws.clock,
+                workers={QueueName.WORKFLOW: 1, QueueName.STEP: 1},
+                pollers={QueueName.WORKFLOW: 1, QueueName.STEP: 1},
+                batch_sizes={QueueName.WORKFLOW: 10},
+                on_invoke=on_invoke,
+            )  # fmt: skip
+        try:
+            wait_idle(recorder, pump, 30)
+        finally:
+            with recorder.muted():
+                pump.stop()
+        calls = (recorder.snapshot() - before).calls
+    # THEN one invocation got all three, and one batch delete removed them
+    assert seen == [(QueueName.WORKFLOW, 3)]
+    assert sorted(bodies) == sorted(sent)
+    assert calls["sqs.DeleteMessageBatch"] == 1 and calls["sqs.DeleteMessage"] == 0
+
+
+def test_round_trips_add_up_on_the_invocation_thread_and_overlap_across_a_parallel_batch(rig: Rig) -> None:
+    invocations = rig.meters.invocations
+    with rig.moto.fresh_world() as aws:
+        ddb, sqs, url = aws.clients.dynamodb, aws.clients.sqs, aws.config.step_queue_url
+        key = {"pk": {"S": "run#none"}, "sk": {"S": "run"}}
+
+        def work(width: int) -> None:
+            # two DynamoDB calls on the invocation's thread, then two SQS sends in parallel
+            for _ in range(2):
+                ddb.get_item(TableName=aws.config.table_name, Key=key)
+            with ThreadPoolExecutor(width) as pool:
+                for f in [pool.submit(sqs.send_message, QueueUrl=url, MessageBody="x") for _ in range(2)]:
+                    f.result()
+
+        before = invocations.snapshot()
+        # WHEN one invocation runs the sends on a pool of two, another on a pool of one
+        with invocations.invocation("wide", 1):
+            work(2)
+        with invocations.invocation("narrow", 1):
+            work(1)
+        after = invocations.snapshot()
+    # THEN the wide one is billed 2 x 1 s + one 2 s send, the narrow one both sends in turn (plus CPU)
+    wide = after["wide"].billed_ms - before.get("wide", after["wide"]).billed_ms * ("wide" in before)
+    narrow = after["narrow"].billed_ms - before.get("narrow", after["narrow"]).billed_ms * (
+        "narrow" in before
+    )
+    sequential_calls = 2 * ROUND_TRIP["dynamodb"] * 1000
+    assert (
+        sequential_calls + ROUND_TRIP["sqs"] * 1000 <= wide < sequential_calls + 2 * ROUND_TRIP["sqs"] * 1000
+    )
+    assert (
+        sequential_calls + 2 * ROUND_TRIP["sqs"] * 1000
+        <= narrow
+        < sequential_calls + 3 * ROUND_TRIP["sqs"] * 1000
+    )
