@@ -20,7 +20,10 @@ https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.html#GSI.Th
   never less than 1), twice that inside ``TransactWriteItems``;
 * a read costs 1 RRU per started 4 KB strongly consistent, half that eventually
   consistent, twice that transactional; a Query sums the sizes of the items it
-  read and rounds once; a read that finds nothing still costs the minimum;
+  read and rounds once; a read that finds nothing still costs the minimum; a
+  ``ConditionCheck`` inside a transaction is billed as a transactional read of the
+  item it checks (an assumption the docs leave open: one public measurement
+  reports 2 WRU instead; on world-aws's path only ``hook_received`` uses one);
 * a GSI write costs 1 WRU per started KB of the projected entry (table keys, index
   keys, projected attributes): one when an item enters or leaves the index or
   changes a projected attribute, two (delete and put) when an index key changes,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bench.billing import item_size
+from bench.billing import item_size, number_size, read_units, sqs_requests, write_units
 from bench.core import MotoWorlds
 from bench.instrument import CallRecorder, Latency
 from bench.invocations import InvocationMeter
@@ -25,6 +25,33 @@ KB = 1024
 PK, SK, BLOB = "run#bill", "item#1", "blob"
 # Bytes of the key attributes (name + value) and of the blob's name.
 KEY_BYTES = len("pk") + len(PK) + len("sk") + len(SK)
+
+
+def test_item_size_follows_the_documented_rules_for_every_type() -> None:
+    # GIVEN one attribute of each kind, sized by hand from the documented rules
+    item = {
+        "s": {"S": "héllo"},  # 1 + 6 UTF-8 bytes
+        "n": {"N": "-012.3400"},  # 1 + (4 significant digits / 2 = 2) + 1
+        "b": {"B": b"\x00" * 10},  # 1 + 10 raw bytes
+        "t": {"BOOL": True},  # 1 + 1
+        "l": {"L": [{"S": "ab"}, {"NULL": True}]},  # 1 + 3 + (1 + 2) + (1 + 1)
+        "m": {"M": {"k": {"S": "v"}}},  # 1 + 3 + (1 + 1 + 1)
+        "ss": {"SS": ["a", "bc"]},  # 2 + 3
+    }
+    hand = (1 + 6) + (1 + 2 + 1) + (1 + 10) + (1 + 1) + (1 + 3 + 3 + 2) + (1 + 3 + 3) + (2 + 3)
+    # THEN the meter's size is the hand count
+    assert item_size(item) == hand
+    assert number_size("100") == number_size("1") == 2  # trailing zeros trimmed
+
+
+def test_units_round_up_per_request_and_never_fall_below_the_minimum() -> None:
+    # GIVEN sizes on both sides of the unit boundaries
+    # THEN writes start a WRU per KB (1 at least), reads an RRU per 4 KB, SQS a request per 64 KB
+    assert (write_units(0, 0), write_units(KB, 0), write_units(KB + 1, 10)) == (1, 1, 2)
+    assert write_units(10, 3 * KB, transactional=True) == 2 * 3
+    assert (read_units(0), read_units(4 * KB + 1), read_units(4 * KB + 1, consistent=False)) == (1, 2, 1)
+    assert read_units(KB, transactional=True) == 2
+    assert (sqs_requests(0), sqs_requests(64 * KB), sqs_requests(64 * KB + 1)) == (1, 1, 2)
 
 
 class Billed:
