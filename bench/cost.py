@@ -39,6 +39,7 @@ from bench.cost_run import WORKLOADS, CostSample, Meters, run_workload, template
 from bench.instrument import CallRecorder, Latency
 from bench.invocations import InvocationMeter, propagating_context
 from bench.meter import BillingMeter
+from bench.report import plot_or_note
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 QUICK = ("W0", "W1", "W1-step100K")
@@ -107,12 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_seconds": round(elapsed, 1),
     }
     write_json(args.out / "cost.json", config, samples, rows)
-    try:
-        plot(args.out / "cost.png", rows, command)
-    except ImportError:
-        print(f"wrote {args.out / 'cost.json'}; no plot: matplotlib is missing (pip install -e '.[bench]')")
-        return 0
-    print(f"wrote {args.out / 'cost.json'} and {args.out / 'cost.png'}")
+    plot_or_note(args.out / "cost.json", args.out / "cost.png", lambda png: plot(png, rows, command))
     return 0
 
 

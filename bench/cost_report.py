@@ -202,22 +202,12 @@ def plot(path: Path, rows: list[CostRow], subtitle: str) -> None:
         widths = [r.dollars.get(line, 0.0) for r in ordered]
         ax.barh(labels, widths, left=left, label=line)
         left = [a + b for a, b in zip(left, widths, strict=True)]
-    ax.scatter(
-        [r.step_functions for r in ordered],
-        labels,
-        marker="|",
-        s=300,
-        color="black",
-        label="Step Functions Standard",
-    )
-    ax.scatter(
-        [r.durable_functions for r in ordered],
-        labels,
-        marker="x",
-        s=60,
-        color="black",
-        label="Lambda durable functions",
-    )
+    for attribute, marker, size, label in (
+        ("step_functions", "|", 300, "Step Functions Standard"),
+        ("durable_functions", "x", 60, "Lambda durable functions"),
+    ):
+        xs = [getattr(r, attribute) for r in ordered]
+        ax.scatter(xs, labels, marker=marker, s=size, color="black", label=label)
     ax.set_xlabel("$ per million steps (us-east-1 list prices)")
     ax.set_title(f"world-aws cost per step\n{subtitle}", fontsize=9)
     ax.legend(fontsize=7, loc="lower right")

@@ -54,7 +54,7 @@ from bench.instrument import Latency
 from bench.model import ModelBench
 from bench.opcosts import OpCosts
 from bench.passes import interleaved, print_tables
-from bench.report import paired_prologues, plot, samples_from_json, summarise, write_json
+from bench.report import paired_prologues, plot, plot_or_note, samples_from_json, summarise, write_json
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 _WARM_UP = Variant("run_context", "resilient")
@@ -159,12 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         f"latency DynamoDB {args.ddb_latency_ms:g} ms, SQS {args.sqs_latency_ms:g} ms, "
         f"S3 {args.s3_latency_ms:g} ms; {command}"
     )
-    try:
-        plot(args.out / "fanout.png", rows, subtitle)
-    except ImportError:
-        print(f"wrote {args.out / 'fanout.json'}; no plot: matplotlib is missing (pip install -e '.[bench]')")
-        return 0
-    print(f"wrote {args.out / 'fanout.json'} and {args.out / 'fanout.png'}")
+    plot_or_note(args.out / "fanout.json", args.out / "fanout.png", lambda png: plot(png, rows, subtitle))
     return 0
 
 

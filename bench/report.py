@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,16 @@ def markdown(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---:" for _ in headers) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     return "\n".join(lines)
+
+
+def plot_or_note(json_path: Path, png_path: Path, draw: Callable[[Path], None]) -> None:
+    """Draw the plot into ``png_path`` and say what was written; without matplotlib, say why not."""
+    try:
+        draw(png_path)
+    except ImportError:
+        print(f"wrote {json_path}; no plot: matplotlib is missing (pip install -e '.[bench]')")
+        return
+    print(f"wrote {json_path} and {png_path}")
 
 
 def per_step_kinds(calls: dict[str, int], n: int) -> dict[str, float]:
