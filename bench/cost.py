@@ -17,7 +17,9 @@ sources: ``bench.prices.PRICES``.
 Prints, per workload and per step: WRU (incl. GSI upkeep), RRU, SQS requests, S3
 requests, invocations, GB-s, $ per million steps (and the workload on Step
 Functions Standard and on Lambda durable functions), then the breakdown by World
-operation. Writes ``bench/out/cost.json`` and ``bench/out/cost.png``.
+operation and DynamoDB's writes by kind of item (run item, events, steps, markers,
+dedup items: how many, in transactions, WRU, mean billed size). Writes
+``bench/out/cost.json`` and ``bench/out/cost.png``.
 
 Left out of the dollars: the pump's empty receives (reported; Lambda's pollers
 long-poll, a fixed cost per queue, not per step), storage (DynamoDB, S3, SQS
@@ -34,7 +36,7 @@ import time
 from pathlib import Path
 
 from bench.core import MotoWorlds
-from bench.cost_report import CostRow, breakdown_table, plot, summary_table, write_json
+from bench.cost_report import CostRow, breakdown_table, items_table, plot, summary_table, write_json
 from bench.cost_run import WORKLOADS, CostSample, Meters, run_workload, template_functions
 from bench.instrument import CallRecorder, Latency
 from bench.invocations import InvocationMeter, propagating_context
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     print(summary_table(rows))
     if not args.no_breakdown:
         for row in rows:
-            print("\n" + breakdown_table(row))
+            print("\n" + breakdown_table(row) + "\n\n" + items_table(row))
     print(
         f"\n{len(rows)} workloads in {elapsed:.0f} s. Units per step; $ per million steps at us-east-1 "
         f"list prices (bench/prices.py). GB-s modelled: CPU + round trips of "

@@ -55,6 +55,7 @@ class CostRow:
     step_functions: float
     durable_functions: float
     breakdown: dict[str, dict[str, float]]
+    items: dict[str, dict[str, float]]
     wall_seconds: float
 
     @property
@@ -99,6 +100,15 @@ class CostRow:
             memory_mb=memory,
             checkpoint_ms=ddb_latency_ms,
         )
+        items = {
+            kind: {
+                "writes": w.writes / steps,
+                "transactional": w.transactional / steps,
+                "wru": w.wru / steps,
+                "mean_bytes": w.bytes / w.writes,
+            }
+            for kind, w in sorted(sample.items.items(), key=lambda kv: -kv[1].wru)
+        }
         return cls(
             workload=sample.workload.name,
             description=sample.workload.description,
@@ -108,6 +118,7 @@ class CostRow:
             step_functions=step_functions_dollars(shape) * per_million_steps,
             durable_functions=durable_functions_dollars(shape) * per_million_steps,
             breakdown=dict(sorted(breakdown.items(), key=lambda kv: -kv[1]["usd_per_million_steps"])),
+            items=items,
             wall_seconds=sample.wall_seconds,
         )
 
@@ -160,6 +171,21 @@ def breakdown_table(row: CostRow) -> str:
     return "\n".join(lines)
 
 
+def items_table(row: CostRow) -> str:
+    """DynamoDB writes per step by kind of item: how many, in transactions, WRU, mean size billed."""
+    lines = [
+        f"{row.workload}: DynamoDB writes by item, per step",
+        "",
+        "| item | writes | in transactions | WRU | mean bytes (larger image) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for kind, entry in row.items.items():
+        cells = [f"`{kind}`", f"{entry['writes']:.2f}", f"{entry['transactional']:.2f}"]
+        cells += [f"{entry['wru']:.2f}", f"{entry['mean_bytes']:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def write_json(path: Path, config: dict[str, Any], samples: list[CostSample], rows: list[CostRow]) -> None:
     """Everything the run measured, with the prices it used."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -171,6 +197,7 @@ def write_json(path: Path, config: dict[str, Any], samples: list[CostSample], ro
             {
                 "workload": asdict(s.workload),
                 "bill": {op: u.to_json() for op, u in s.bill.items()},
+                "item_writes": {kind: w.to_json() for kind, w in s.items.items()},
                 "functions": {name: asdict(f) for name, f in s.functions.items()},
                 "memory_mb": s.memory_mb,
                 "wall_seconds": round(s.wall_seconds, 2),

@@ -28,7 +28,7 @@ from bench.invocations import difference as invocation_difference
 from bench.measure import PumpShape, wait_idle
 from bench.meter import BillingMeter
 from bench.pump import QueuePump
-from bench.usage import Usage, difference
+from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
 from infra.template import load_template, resources
 from world_aws import Runtime, RuntimeConfig, Workflows
@@ -124,6 +124,7 @@ class CostSample:
 
     workload: Workload
     bill: dict[str, Usage]
+    items: dict[str, ItemWrites]
     functions: dict[str, FunctionUsage]
     memory_mb: dict[str, int]
     wall_seconds: float
@@ -188,6 +189,7 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
             )
         try:
             bill_before, lambdas_before = meters.billing.snapshot(), meters.invocations.snapshot()
+            items_before = meters.billing.item_writes()
             began = time.perf_counter()
             name = GATHER if workload.gather else SEQUENTIAL
             handle = runtime.start(
@@ -197,7 +199,8 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
                 raise RuntimeError(f"{workload.name}: run {handle.run_id} did not end within {timeout} s")
             wait_idle(recorder, pump, timeout)
             wall = time.perf_counter() - began
-            bill = difference(meters.billing.snapshot(), bill_before)
+            bill = difference(meters.billing.snapshot(), bill_before, Usage)
+            items = difference(meters.billing.item_writes(), items_before, ItemWrites)
             lambdas = invocation_difference(meters.invocations.snapshot(), lambdas_before)
         finally:
             with recorder.muted():
@@ -211,6 +214,7 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
     return CostSample(
         workload=workload,
         bill=bill,
+        items=items,
         functions=lambdas,
         memory_mb={f.name: f.memory_mb for f in functions.values()},
         wall_seconds=wall,

@@ -34,7 +34,7 @@ from bench import billing
 from bench.billing import SecondaryIndex
 from bench.instrument import CallRecorder
 from bench.invocations import InvocationMeter
-from bench.usage import Usage
+from bench.usage import ItemWrites, T, Usage
 from world_aws.aws.clients import AwsClients
 
 _KEY = "bench.meter"
@@ -59,6 +59,7 @@ class BillingMeter:
         self._invocations = invocations
         self._lock = threading.Lock()
         self._bill: dict[str, Usage] = {}
+        self._items: dict[str, ItemWrites] = {}
         self._tables: dict[str, tuple[tuple[str, ...], tuple[SecondaryIndex, ...]]] = {}
         self._shadow: Any = None
 
@@ -76,11 +77,12 @@ class BillingMeter:
     def snapshot(self) -> dict[str, Usage]:
         """The bill so far, per op key."""
         with self._lock:
-            out = {}
-            for key, usage in self._bill.items():
-                out[key] = Usage()
-                out[key].add(usage)
-            return out
+            return {key: _copy(usage, Usage()) for key, usage in self._bill.items()}
+
+    def item_writes(self) -> dict[str, ItemWrites]:
+        """DynamoDB writes so far, per kind of item (``_item_kind``)."""
+        with self._lock:
+            return {key: _copy(writes, ItemWrites()) for key, writes in self._items.items()}
 
     # ---------------------------------------------------------------- botocore handlers
 
@@ -140,9 +142,12 @@ class BillingMeter:
                 if kind == "ConditionCheck":
                     usage.rru += billing.read_units(billing.item_size(before), transactional=True)
                     continue
-                usage.wru += billing.write_units(
-                    billing.item_size(before), billing.item_size(after), transactional=transactional
-                )
+                size = max(billing.item_size(before), billing.item_size(after))
+                units = billing.write_units(size, 0, transactional=transactional)
+                usage.wru += units
+                with self._lock:
+                    tally = self._items.setdefault(_item_kind(key), ItemWrites())
+                    tally.add(ItemWrites(1, int(transactional), units, size))
                 table_keys, indexes = self._schema(table)
                 for index in indexes:
                     usage.gsi_wru += billing.index_write_units(before, after, index, table_keys)
@@ -199,6 +204,17 @@ class BillingMeter:
 
     def _key_of(self, table: str, item: Mapping[str, Any]) -> dict[str, Any]:
         return {name: item[name] for name in self._schema(table)[0]}
+
+
+def _copy(tally: T, into: T) -> T:
+    into.add(tally)
+    return into
+
+
+def _item_kind(key: Mapping[str, Any]) -> str:
+    """What an item is, from its key: its sort key up to the first ``#`` (``run``, ``evt``, ``dedup``...)."""
+    values = [str(next(iter(v.values()))) for v in key.values()]
+    return values[-1].split("#", 1)[0] if values else "?"
 
 
 def _split(event_name: str) -> tuple[str, str]:

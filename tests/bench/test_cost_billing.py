@@ -29,7 +29,7 @@ KEY_BYTES = len("pk") + len(PK) + len("sk") + len(SK)
 
 def test_item_size_follows_the_documented_rules_for_every_type() -> None:
     # GIVEN one attribute of each kind, sized by hand from the documented rules
-    item = {
+    item: dict[str, dict[str, Any]] = {
         "s": {"S": "héllo"},  # 1 + 6 UTF-8 bytes
         "n": {"N": "-012.3400"},  # 1 + (4 significant digits / 2 = 2) + 1
         "b": {"B": b"\x00" * 10},  # 1 + 10 raw bytes

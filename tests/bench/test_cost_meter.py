@@ -63,14 +63,17 @@ def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_
     # AND the event source received and deleted each delivered record: one request each
     records = step_usage.records + workflow_usage.records
     assert sample.bill[EVENT_SOURCE].sqs_requests == 2 * records
+    total = sample.total
     # AND every event was written (at least 1 WRU each), and the claim read the run and the step
     for op, usage in sample.bill.items():
         if op.startswith("events.create:"):
             assert usage.wru >= 1, op
     assert sample.bill["events.create:step_started"].rru >= 2
+    # AND the writes by kind of item add up to the table's WRU, the event items among them
+    assert sum(w.wru for w in sample.items.values()) == total.wru
+    assert sample.items["evt"].writes >= sum(1 for op in sample.bill if op.startswith("events.create:"))
     # AND the dollars are the units times the price table
     row = CostRow.of(sample, ddb_latency_ms=5)
-    total = sample.total
     expected = (
         PRICES["dynamodb_wru"].of(total.wru + total.gsi_wru)
         + PRICES["dynamodb_rru"].of(total.rru)
