@@ -237,7 +237,7 @@ def plot(path: Path, rows: list[CostRow], subtitle: str) -> None:
         ax.scatter(xs, labels, marker=marker, s=size, color="black", label=label)
     ax.set_xlabel("$ per million steps (us-east-1 list prices)")
     ax.set_title(f"world-aws cost per step\n{subtitle}", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper right")  # W0 is on top, and the cheapest
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
