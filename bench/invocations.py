@@ -14,12 +14,14 @@ on it measures the emulator's queue. The model:
 * round trips: every AWS call the invocation's thread makes costs its service's
   latency (``Latency``: 5 ms DynamoDB, 10 ms SQS and S3 by default), in sequence;
   tasks submitted back to back to a pool (``run_parallel``) overlap: a batch of
-  them costs its slowest task (its CPU plus its calls' latency), or, when it has
-  more tasks than the pool has threads, its tasks' total over the pool's width.
+  them (the tasks submitted before the invocation's thread next waits on a
+  future or makes a call) costs its slowest task (its CPU plus its calls'
+  latency), or, when it has more tasks than the pool has threads, its tasks'
+  total over the pool's width.
 
 ``propagating_context()`` makes ``ThreadPoolExecutor.submit`` carry the caller's
 context into the task (``contextvars``), so a call on a pool thread is charged to
-the invocation that asked for it.
+the invocation that asked for it, and has ``Future.result`` close the batch.
 
 GB-s = the function's ``MemorySize`` (``template.yaml``) in GB x billed seconds.
 """
@@ -44,7 +46,6 @@ class _Share:
     cpu_in_calls: float = 0.0
     latency: float = 0.0
     cpu_total: float = 0.0
-    done: bool = False
     width: int = 1  # threads of the pool the task ran on
 
     @property
@@ -58,14 +59,21 @@ class _Invocation:
     own: _Share = field(default_factory=_Share)
     batches: list[list[_Share]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    open: bool = False  # the last batch still takes tasks
 
     def new_task(self, width: int) -> _Share:
         task = _Share(width=max(1, width))
         with self.lock:
-            if not self.batches or all(t.done for t in self.batches[-1]):
+            if not self.open:
                 self.batches.append([])
+                self.open = True
             self.batches[-1].append(task)
         return task
+
+    def close_batch(self) -> None:
+        """The invocation's thread waits for a result or makes a call: later tasks are a new batch."""
+        with self.lock:
+            self.open = False
 
     def billed_ms(self) -> int:
         seconds = self.own.seconds + sum(_makespan(batch) for batch in self.batches if batch)
@@ -139,7 +147,9 @@ class InvocationMeter:
         invocation = _INVOCATION.get()
         if invocation is None or "bench.cpu" not in context:
             return
-        share = share if share is not None else invocation.own
+        if share is None:
+            share = invocation.own
+            invocation.close_batch()
         share.cpu_in_calls += time.thread_time() - context["bench.cpu"]
         share.latency += self._latency_of(service)
 
@@ -170,7 +180,6 @@ def _run_task(task: _Share, fn: Callable[..., Any], args: tuple[Any, ...], kwarg
         return fn(*args, **kwargs)
     finally:
         task.cpu_total = time.thread_time() - cpu
-        task.done = True
 
 
 @contextmanager
@@ -185,8 +194,18 @@ def propagating_context() -> Iterator[None]:
         task = invocation.new_task(getattr(self, "_max_workers", 1))
         return original(self, contextvars.copy_context().run, _run_task, task, fn, args, kwargs)
 
+    original_result = Future.result
+
+    def result(self: Future[Any], timeout: float | None = None) -> Any:
+        invocation = _INVOCATION.get()
+        if invocation is not None and _TASK.get() is None:
+            invocation.close_batch()
+        return original_result(self, timeout)
+
     ThreadPoolExecutor.submit = submit  # type: ignore[method-assign,assignment]
+    Future.result = result  # type: ignore[method-assign]
     try:
         yield
     finally:
         ThreadPoolExecutor.submit = original  # type: ignore[method-assign]
+        Future.result = original_result  # type: ignore[method-assign]
