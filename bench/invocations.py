@@ -13,11 +13,11 @@ on it measures the emulator's queue. The model:
   at 1024 MB has about 0.6 vCPU, so on AWS this part is slower;
 * round trips: every AWS call the invocation's thread makes costs its service's
   latency (``Latency``: 5 ms DynamoDB, 10 ms SQS and S3 by default), in sequence;
-  tasks submitted back to back to a pool (``run_parallel``) overlap: a batch of
-  them (the tasks submitted before the invocation's thread next waits on a
-  future or makes a call) costs its slowest task (its CPU plus its calls'
-  latency), or, when it has more tasks than the pool has threads, its tasks'
-  total over the pool's width.
+  tasks submitted to a pool before the invocation's thread next waits on a
+  future (``run_parallel``) overlap, with each other and with the calls the
+  thread makes meanwhile (``run_parallel`` runs its first call itself): such a
+  batch costs its slowest branch (a task's CPU plus its calls' latency), or,
+  with more tasks than the pool has threads, its tasks' total over the width.
 
 ``propagating_context()`` makes ``ThreadPoolExecutor.submit`` carry the caller's
 context into the task (``contextvars``), so a call on a pool thread is charged to
@@ -54,35 +54,52 @@ class _Share:
 
 
 @dataclass
+class _Batch:
+    """Tasks handed to a pool together, and the latency of the calls their submitter made meanwhile."""
+
+    tasks: list[_Share] = field(default_factory=list)
+    inline: float = 0.0
+
+    def seconds(self) -> float:
+        """Its slowest branch, or its tasks' total over the pool's width if that is longer."""
+        slowest = max([self.inline, *(t.seconds for t in self.tasks)])
+        return max(slowest, sum(t.seconds for t in self.tasks) / self.tasks[0].width)
+
+
+@dataclass
 class _Invocation:
     function: str
     own: _Share = field(default_factory=_Share)
-    batches: list[list[_Share]] = field(default_factory=list)
+    batches: list[_Batch] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    open: bool = False  # the last batch still takes tasks
+    open: bool = False  # the last batch still takes tasks: its submitter has not waited yet
 
     def new_task(self, width: int) -> _Share:
         task = _Share(width=max(1, width))
         with self.lock:
             if not self.open:
-                self.batches.append([])
+                self.batches.append(_Batch())
                 self.open = True
-            self.batches[-1].append(task)
+            self.batches[-1].tasks.append(task)
         return task
 
+    def charge_own(self, cpu_in_call: float, latency: float) -> None:
+        """A call on the invocation's thread: in sequence, or alongside the batch it has not waited for."""
+        with self.lock:
+            self.own.cpu_in_calls += cpu_in_call
+            if self.open:
+                self.batches[-1].inline += latency  # run_parallel runs its first call on the caller
+            else:
+                self.own.latency += latency
+
     def close_batch(self) -> None:
-        """The invocation's thread waits for a result or makes a call: later tasks are a new batch."""
+        """The invocation's thread waits for a result: tasks submitted later are a new batch."""
         with self.lock:
             self.open = False
 
     def billed_ms(self) -> int:
-        seconds = self.own.seconds + sum(_makespan(batch) for batch in self.batches if batch)
+        seconds = self.own.seconds + sum(batch.seconds() for batch in self.batches)
         return max(1, math.ceil(seconds * 1000))
-
-
-def _makespan(batch: list[_Share]) -> float:
-    """Seconds a batch of parallel tasks takes: its slowest task, or its total over the pool's width."""
-    return max(max(t.seconds for t in batch), sum(t.seconds for t in batch) / batch[0].width)
 
 
 _INVOCATION: contextvars.ContextVar[_Invocation | None] = contextvars.ContextVar(
@@ -147,11 +164,12 @@ class InvocationMeter:
         invocation = _INVOCATION.get()
         if invocation is None or "bench.cpu" not in context:
             return
+        cpu = time.thread_time() - context["bench.cpu"]
         if share is None:
-            share = invocation.own
-            invocation.close_batch()
-        share.cpu_in_calls += time.thread_time() - context["bench.cpu"]
-        share.latency += self._latency_of(service)
+            invocation.charge_own(cpu, self._latency_of(service))
+        else:
+            share.cpu_in_calls += cpu
+            share.latency += self._latency_of(service)
 
     def snapshot(self) -> dict[str, FunctionUsage]:
         with self._lock:
