@@ -123,13 +123,21 @@ class CostRow:
         )
 
 
+def _table(headers: list[str], rows: list[list[str]], title: str = "") -> str:
+    """A markdown table, its first column left-aligned, the others right-aligned; a title line above."""
+    lines = [title, ""] if title else []
+    lines += ["| " + " | ".join(headers) + " |", "|---|" + "---:|" * (len(headers) - 1)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
 def summary_table(rows: list[CostRow]) -> str:
     """Per workload, per step: units, and dollars per million steps (with the two comparisons)."""
     headers = [
         "workload", "steps", "WRU (GSI)", "RRU", "SQS req", "S3 req", "invocations", "GB-s",
         "$/M steps", "Step Functions", "durable functions",
     ]  # fmt: skip
-    lines = ["| " + " | ".join(headers) + " |", "|---|" + "---:|" * (len(headers) - 1)]
+    body = []
     for row in rows:
         p = row.per_step
         cells = [
@@ -145,18 +153,13 @@ def summary_table(rows: list[CostRow]) -> str:
             f"{row.step_functions:.2f}",
             f"{row.durable_functions:.2f}",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    return _table(headers, body)
 
 
 def breakdown_table(row: CostRow) -> str:
     """Which World op cost what in ``row``'s workload, per step, most expensive first."""
-    lines = [
-        f"{row.workload} ({row.description}): by World operation, per step",
-        "",
-        "| op | calls | WRU | GSI WRU | RRU | SQS req | S3 req | $/M steps | share |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
+    body = []
     for op, entry in row.breakdown.items():
         usd = entry["usd_per_million_steps"]
         s3 = entry.get("s3_put", 0.0) + entry.get("s3_get", 0.0)
@@ -167,23 +170,25 @@ def breakdown_table(row: CostRow) -> str:
             f"{usd:.2f}",
             f"{100 * usd / row.total:.0f}%" if row.total else "",
         ]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+        body.append(cells)
+    headers = ["op", "calls", "WRU", "GSI WRU", "RRU", "SQS req", "S3 req", "$/M steps", "share"]
+    return _table(headers, body, f"{row.workload} ({row.description}): by World operation, per step")
 
 
 def items_table(row: CostRow) -> str:
     """DynamoDB writes per step by kind of item: how many, in transactions, WRU, mean size billed."""
-    lines = [
-        f"{row.workload}: DynamoDB writes by item, per step",
-        "",
-        "| item | writes | in transactions | WRU | mean bytes (larger image) |",
-        "|---|---:|---:|---:|---:|",
+    body = [
+        [
+            f"`{kind}`",
+            f"{e['writes']:.2f}",
+            f"{e['transactional']:.2f}",
+            f"{e['wru']:.2f}",
+            f"{e['mean_bytes']:.0f}",
+        ]
+        for kind, e in row.items.items()
     ]
-    for kind, entry in row.items.items():
-        cells = [f"`{kind}`", f"{entry['writes']:.2f}", f"{entry['transactional']:.2f}"]
-        cells += [f"{entry['wru']:.2f}", f"{entry['mean_bytes']:.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    headers = ["item", "writes", "in transactions", "WRU", "mean bytes (larger image)"]
+    return _table(headers, body, f"{row.workload}: DynamoDB writes by item, per step")
 
 
 def write_json(path: Path, config: dict[str, Any], samples: list[CostSample], rows: list[CostRow]) -> None:
