@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.chaos_checks import VIOLATIONS, check_run
+from bench.chaos_checks import VIOLATIONS, check_run, explain
 from bench.chaos_driver import ChaosDriver
 from bench.chaos_workload import Executions, chaos_app
 from world_aws.contract.clock import ManualClock
@@ -111,8 +111,11 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
             setup.harness.close()
         violations: Counter[str] = Counter()
         examples: dict[str, list[str]] = {}
+        details: dict[str, list[str]] = {}
         for caller in callers:
             found = check_run(setup.faulty.inner, app.serializer, caller)
+            if found and len(details) < 5:
+                details[caller.run_id] = explain(setup.faulty.inner, caller.run_id, plan.journal)
             for kind in sorted({kind for kind, _ in found}):
                 violations[kind] += 1
             for kind, detail in found:
@@ -132,6 +135,7 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         "stuck": violations["stuck"],
         "violations": {kind: violations[kind] for kind in VIOLATIONS if kind != "stuck"},
         "examples": examples,
+        "broken_runs": details,  # each one's last events and the faults fired on it
         "body_executions": total,
         "duplicate_executions": extra,
         "duplicate_rate": round(extra / total, 4) if total else 0.0,

@@ -5,8 +5,9 @@ the operation and its request), and the hooks act it out:
 
 * ``Fault.TRANSIENT``: ``before-send`` answers instead of moto: a throttling
   error, an HTTP 500, or a connection error; on the first attempt only, or (half
-  of them) on every attempt, so botocore's own retries run out and the World
-  sees ``Throttled`` / ``Transient``;
+  of them) on every attempt, so the retries run out and the World sees
+  ``Throttled`` / ``Transient``; ``needs-retry`` retries an injected failure at
+  once (3 attempts, as the clients' standard mode, without its real backoff);
 * ``Fault.LOST``: the call runs; ``after-call`` then raises a read timeout;
 * ``Fault.REPEAT``: the call runs; ``needs-retry`` asks botocore to send the
   same request again (not for ``TransactWriteItems``, which DynamoDB
@@ -42,6 +43,7 @@ from world_aws.testing.faulty_world import FaultyWorld
 from world_aws.testing.harness import Harness
 from world_aws.testing.sqs_pump import SqsPump
 
+RETRY_ATTEMPTS = 3  # botocore's standard mode, as the World's clients are configured
 _NOT_REPEATED = frozenset({"dynamodb.TransactWriteItems"})
 _JSON_ERRORS = {
     0: (400, '{"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "injected"}'),
@@ -63,6 +65,7 @@ class _Raw:
 
 class _Call(threading.local):
     fault: Fault | None = None
+    injected: bool = False  # this attempt failed by injection: retry it at once
     persistent: bool = False
     kind: int = 0
     point: str = ""
@@ -110,6 +113,7 @@ class BotocoreFaults:
             raise Crash(f"died before {call.point}")
         if call.fault is not Fault.TRANSIENT:
             return None
+        call.injected = True
         if not call.persistent:
             call.fault = None
         if call.kind == 2:
@@ -120,6 +124,10 @@ class BotocoreFaults:
 
     def _needs_retry(self, attempts: int, response: Any = None, **_: Any) -> int | None:
         call = self._call
+        if call.injected:
+            # As botocore's standard mode would (3 attempts), but without its real backoff sleep.
+            call.injected = False
+            return 0 if attempts < RETRY_ATTEMPTS else None
         if call.fault is not Fault.REPEAT or attempts != 1 or response is None:
             return None
         call.fault = None

@@ -73,6 +73,14 @@ def check_run(world: World, serializer: Serializer, caller: CallerView) -> list[
     return found
 
 
+def explain(world: World, run_id: str, journal: list[str], tail: int = 10) -> list[str]:
+    """A broken run's last events and the faults fired on its calls and deliveries, for the report."""
+    events = world.events.list(run_id, resolve_data=ResolveData.NONE)
+    lines = [f"{e.position} {e.type.value} {e.correlation_id or ''}".rstrip() for e in events[-tail:]]
+    ulid = run_id.removeprefix("wrun_")
+    return lines + [f"fault {point}" for point in journal if ulid in point]
+
+
 def _outcome(run: Run, serializer: Serializer, caller: CallerView) -> list[tuple[str, str]]:
     mode = caller.spec["mode"]
     if run.status is RunStatus.CANCELLED:

@@ -20,8 +20,10 @@ from typing import Any, TypeVar
 
 from bench.chaos_checks import CallerView
 from bench.chaos_workload import WORKFLOW, hook_payload, spec_for
+from world_aws.contract.payload import HealthCheck
+from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
-from world_aws.errors import Conflict, NotFound, RetryLater, WorldAwsError
+from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, WorldAwsError
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
@@ -114,11 +116,15 @@ class ChaosDriver:
             with self.faulty.client():
                 acted = self._resume(caller)
             caller.resumed = acted
-        cancel_round = 1 + self.plan.choose(f"cancel-round|{spec['index']}", 6)
+        cancel_round = 1 + int(self.plan.uniform(f"cancel-round|{spec['index']}") * 6)
         if spec["mode"] == "cancel" and caller.cancel_answer is None and round_no >= cancel_round:
-            with self.faulty.client():
-                answer = _as_client(lambda: self._cancel(caller.run_id))
-            caller.cancel_answer = answer
+            try:
+                with self.faulty.client():
+                    caller.cancel_answer = _as_client(lambda: self._cancel(caller.run_id))
+            except NotFound:
+                # Resilient start: the run exists once its first message is handled
+                # (run_created may have failed while the message went out). Next round.
+                caller.notes.append(f"cancel in round {round_no}: run not found yet")
             acted = True
         return acted
 
@@ -154,7 +160,7 @@ class ChaosDriver:
     # --- deliveries -----------------------------------------------------------------
 
     def intercept(self, delivery: Delivery, handle: MessageHandler) -> HandlerResult:
-        key = f"{delivery.message_id}|{delivery.attempt}"
+        key = f"{_delivery_name(delivery)}|{delivery.attempt}"
         if self.plan.fires(Fault.CRASH_DELIVERY, key):
             return Redeliver(self.visibility)
         if self.plan.fires(Fault.COPY, key):
@@ -181,6 +187,17 @@ class ChaosDriver:
         except Exception as exc:
             self.errors.add(exc)
             return Redeliver(self.visibility)
+
+
+def _delivery_name(delivery: Delivery) -> str:
+    """What a delivery carries, by name (its run and step), not by its random message id."""
+    try:
+        payload = decode_payload(delivery.body)
+    except BadInput:
+        return "unparsable"
+    if isinstance(payload, HealthCheck):
+        return "health"
+    return f"{delivery.queue}|{payload.run_id}|{payload.step_id}"
 
 
 def _as_client(call: Callable[[], T]) -> T | None:

@@ -224,8 +224,13 @@ class StepExecutor:
             current = self._world.steps.get(run_id, step.step_id, resolve_data=ResolveData.NONE)
             if current.status.terminal:
                 return self._refused(run_id, step.step_id, Ack(), "skipped")
-            if current.status is not StepStatus.PENDING or current.attempt != step.attempt:
-                return Ack(), "skipped"  # another delivery claimed it since: that one owns it
+            if current.status is not StepStatus.PENDING:
+                return Ack(), "skipped"  # running: the delivery that claimed it since owns it
+            # Pending, at our attempt or a later one: nothing runs it, and the write that
+            # made it pending may be ours. A stale attempt's step_retrying lands while a
+            # newer attempt runs (two deliveries of one message), whose outcome is then
+            # refused: so hand the retry on. If another delivery's write it was, its retry
+            # message comes too (one of them is TooEarly or starts a spare attempt).
         elif isinstance(recorded, str):
             return self._refused(run_id, step.step_id, Ack(), recorded)
         seconds = max(1.0, float(math.ceil(delay)))
