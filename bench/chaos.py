@@ -127,7 +127,7 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         violations["dead_letter"] = dead
     if driver.errors.count:
         violations["handler_error"] = driver.errors.count
-        examples["handler_error"] = driver.errors.examples or []
+        examples["handler_error"] = driver.errors.examples
     total, extra, same_attempt = executions.duplicates()
     return {
         "config": asdict(config),

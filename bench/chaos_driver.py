@@ -12,10 +12,10 @@ caller has nothing left to do, or after ``max_sim_seconds`` of simulated time.
 
 from __future__ import annotations
 
-import inspect
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from bench.chaos_checks import CallerView
@@ -40,14 +40,12 @@ class HandlerErrors:
     """Non-domain exceptions out of the handler (anything but ``WorldAwsError`` and ``Crash``)."""
 
     count: int = 0
-    examples: list[str] | None = None
+    examples: list[str] = field(default_factory=list)
 
     def add(self, exc: Exception) -> None:
         self.count += 1
-        examples = self.examples if self.examples is not None else []
-        if len(examples) < 5:
-            examples.append("".join(traceback.format_exception(exc, limit=-4)).strip()[-600:])
-        self.examples = examples
+        if len(self.examples) < 5:
+            self.examples.append("".join(traceback.format_exception(exc, limit=-4)).strip()[-600:])
 
 
 class ChaosDriver:
@@ -75,14 +73,15 @@ class ChaosDriver:
         self.errors = HandlerErrors()
         self.deliveries = 0
         self.rounds = 0
-        self._resume_takes_id = "resume_id" in inspect.signature(runtime.resume_hook).parameters
 
     # --- a batch --------------------------------------------------------------------
 
     def run_batch(self, indices: range) -> list[CallerView]:
         callers = [self._start(spec_for(self.plan, i, self.fanout)) for i in indices]
         began = self.harness.clock.now()
-        for round_no in range(1_000_000):
+        round_no = 0
+        while True:
+            round_no += 1
             self.rounds += 1
             self.deliveries += self.harness.drain(intercept=self.intercept)
             acted = any([self._act(c, round_no) for c in callers])
@@ -91,9 +90,9 @@ class ChaosDriver:
             if (now - began).total_seconds() > self.max_sim_seconds:
                 break
             if due is None:
-                if acted:
-                    continue
-                break
+                if not acted:
+                    break
+                due = now + timedelta(seconds=1)  # the caller acted: give it a simulated second
             if due > now:
                 self.harness.advance((due - now).total_seconds())
         return callers
@@ -138,10 +137,9 @@ class ChaosDriver:
     def _resume(self, caller: CallerView) -> bool:
         token = caller.spec["token"]
         payload = hook_payload(caller.spec)
-        kwargs = {"resume_id": f"{token}:resume"} if self._resume_takes_id else {}
         for _ in range(CALLER_ATTEMPTS):
             try:
-                self.runtime.resume_hook(token, payload, **kwargs)
+                self.runtime.resume_hook(token, payload, resume_id=f"{token}:resume")
                 return True
             except NotFound:
                 return False  # gone (the run ended) or not live: try again next round if still unresumed

@@ -9,7 +9,9 @@ to pending, at attempt 2. Its answer is lost; the in-process retry is refused; t
 step read shows pending at attempt 2, not 1, which the executor took for "another
 delivery claimed it since" and acked without handing the retry on. Attempt 2 then
 succeeds, but its ``step_completed`` is refused (the step is pending, not
-running) and it acks too: a pending step with no message, a run stranded.
+running) and it acks too: a pending step with no message, a run stranded. Fixed
+in ``StepExecutor._retry`` (``world_aws/runtime/executor.py``): a pending step
+after a refused ``step_retrying`` gets its retry message whatever its attempt.
 """
 
 from __future__ import annotations
