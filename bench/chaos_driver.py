@@ -147,13 +147,8 @@ class ChaosDriver:
                 caller.resume_calls += 1
         return False
 
-    def _cancel(self, run_id: str) -> bool | None:
-        """Cancel the run; None while it is not visible yet (its run_created failed and the
-        start message has not created it), so the caller tries again next round."""
-        try:
-            return RunHandle(self.faulty, self.runtime.app.serializer, run_id).cancel("chaos")
-        except NotFound:
-            return None
+    def _cancel(self, run_id: str) -> bool:
+        return RunHandle(self.faulty, self.runtime.app.serializer, run_id).cancel("chaos")
 
     # --- deliveries -----------------------------------------------------------------
 
