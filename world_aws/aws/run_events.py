@@ -6,8 +6,8 @@
   ``UpdateItem`` that checks the allowed current status, sets the new status and
   fields, takes the next position (``seq + 1``), keeps a copy of the event
   (``rev_started`` / ``rev_final``) for repair and, when terminal, removes the
-  run from the sparse live index (``live_pk``/``live_sk``, the reconciler's); then the event item is put at
-  that position. 2 round trips (+ hook release after a terminal transition).
+  run from the sparse live index (``live_pk``/``live_sk``, the reconciler's);
+  then the event item is put at that position. 2 round trips (+ hook release after a terminal transition).
   Because the status change and the position are one single-item write, it is
   the linearization point of the fence: a fenced event (step_started, creates,
   ...) reserved after it sees the terminal status and is refused; one reserved
