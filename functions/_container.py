@@ -7,12 +7,14 @@ with ``run_id``/``step_id`` appended per record) and ``Metrics`` (EMF), and a
 the environment that ``template.yaml`` sets:
 
 * ``WORKFLOW_APP`` = ``MODULE:ATTR`` (the uvicorn convention), the user's ``Workflows``;
-* ``AwsConfig.from_env`` and ``RuntimeConfig.from_env`` read the rest.
+* ``AwsConfig.from_env``, ``RuntimeConfig.from_env`` and ``ReconcilerConfig.from_env``
+  read the rest.
 
 Building lazily keeps a broken configuration out of the import (Lambda would
 report an init failure without the reason) and lets tests set the environment
 first. Nothing here decides anything about runs or steps: records go to
-``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``.
+``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``, schedule ticks
+to ``Reconciler.tick``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from functions._metrics import (
     MISCONFIGURATIONS,
     PROLOGUE_RUN_CONTEXT,
     PROLOGUE_RUNS_GET,
+    RECONCILE_FAILURES,
+    RUNS_RECONCILED,
     EventCounts,
     ObservedWorld,
 )
@@ -45,8 +49,9 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.errors import BadInput, ErrorKind, Misconfigured
-from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
 from world_aws.runtime.loading import load_app
+from world_aws.runtime.reconciler import Reconciler, TickReport
 from world_aws.runtime.runtime import Runtime
 
 APP_VARIABLE = "WORKFLOW_APP"
@@ -56,13 +61,14 @@ DEFAULT_NAMESPACE = "WorldAws"
 
 @dataclass(frozen=True)
 class Container:
-    """The per-container objects: the AWS World, the Runtime over it, and the metric counts."""
+    """The per-container objects: the AWS World, the Runtime and Reconciler over it, the metric counts."""
 
     runtime: Runtime
     world: AwsWorld
     counts: EventCounts
     logger: Logger
     metrics: Metrics
+    reconciler: Reconciler
 
     @classmethod
     def from_env(
@@ -86,7 +92,8 @@ class Container:
         # protocol's (invariant) attributes; it implements the World contract.
         observed = ObservedWorld(cast("World", world), counts)
         runtime = Runtime(observed, app, RuntimeConfig.from_env(env))
-        return cls(runtime, world, counts, logger, metrics)
+        reconciler = Reconciler(observed, ReconcilerConfig.from_env(env))
+        return cls(runtime, world, counts, logger, metrics, reconciler)
 
     def process_sqs(self, event: Mapping[str, Any]) -> PartialBatchResponse:
         """One SQS batch through ``Runtime.handle``; the partial batch response."""
@@ -113,6 +120,19 @@ class Container:
         if status == Misconfigured.code and _error_kind(response) == ErrorKind.MISCONFIGURED:
             self.counts.add(MISCONFIGURATIONS)
         self.counts.publish(self.metrics)
+
+    def reconcile(self) -> TickReport:
+        """One reconciler tick; its repairs and failures counted (a misconfiguration raises, counted)."""
+        try:
+            report = self.reconciler.tick()
+            self.counts.add(RUNS_RECONCILED, len(report.woken))
+            self.counts.add(RECONCILE_FAILURES, report.failed)
+            return report
+        except Misconfigured:
+            self.counts.add(MISCONFIGURATIONS)
+            raise
+        finally:
+            self.counts.publish(self.metrics)
 
     def close(self) -> None:
         self.runtime.close()

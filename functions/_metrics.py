@@ -45,6 +45,10 @@ PROLOGUE_RUN_CONTEXT = "StepPrologueRunContext"
 PROLOGUE_RUNS_GET = "StepPrologueRunsGet"
 API_REQUESTS = "ApiRequests"
 API_SERVER_ERRORS = "ApiServerErrors"
+# The reconciler, per tick: runs woken because they made no progress (each a repair, each
+# logged), and runs it could not handle (a failed publish or mark; the next tick retries).
+RUNS_RECONCILED = "RunsReconciled"
+RECONCILE_FAILURES = "ReconcileFailures"
 
 _BY_EVENT = {
     EventType.RUN_CREATED: RUNS_CREATED,

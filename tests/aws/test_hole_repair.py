@@ -23,7 +23,7 @@ def _dead_writer_reserves(world: AwsWorld, run_id: str) -> int:
     def refuse(_run: object) -> None:
         raise AssertionError("the reservation should succeed")
 
-    position, _run_item = world.sequencer.reserve(run_id, fenced=True, judge=refuse)
+    position, _run_item = world.sequencer.reserve(run_id, world.clock.now(), fenced=True, judge=refuse)
     return position
 
 

@@ -87,6 +87,8 @@ def test_dev_serves_the_api_on_loopback_until_sigint_then_stops_cleanly() -> Non
             "WORKFLOW_PAYLOAD_BUCKET",
         } <= set(exports)
         assert f"  HTTP API   {api}" in lines
+        # AND the reconciler ticks in the background (defaults: every 5 min, runs silent for 10)
+        assert "  reconciler every 300 s, wakes runs silent for 600 s" in lines
         # AND the API answers
         with urllib.request.urlopen(api + "/runs", timeout=10) as answer:
             assert json.loads(answer.read()) == {"runs": [], "cursor": None}

@@ -9,26 +9,56 @@ read from the EMF lines the handlers print.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from lambda_support import CONTEXT, metrics, receive, step_id_of
 
 from examples.orders import app as orders_app
-from functions import api_handler, step_handler, workflow_handler
+from functions import api_handler, reconciler_handler, step_handler, workflow_handler
 from functions._container import PROCESS, Container
 from infra.events.make_events import RUN_ID, STEP_NAME
 from infra.provision import ProvisionedResources
-from world_aws.aws.world import AwsWorld
+from world_aws.aws.config import AwsConfig
+from world_aws.aws.world import AwsWorld, create_aws_world
+from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus
 from world_aws.contract.transport import decode_body, encode_body
 from world_aws.contract.world import QueueName
 from world_aws.errors import BadInput
 from world_aws.local.embedded import EmbeddedAws
+from world_aws.testing.conformance.support import create_run
 
 SampleEvent = Callable[[str], dict[str, Any]]
+
+
+class Records(logging.Handler):
+    """Keeps the log records it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+# What an EventBridge schedule sends (the reconciler does not read it).
+SCHEDULED_EVENT = {
+    "version": "0",
+    "id": "00000000-0000-4000-8000-0000000000ee",
+    "detail-type": "Scheduled Event",
+    "source": "aws.events",
+    "account": "123456789012",
+    "time": "2026-01-01T00:00:00Z",
+    "region": "us-east-1",
+    "resources": ["arn:aws:events:us-east-1:123456789012:rule/world-aws-ReconcilerFunctionTick"],
+    "detail": {},
+}
 
 
 def start_sample_run(sample_event: SampleEvent) -> None:
@@ -199,6 +229,41 @@ def test_http_event_starts_a_run_through_the_api(
     )
     counted = metrics(capsys.readouterr().out)
     assert counted["ApiRequests"] == 1 and counted["RunsCreated"] == 1
+
+
+@pytest.mark.usefixtures("deployed")
+def test_reconciler_tick_wakes_the_run_silent_past_the_threshold_and_counts_it(
+    world: AwsWorld,
+    embedded: EmbeddedAws,
+    resources: ProvisionedResources,
+    function_env: dict[str, str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a pending run created an hour ago whose first message was never sent (written
+    # through a World whose clock is an hour behind), and a pending run created now
+    hour_ago = ManualClock(datetime.now(UTC) - timedelta(hours=1))
+    past = create_aws_world(AwsConfig.from_env(function_env), clients=embedded.clients, clock=hour_ago)
+    silent = create_run(past, started=False)
+    create_run(world, started=False)
+    # WHEN the reconciler function ticks (default threshold: 600 s)
+    records = Records()
+    logging.getLogger("world_aws").addHandler(records)
+    try:
+        response = reconciler_handler.handler(SCHEDULED_EVENT, CONTEXT)
+    finally:
+        logging.getLogger("world_aws").removeHandler(records)
+    # THEN it looked at the old run only and woke it with a workflow message
+    assert response == {"looked_at": 1, "woken": 1, "remarked": 0, "failed": 0}
+    (record,) = receive(embedded, resources, QueueName.WORKFLOW)["Records"]
+    payload = decode_body(record["body"])
+    assert isinstance(payload, InvokePayload) and payload.run_id == silent
+    assert payload.reconcile_tag is not None and payload.run_input is None
+    # AND the repair was counted as EMF and logged with its run id
+    assert metrics(capsys.readouterr().out)["RunsReconciled"] == 1
+    repairs = [r for r in records.records if r.getMessage().startswith("reconciler woke a run")]
+    assert [getattr(r, "run_id", None) for r in repairs] == [silent]
+    # AND a second tick leaves the run alone: its next look is a bucket later
+    assert reconciler_handler.handler(SCHEDULED_EVENT, CONTEXT)["looked_at"] == 0
 
 
 def test_container_without_an_app_names_the_missing_variable(function_env: dict[str, str]) -> None:

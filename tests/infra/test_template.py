@@ -77,7 +77,7 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         {"AttributeName": keys.PK, "KeyType": "HASH"},
         {"AttributeName": keys.SK, "KeyType": "RANGE"},
     ]
-    (gsi,) = p["GlobalSecondaryIndexes"]
+    gsi, live = p["GlobalSecondaryIndexes"]
     assert gsi["IndexName"] == keys.GSI1
     assert gsi["KeySchema"] == [
         {"AttributeName": keys.GSI1_PK, "KeyType": "HASH"},
@@ -85,8 +85,22 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
     ]
     # Only the listing filters are projected: step events must not write the runs index.
     assert gsi["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "workflow_name"]}
+    # The live index: keyed by reconcile mark, keys only, so no event ever writes it.
+    assert live["IndexName"] == keys.LIVE
+    assert live["KeySchema"] == [
+        {"AttributeName": keys.LIVE_PK, "KeyType": "HASH"},
+        {"AttributeName": keys.LIVE_SK, "KeyType": "RANGE"},
+    ]
+    assert live["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     types = {d["AttributeName"]: d["AttributeType"] for d in p["AttributeDefinitions"]}
-    assert types == {keys.PK: "S", keys.SK: "S", keys.GSI1_PK: "S", keys.GSI1_SK: "S"}
+    assert types == {
+        keys.PK: "S",
+        keys.SK: "S",
+        keys.GSI1_PK: "S",
+        keys.GSI1_SK: "S",
+        keys.LIVE_PK: "S",
+        keys.LIVE_SK: "S",
+    }
     assert p["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTRIBUTE, "Enabled": True}
     # AND the operational settings SPEC §7.1 asks for
     assert p["BillingMode"] == "PAY_PER_REQUEST"

@@ -33,7 +33,12 @@ from world_aws.aws import keys
 from world_aws.aws.s3 import KEY_PREFIX
 
 REPO = DEFAULT_TEMPLATE.parent
-HANDLER_MODULES = ("functions.workflow_handler", "functions.step_handler", "functions.api_handler")
+HANDLER_MODULES = (
+    "functions.workflow_handler",
+    "functions.step_handler",
+    "functions.api_handler",
+    "functions.reconciler_handler",
+)
 # Read by the code but never set by the template: Lambda sets the region itself (reserved
 # names, CloudFormation refuses them), and the endpoint override is for local runs only.
 NOT_FROM_TEMPLATE = frozenset({"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL"})
@@ -198,7 +203,7 @@ def test_every_variable_the_code_reads_is_set_on_every_function_and_nothing_else
     wanted = names_read_at_cold_start() - NOT_FROM_TEMPLATE
     assert {"WORKFLOW_APP", "WORKFLOW_TABLE_NAME", "WORKFLOW_MAX_QUEUE_DELIVERIES"} <= wanted
     functions = of_type(transformed, "AWS::Lambda::Function")
-    assert len(functions) == 3
+    assert len(functions) == 4
     for lid, function in functions.items():
         # THEN each function sets exactly those (Globals merged in by the transform)
         assert set(function["Environment"]["Variables"]) == wanted, lid
@@ -327,7 +332,9 @@ def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed
     expected = {"Fn::Sub": "${PayloadBucket.Arn}/" + KEY_PREFIX + "*"}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         role = role_of(transformed, function)
-        assert allowed(role, "s3:GetObject") == [expected] == allowed(role, "s3:PutObject"), lid
+        # The reconciler never reads or writes a payload: it reads run items and publishes run ids.
+        blobs = [] if lid == "ReconcilerFunction" else [expected]
+        assert allowed(role, "s3:GetObject") == blobs == allowed(role, "s3:PutObject"), lid
         assert allowed(role, "dynamodb:PutItem") == [{"Fn::GetAtt": ["WorkflowTable", "Arn"]}], lid
 
 
@@ -335,6 +342,51 @@ def test_only_the_api_may_query_the_runs_index(transformed: dict[str, Any]) -> N
     index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.GSI1}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         assert (index in allowed(role_of(transformed, function), "dynamodb:Query")) is (lid == "ApiFunction")
+
+
+def test_only_the_reconciler_may_query_the_live_index(transformed: dict[str, Any]) -> None:
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.LIVE}
+    for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
+        queries = index in allowed(role_of(transformed, function), "dynamodb:Query")
+        assert queries is (lid == "ReconcilerFunction"), lid
+
+
+# ----------------------------------------------------------------------------- reconciler
+
+
+def test_the_reconciler_runs_on_a_schedule_whose_rate_is_a_parameter(
+    template: dict[str, Any], transformed: dict[str, Any]
+) -> None:
+    # GIVEN the reconciler function of the template
+    functions = of_type(transformed, "AWS::Lambda::Function")
+    reconciler = functions["ReconcilerFunction"]
+    assert reconciler["Handler"] == "functions.reconciler_handler.handler"
+    # THEN one EventBridge rule invokes it, at the rate of the ReconcilePeriodMinutes parameter
+    (rule,) = of_type(transformed, "AWS::Events::Rule").values()
+    assert rule["ScheduleExpression"] == {"Fn::Sub": "rate(${ReconcilePeriodMinutes} minutes)"}
+    assert rule.get("State", "ENABLED") == "ENABLED"
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["ReconcilerFunction", "Arn"]}
+    parameters = template["Parameters"]
+    assert parameters["ReconcilePeriodMinutes"]["Default"] == 5
+    # (rate(1 minutes) is not a valid expression: a rate of 1 needs the singular unit)
+    assert parameters["ReconcilePeriodMinutes"]["MinValue"] >= 2
+    # AND the same parameters reach the code's configuration
+    variables = reconciler["Environment"]["Variables"]
+    assert variables["WORKFLOW_RECONCILE_PERIOD_MINUTES"] == {"Ref": "ReconcilePeriodMinutes"}
+    assert variables["WORKFLOW_RECONCILE_AFTER_SECONDS"] == {"Ref": "ReconcileAfterSeconds"}
+    # AND a tick fits well inside the period
+    assert reconciler["Timeout"] < 60 * parameters["ReconcilePeriodMinutes"]["MinValue"]
+
+
+def test_the_reconciler_only_publishes_wake_ups_and_consumes_no_queue(transformed: dict[str, Any]) -> None:
+    role = role_of(transformed, of_type(transformed, "AWS::Lambda::Function")["ReconcilerFunction"])
+    assert allowed(role, "sqs:SendMessage") == [{"Fn::GetAtt": ["WorkflowQueue", "Arn"]}]
+    assert not any(allowed(role, action) for action in CONSUME_ACTIONS)
+    table = {"Fn::GetAtt": ["WorkflowTable", "Arn"]}
+    # Reads run items in batches, moves marks, and claims/records/releases idempotency keys.
+    granted = {a for s in statements(role) for a in as_list(s["Action"]) if table in as_list(s["Resource"])}
+    assert granted == {f"dynamodb:{a}" for a in ("BatchGetItem", "PutItem", "UpdateItem", "DeleteItem")}
 
 
 # ----------------------------------------------------------------------------- HTTP API

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import Any
 
 from world_aws import Workflows
 from world_aws.contract.payload import InvokePayload
@@ -55,9 +56,9 @@ def test_sixty_four_branch_fan_out_claims_without_run_reads_and_continues_once(h
     continuations: list[int | None] = []
     continue_run = runtime.orchestrator.continue_run
 
-    def counted(run: Run) -> HandlerResult:
+    def counted(run: Run, **options: Any) -> HandlerResult:
         continuations.append(h.spy.current_delivery())
-        return continue_run(run)
+        return continue_run(run, **options)
 
     runtime.orchestrator.continue_run = counted  # type: ignore[method-assign]
     handle = runtime.start("ship", "o-64")
@@ -105,10 +106,10 @@ def test_sixty_four_branch_fan_out_completes_under_concurrent_consumers(memory_h
     on_step = threading.local()
     continue_run = runtime.orchestrator.continue_run
 
-    def counted(run: Run) -> HandlerResult:
+    def counted(run: Run, **options: Any) -> HandlerResult:
         if getattr(on_step, "delivery", False):
             step_continuations.append(run.run_id)
-        return continue_run(run)
+        return continue_run(run, **options)
 
     def handle(delivery: Delivery) -> HandlerResult:
         payload = decode_payload(delivery.body)

@@ -15,12 +15,13 @@ import base64
 import binascii
 import builtins
 import json
+from datetime import datetime
 
-from world_aws.aws import items, keys
+from world_aws.aws import items, keys, live_index
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
-from world_aws.contract.world import BlobStore, RunPage
+from world_aws.contract.world import BlobStore, LiveRun, RunPage
 from world_aws.errors import BadInput, NotFound
 
 _CURSOR_PREFIX = "ddb1:"
@@ -45,7 +46,7 @@ class _Reader:
 
 
 class DynamoRunStore(_Reader):
-    """``runs.get`` / ``runs.list`` / ``runs.claim_continuation``."""
+    """``runs.get`` / ``runs.list`` / ``runs.claim_continuation``; the live index (``live_index``)."""
 
     def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
         """The run. Raises NotFound."""
@@ -76,6 +77,14 @@ class DynamoRunStore(_Reader):
                 raise NotFound(f"run {run_id} not found") from None
             return None
         return items.run_from_item(item, PayloadReader(self._blobs))
+
+    def list_live(self, *, marked_before: datetime, limit: int) -> builtins.list[LiveRun]:
+        """Non-terminal runs marked before ``marked_before``: one index Query, one BatchGetItem."""
+        return live_index.list_live(self._table, marked_before=marked_before, limit=limit)
+
+    def mark_live(self, run_id: str, *, mark: datetime) -> bool:
+        """Move a non-terminal run's reconcile mark: one conditional UpdateItem."""
+        return live_index.mark_live(self._table, run_id, mark=mark)
 
     def list(
         self,

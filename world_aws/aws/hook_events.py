@@ -85,7 +85,7 @@ class HookEvents:
 
         for _ in range(MAX_RESERVATIONS):
             position, run_item = self._seq.reserve(
-                run_id, fenced=True, judge=lambda run: rules.judge_child_create(request, run, None)
+                run_id, now, fenced=True, judge=lambda run: rules.judge_child_create(request, run, None)
             )
             try:
                 cancelled = self._seq.commit(run_id, position, build(position, run_item), now)

@@ -3,9 +3,10 @@
 Only this module knows attribute names. Conventions:
 
 * timestamps are ISO-8601 UTC strings with microseconds (they sort as text,
-  which ``gsi1sk`` relies on), except a step's ``retry_after``, kept as a number
-  of epoch microseconds so a condition expression can compare it with "now"
-  (exact: Python datetimes have microsecond resolution);
+  which ``gsi1sk`` and ``live_sk`` rely on), except a step's ``retry_after`` and
+  the run's ``prog_us``, kept as numbers of epoch microseconds (a condition
+  expression can compare ``retry_after`` with "now"; ``prog_us`` is rewritten by
+  every reservation and a number is its smallest form);
 * payload fields are inline bytes or S3 references (``payloads.py``);
 * entity items carry ``cpos`` (the position of the event that created them, for
   listing in creation order) and ``ver`` (the position of the last event that
@@ -35,8 +36,12 @@ from world_aws.contract.records import (
     Wait,
     WaitStatus,
 )
+from world_aws.contract.world import LiveRun
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+# The run item's last sign of life: the time of its last reservation, epoch microseconds
+# (set by every position-taking write, so the live index needs no write per event).
+PROGRESS_US = "prog_us"
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -82,10 +87,27 @@ def run_item(run: Run, writer: PayloadWriter, *, seq: int) -> Item:
         "updated_at": iso(run.updated_at),
         "started_at": iso(run.started_at) if run.started_at else None,
         "seq": seq,
+        PROGRESS_US: epoch_us(run.updated_at),
         keys.GSI1_PK: keys.RUNS_GSI_PK,
         keys.GSI1_SK: keys.runs_gsi_sk(created, run.run_id),
     }
+    if not run.status.terminal:
+        item[keys.LIVE_PK] = keys.LIVE_GSI_PK
+        item[keys.LIVE_SK] = keys.live_sk(created, run.run_id)
     return item
+
+
+def live_run_from_item(item: Item) -> LiveRun:
+    """The live-index view of a run item (``status``, ``prog_us``, ``live_sk``); no payload read."""
+    mark = str(item[keys.LIVE_SK]).split("#", 1)[0]
+    progress = from_epoch_us(item.get(PROGRESS_US))
+    return LiveRun(
+        run_id=str(item["run_id"]),
+        status=RunStatus(item["status"]),
+        # A run item written before prog_us existed: its last transition is the best known.
+        progress_at=progress if progress is not None else _required_time(item, "updated_at"),
+        mark=datetime.fromisoformat(mark),
+    )
 
 
 def run_from_item(item: Item, reader: PayloadReader) -> Run:

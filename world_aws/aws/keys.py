@@ -1,8 +1,9 @@
 """Key construction for the single DynamoDB table (SPEC §7.2): one place that knows the layout.
 
-Table: partition key ``pk`` (S), sort key ``sk`` (S); one GSI ``gsi1``
-(``gsi1pk``, ``gsi1sk``) for listing runs newest first; TTL attribute
-``expires_at`` (N, epoch seconds).
+Table: partition key ``pk`` (S), sort key ``sk`` (S); GSI ``gsi1``
+(``gsi1pk``, ``gsi1sk``) for listing runs newest first; sparse GSI ``live``
+(``live_pk``, ``live_sk``, keys only) holding exactly the non-terminal runs, by
+reconcile mark; TTL attribute ``expires_at`` (N, epoch seconds).
 
 ======================  ==========================  ================================
 item                    pk                          sk
@@ -37,6 +38,9 @@ GSI1: Final = "gsi1"
 GSI1_PK: Final = "gsi1pk"
 GSI1_SK: Final = "gsi1sk"
 TTL_ATTRIBUTE: Final = "expires_at"
+LIVE: Final = "live"
+LIVE_PK: Final = "live_pk"
+LIVE_SK: Final = "live_sk"
 
 RUN_SK: Final = "run"
 EVENT_PREFIX: Final = "evt#"
@@ -50,6 +54,9 @@ DEDUP_SK: Final = "dedup"
 
 # Every run item carries this GSI partition key, so gsi1 lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"
+# A non-terminal run item carries this live-index partition key; the transition that
+# ends the run removes it (and live_sk), so the index holds only runs still going.
+LIVE_GSI_PK: Final = "live"
 POSITION_DIGITS: Final = 12
 MAX_POSITION: Final = 10**POSITION_DIGITS - 1
 
@@ -100,6 +107,11 @@ def token_key(token: str) -> Key:
 def dedup_key(key: str) -> Key:
     """The idempotency item of a queue publish (SPEC §4.4); written by the SQS queue."""
     return {PK: f"dedup#{key}", SK: DEDUP_SK}
+
+
+def live_sk(mark_iso: str, run_id: str) -> str:
+    """Sorts live runs by reconcile mark, then id (ISO-8601 UTC with microseconds sorts as text)."""
+    return f"{mark_iso}#{run_id}"
 
 
 def runs_gsi_sk(created_at_iso: str, run_id: str) -> str:

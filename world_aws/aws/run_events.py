@@ -4,9 +4,10 @@
   condition ``attribute_not_exists(pk)``) and event 1. 1 round trip.
 * A transition changes the run item **in the reserving write**: one conditional
   ``UpdateItem`` that checks the allowed current status, sets the new status and
-  fields, takes the next position (``seq + 1``) and keeps a copy of the event
-  (``rev_started`` / ``rev_final``) for repair; then the event item is put at
-  that position. 2 round trips (+ hook release after a terminal transition).
+  fields, takes the next position (``seq + 1``), keeps a copy of the event
+  (``rev_started`` / ``rev_final``) for repair and, when terminal, removes the
+  run from the sparse live index (``live_pk``/``live_sk``, the reconciler's);
+  then the event item is put at that position. 2 round trips (+ hook release after a terminal transition).
   Because the status change and the position are one single-item write, it is
   the linearization point of the fence: a fenced event (step_started, creates,
   ...) reserved after it sees the terminal status and is refused; one reserved
@@ -143,6 +144,7 @@ class RunEvents:
         }
         sets = [
             "seq = seq + :one",
+            f"{items.PROGRESS_US} = :at",
             "#status = :new",
             "updated_at = :now",
             f"{slot} = :copy",
@@ -151,6 +153,7 @@ class RunEvents:
         allowed = _ALLOWED_FROM[etype]
         values: dict[str, object] = {
             ":one": 1,
+            ":at": items.epoch_us(now),
             ":new": _NEW_STATUS[etype].value,
             ":now": items.iso(now),
             ":copy": copy,
@@ -172,11 +175,13 @@ class RunEvents:
             if data.error_code is not None:
                 sets.append("error_code = :code")
                 values[":code"] = data.error_code
+        # A terminal transition takes the run out of the sparse live index in this same write.
+        removes = f" REMOVE {keys.LIVE_PK}, {keys.LIVE_SK}" if _NEW_STATUS[etype].terminal else ""
         # Timeline: two transitions race (run_completed vs run_cancelled, or a redelivered
         # run_started): the first write changes the status, the second fails this condition.
         return self._table.update(
             keys.run_key(run_id),
-            "SET " + ", ".join(sets),
+            "SET " + ", ".join(sets) + removes,
             condition="#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")",
             names=names,
             values=values,

@@ -159,11 +159,13 @@ class Sequencer:
 
     # ----------------------------------------------------------------------- reserve
 
-    def reserve(self, run_id: str, *, fenced: bool, judge: Judge) -> tuple[int, Item]:
-        """Take the next position of the run.
+    def reserve(self, run_id: str, now: datetime, *, fenced: bool, judge: Judge) -> tuple[int, Item]:
+        """Take the next position of the run, and note ``now`` as its last progress (``prog_us``).
 
         Args:
             run_id: the run.
+            now: the writer's time, kept as the run's last sign of life (the reconciler's
+                measure of progress: no other write, and no index write, per event).
             fenced: also require the run not to be terminal (SPEC §3.1). Evaluated
                 in the same single-item write that takes the position, so a
                 fenced event reserved after a terminal transition is refused, and
@@ -175,7 +177,7 @@ class Sequencer:
             The position and the run item as of that position (``ALL_NEW``).
         """
         condition = "attribute_exists(pk)"
-        values: dict[str, object] = {":one": 1}
+        values: dict[str, object] = {":one": 1, ":at": items.epoch_us(now)}
         names: dict[str, str] = {}
         if fenced:
             # The fence. Timeline it protects: run_completed reserves p (status ->
@@ -187,7 +189,11 @@ class Sequencer:
             names["#status"] = "status"
         try:
             run_item = self.table.update(
-                keys.run_key(run_id), "SET seq = seq + :one", condition=condition, names=names, values=values
+                keys.run_key(run_id),
+                f"SET seq = seq + :one, {items.PROGRESS_US} = :at",
+                condition=condition,
+                names=names,
+                values=values,
             )
         except ConditionFailed as refused:
             judge(self.run_header(refused.item))
@@ -250,7 +256,7 @@ class Sequencer:
             condition refused the commit (the position is still open then).
         """
         for _ in range(MAX_RESERVATIONS):
-            position, run_item = self.reserve(run_id, fenced=fenced, judge=judge)
+            position, run_item = self.reserve(run_id, now, fenced=fenced, judge=judge)
             try:
                 cancelled = self.commit(run_id, position, build(position, run_item), now)
             except PositionTaken:

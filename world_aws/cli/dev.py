@@ -1,7 +1,8 @@
 """``world-aws dev [MODULE:APP]``: the embedded stack as a local server, until Ctrl-C.
 
 moto on 127.0.0.1 with the template's resources, the local event source
-consuming both queues, and the HTTP API on ``127.0.0.1:--port``. It prints the
+consuming both queues, the reconciler ticking on a background thread
+(``WORKFLOW_RECONCILE_*``), and the HTTP API on ``127.0.0.1:--port``. It prints the
 API URL, the moto endpoint and the variables to export in another shell so the
 operator commands (``world-aws start``, ``ls``, ``inspect``, ``cancel``,
 ``resume``) and AWS tools reach it. SIGINT or SIGTERM stops the HTTP server, the
@@ -72,6 +73,11 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if dev.endpoint_url:
                 out.write(f"  moto       {dev.endpoint_url}\n")
             out.write(f"  workflows  {', '.join(app.workflow_names)}\n")
+            reconciler = dev.stack.reconciler.config
+            out.write(
+                f"  reconciler every {reconciler.period_seconds:g} s, wakes runs silent for "
+                f"{reconciler.after_seconds} s\n"
+            )
             out.write("\nIn another shell:\n\n")
             for name, value in dev.env().items():
                 out.write(f"export {name}={shlex.quote(value)}\n")

@@ -126,6 +126,10 @@ class InvokePayload(_Model):
     trace_carrier: StrictStrMap = Field(default_factory=dict)
     requested_at: Annotated[AwareDatetime, Strict()] | None = None
     deployment_mismatch_retry_count: StrictInt = Field(default=0, ge=0)
+    # A reconciler's wake (runtime/reconciler.py): the continuation re-publishes the steps
+    # created but never started under "<step key>:<reconcile_tag>", not their own key, whose
+    # retention would absorb the publish if their first message was lost after it was sent.
+    reconcile_tag: NonEmptyStr | None = None
 
     @model_validator(mode="after")
     def _step_fields_together(self) -> InvokePayload:

@@ -11,8 +11,10 @@ threads.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
@@ -61,6 +63,25 @@ class RunPage:
     cursor: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class LiveRun:
+    """A non-terminal run as the live index shows it (the reconciler's view, SPEC §3.1).
+
+    Attributes:
+        run_id: the run.
+        status: pending or running.
+        progress_at: when the run last took a position in its log (the time of its
+            last event, or of a position sealed empty): its last sign of life.
+        mark: the run's reconcile mark, the key it is listed by (``list_live``): its
+            creation time at first, then whatever ``mark_live`` last set.
+    """
+
+    run_id: str
+    status: RunStatus
+    progress_at: datetime
+    mark: datetime
+
+
 class RunStore(Protocol):
     def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
         """Raises NotFound."""
@@ -93,6 +114,25 @@ class RunStore(Protocol):
         Raises:
             NotFound: the run is missing.
         """
+        ...
+
+    def list_live(self, *, marked_before: datetime, limit: int) -> builtins.list[LiveRun]:
+        """Non-terminal runs whose reconcile mark is before ``marked_before``, earliest mark first.
+
+        Every run is in the live index from its creation until the transition that
+        makes it terminal takes it out (in that same write), so a run that ended is
+        never listed, and one that did not end always is once its mark is old enough.
+        At most ``limit`` runs: a caller pages by moving the marks of what it saw
+        (``mark_live``). Runs are read as of the call (a run that ended during it may
+        be left out).
+
+        Raises:
+            BadInput: ``limit`` below 1.
+        """
+        ...
+
+    def mark_live(self, run_id: str, *, mark: datetime) -> bool:
+        """Set the reconcile mark of a non-terminal run; ``False`` (no write) if it ended or is missing."""
         ...
 
 

@@ -1,10 +1,10 @@
 """The dev stack: a local World, its consumers and the HTTP API, as one long-running server.
 
 ``start_dev_stack(app, port=8787)`` starts :func:`world_aws.local.stack.local_stack`
-(moto on 127.0.0.1 with the template's resources, and the local event source
-consuming both queues) and serves the HTTP API on ``127.0.0.1:port`` in front of
-it. ``world-aws dev`` runs it until Ctrl-C; tests start it in-process on a free
-port and call :meth:`DevStack.stop`.
+(moto on 127.0.0.1 with the template's resources, the local event source
+consuming both queues, and the reconciler's background thread) and serves the
+HTTP API on ``127.0.0.1:port`` in front of it. ``world-aws dev`` runs it until
+Ctrl-C; tests start it in-process on a free port and call :meth:`DevStack.stop`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from contextlib import ExitStack
 
 from world_aws.api.server import ApiServer, serve_api
 from world_aws.local.stack import LocalStack, local_stack
-from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
 from world_aws.runtime.registry import Workflows
 
 API_ENV = "WORLD_AWS_API"
@@ -50,7 +50,12 @@ class DevStack:
 
 
 def start_dev_stack(
-    app: Workflows, *, port: int = 0, kind: str = "embedded", config: RuntimeConfig | None = None
+    app: Workflows,
+    *,
+    port: int = 0,
+    kind: str = "embedded",
+    config: RuntimeConfig | None = None,
+    reconciler_config: ReconcilerConfig | None = None,
 ) -> DevStack:
     """Start ``app`` on a local World with its HTTP API on ``127.0.0.1:port``.
 
@@ -59,13 +64,17 @@ def start_dev_stack(
         port: the API's port; 0 picks a free one (read it from ``.url``).
         kind: ``"embedded"`` (moto, the default) or ``"memory"`` (the in-memory World).
         config: runtime configuration (``RuntimeConfig.from_env()`` by default).
+        reconciler_config: the reconciler's (``ReconcilerConfig.from_env()`` by default); it
+            ticks on a background thread, stopped with the stack.
 
     Raises:
         OSError: the port cannot be bound; nothing is left running.
     """
     resources = ExitStack()
     try:
-        stack = resources.enter_context(local_stack(app, kind=kind, config=config))
+        stack = resources.enter_context(
+            local_stack(app, kind=kind, config=config, reconciler_config=reconciler_config)
+        )
         # Registered last, so it stops first: no request arrives while the stack shuts down.
         server = serve_api(stack.runtime, port=port)
         resources.callback(server.stop)

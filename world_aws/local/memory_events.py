@@ -124,7 +124,7 @@ class MemoryEventStore:
             return EventResult(event=None, run=run_out(run))
         if record is None:
             # run_created, or run_started carrying creation data on a missing run (SPEC §6.1).
-            record = RunRecord(run=rules.new_run(run_id, request, now), seq=self._state.next_seq())
+            record = RunRecord(run=rules.new_run(run_id, request, now), seq=self._state.next_seq(), mark=now)
             self._state.runs[run_id] = record
             created = self._append(
                 record, EventType.RUN_CREATED, None, EventData(creation=request.data.creation), now
@@ -136,6 +136,7 @@ class MemoryEventStore:
         data = replace(request.data, creation=None)
         event = self._append(record, request.type, None, data, now)
         if record.run.status.terminal:
+            record.mark = None  # out of the live index in the same step that ends the run
             self._release_hooks(record)
         return EventResult(event=event, run=run_out(record.run))
 

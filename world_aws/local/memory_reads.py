@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+from datetime import datetime
 
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
-from world_aws.contract.world import RunPage
+from world_aws.contract.world import LiveRun, RunPage
 from world_aws.errors import BadInput, NotFound
 from world_aws.local.memory_state import MemoryState, RunRecord, run_out, step_out
 from world_aws.local.memory_stats import Stat, WorldStats
@@ -52,6 +53,28 @@ class MemoryRunStore(_Reader):
             covered = record.events[-1].position if record.events else 0
             record.continuation = (covered, claimer)
             return run_out(record.run, ResolveData.ALL)
+
+    def list_live(self, *, marked_before: datetime, limit: int) -> builtins.list[LiveRun]:
+        """Non-terminal runs marked before ``marked_before``, earliest mark first (see ``RunStore``)."""
+        self._stats.incr(Stat.RUN_LISTS)
+        if limit < 1:
+            raise BadInput(f"limit must be at least 1, not {limit}")
+        with self._state.lock:
+            live = [
+                LiveRun(r.run.run_id, r.run.status, r.events[-1].created_at, r.mark)
+                for r in self._state.runs.values()
+                if r.mark is not None and r.mark < marked_before
+            ]
+        return sorted(live, key=lambda run: (run.mark, run.run_id))[:limit]
+
+    def mark_live(self, run_id: str, *, mark: datetime) -> bool:
+        """Set a non-terminal run's reconcile mark; False if it ended or is missing."""
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            if record is None or record.mark is None:
+                return False
+            record.mark = mark
+            return True
 
     def list(
         self,

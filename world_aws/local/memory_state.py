@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 
 from world_aws.contract.records import Event, EventData, Hook, ResolveData, Run, Step, Wait
 
@@ -37,6 +38,8 @@ class RunRecord:
     resumes: dict[str, Event] = field(default_factory=dict)
     # The last continuation claim (runs.claim_continuation): (position covered, claimer).
     continuation: tuple[int, str] | None = None
+    # The reconcile mark while the run is non-terminal (runs.list_live); None once it ended.
+    mark: datetime | None = None
 
 
 class MemoryState:

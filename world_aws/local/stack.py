@@ -2,8 +2,10 @@
 
 ``local_stack(app)`` starts moto on loopback, provisions the resources declared
 in ``template.yaml``, builds the AWS World against it, binds ``app`` to a
-``Runtime`` and consumes both queues with the local event source. ``kind="memory"``
-gives the same over the in-memory World, for the fastest feedback.
+``Runtime``, consumes both queues with the local event source and runs the
+reconciler on a background thread every ``ReconcilerConfig.period_seconds`` (as the
+EventBridge schedule does on AWS). ``kind="memory"`` gives the same over the
+in-memory World, for the fastest feedback.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
 from world_aws.contract.world import Consumers, World
-from world_aws.runtime.config import RuntimeConfig
+from world_aws.local.reconcile_loop import ReconcilerLoop
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
+from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
 
@@ -23,6 +27,7 @@ class LocalStack:
     world: World
     runtime: Runtime
     consumers: Consumers
+    reconciler: Reconciler
     endpoint_url: str | None
     # The environment a process would use to reach this stack's AWS endpoint and resources
     # (empty for the in-memory World).
@@ -31,9 +36,13 @@ class LocalStack:
 
 @contextmanager
 def local_stack(
-    app: Workflows, *, kind: str = "embedded", config: RuntimeConfig | None = None
+    app: Workflows,
+    *,
+    kind: str = "embedded",
+    config: RuntimeConfig | None = None,
+    reconciler_config: ReconcilerConfig | None = None,
 ) -> Iterator[LocalStack]:
-    """Run ``app`` on a local World until the block exits (consumers stop, moto stops)."""
+    """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop)."""
     with ExitStack() as stack:
         endpoint: str | None = None
         env: dict[str, str] = {}
@@ -57,4 +66,14 @@ def local_stack(
         stack.callback(runtime.close)
         consumers = world.start_consumers(runtime.handle)
         stack.callback(consumers.stop)
-        yield LocalStack(world=world, runtime=runtime, consumers=consumers, endpoint_url=endpoint, env=env)
+        reconciler = Reconciler(world, reconciler_config or ReconcilerConfig.from_env())
+        loop = ReconcilerLoop(reconciler, reconciler.config.period_seconds).start()
+        stack.callback(loop.stop)
+        yield LocalStack(
+            world=world,
+            runtime=runtime,
+            consumers=consumers,
+            reconciler=reconciler,
+            endpoint_url=endpoint,
+            env=env,
+        )

@@ -1,4 +1,4 @@
-"""Runtime configuration, built once from the environment (``RuntimeConfig.from_env()``)."""
+"""Runtime and reconciler configuration, built once from the environment (``from_env()``)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,48 @@ class RuntimeConfig:
         return cls(
             resilient_step_dispatch=env.get("WORKFLOW_RESILIENT_STEP_DISPATCH", "1").strip() != "0",
             max_queue_deliveries=_int(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", DEFAULT_MAX_QUEUE_DELIVERIES),
+        )
+
+
+_RECONCILE_PERIOD = 300
+_RECONCILE_AFTER = 600
+_RECONCILE_MAX_RUNS = 100
+_RECONCILE_MAX_BACKOFF = 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcilerConfig:
+    """How the reconciler finds and wakes runs that made no progress (``runtime/reconciler.py``).
+
+    Attributes:
+        period_seconds: seconds between ticks where the process schedules them itself
+            (the embedded stack, ``world-aws dev``; on AWS the EventBridge schedule does).
+            ``WORKFLOW_RECONCILE_PERIOD_MINUTES`` (whole minutes, as EventBridge rates are),
+            default 5.
+        after_seconds: a non-terminal run whose last event is older than this is woken.
+            ``WORKFLOW_RECONCILE_AFTER_SECONDS``, default 600: minutes above the longest
+            silence of a working run (a step body runs at most the step function's 150 s
+            timeout). Runs that are silent on purpose (a sleep, a hook, a long retry delay)
+            are woken too, harmlessly, with gaps that double (``max_backoff_seconds``).
+        max_runs_per_tick: runs looked at per tick (one index Query of at most this many).
+            ``WORKFLOW_RECONCILE_MAX_RUNS``, default 100 (one BatchGetItem).
+        max_backoff_seconds: the longest gap between two wakes of a run that stays idle.
+            ``WORKFLOW_RECONCILE_MAX_BACKOFF_SECONDS``, default 86400 (a day).
+    """
+
+    period_seconds: float = _RECONCILE_PERIOD
+    after_seconds: int = _RECONCILE_AFTER
+    max_runs_per_tick: int = _RECONCILE_MAX_RUNS
+    max_backoff_seconds: int = _RECONCILE_MAX_BACKOFF
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ReconcilerConfig:
+        env = os.environ if environ is None else environ
+        return cls(
+            period_seconds=60 * _int(env, "WORKFLOW_RECONCILE_PERIOD_MINUTES", _RECONCILE_PERIOD // 60),
+            after_seconds=_int(env, "WORKFLOW_RECONCILE_AFTER_SECONDS", _RECONCILE_AFTER),
+            max_runs_per_tick=_int(env, "WORKFLOW_RECONCILE_MAX_RUNS", _RECONCILE_MAX_RUNS),
+            max_backoff_seconds=_int(env, "WORKFLOW_RECONCILE_MAX_BACKOFF_SECONDS", _RECONCILE_MAX_BACKOFF),
         )
 
 

@@ -77,33 +77,45 @@ class StepDispatcher:
             return False  # only sequencing orders a refused create before its message (SPEC §5.2)
         return self._config.resilient_step_dispatch and run.spec_version >= SPEC_VERSION_BINARY_TRANSPORT
 
-    def dispatch(self, run: Run, new_steps: list[StepRequest], undispatched: list[StepRequest]) -> None:
+    def dispatch(
+        self,
+        run: Run,
+        new_steps: list[StepRequest],
+        undispatched: list[StepRequest],
+        *,
+        redispatch_tag: str | None = None,
+    ) -> None:
         """Create and publish ``new_steps``; re-publish ``undispatched`` ones (idempotent).
+
+        ``redispatch_tag`` (a reconciler's wake) re-publishes ``undispatched`` under their key
+        plus the tag: a message lost after its send would otherwise keep its key retained.
 
         Raises:
             WorldAwsError: the pass failed and must be redone (its message redelivered).
         """
         if self.resilient_for(run):
-            self._dispatch_resilient(run, new_steps, undispatched)
+            self._dispatch_resilient(run, new_steps, undispatched, redispatch_tag)
             return
         creates = run_parallel(self._pool, [partial(self._create, run, s) for s in new_steps])
         for result in creates:
             if isinstance(result, Exception):
                 _tolerate_create_error(result, transient_ok=False)
         publishes = run_parallel(
-            self._pool, [partial(self.publish, run, s, with_input=False) for s in [*new_steps, *undispatched]]
+            self._pool, self._publishes(run, new_steps, undispatched, redispatch_tag, with_input=False)
         )
         for result in publishes:
             if isinstance(result, Exception):
                 raise result
 
     def _dispatch_resilient(
-        self, run: Run, new_steps: list[StepRequest], undispatched: list[StepRequest]
+        self,
+        run: Run,
+        new_steps: list[StepRequest],
+        undispatched: list[StepRequest],
+        redispatch_tag: str | None,
     ) -> None:
         creates: list[Callable[[], Any]] = [partial(self._create, run, s) for s in new_steps]
-        publishes: list[Callable[[], Any]] = [
-            partial(self.publish, run, s, with_input=True) for s in [*new_steps, *undispatched]
-        ]
+        publishes = self._publishes(run, new_steps, undispatched, redispatch_tag, with_input=True)
         results = run_parallel(self._pool, creates + publishes)
         create_results, publish_results = results[: len(creates)], results[len(creates) :]
         for result in publish_results:
@@ -113,6 +125,20 @@ class StepDispatcher:
             if isinstance(result, Exception):
                 _tolerate_create_error(result, transient_ok=True)
 
+    def _publishes(
+        self,
+        run: Run,
+        new_steps: list[StepRequest],
+        undispatched: list[StepRequest],
+        redispatch_tag: str | None,
+        *,
+        with_input: bool,
+    ) -> list[Callable[[], Any]]:
+        """Publish every new step, then re-publish every undispatched one (re-keyed by the tag)."""
+        publish = partial(self.publish, run, with_input=with_input)
+        calls: list[Callable[[], Any]] = [partial(publish, s) for s in new_steps]
+        return calls + [partial(publish, s, key_tag=redispatch_tag) for s in undispatched]
+
     def publish(
         self,
         run: Run,
@@ -121,8 +147,9 @@ class StepDispatcher:
         with_input: bool,
         delay_seconds: float = 0,
         reroutes: int = 0,
+        key_tag: str | None = None,
     ) -> str:
-        """Publish one step message (also used for delayed retries and re-routes)."""
+        """Publish one step message (also used for delayed retries and re-routes); ``key_tag`` re-keys it."""
         payload = InvokePayload(
             run_id=run.run_id,
             step_id=step.step_id,
@@ -136,7 +163,7 @@ class StepDispatcher:
             QueueName.STEP,
             encode_payload(payload),
             delay_seconds=delay_seconds,
-            idempotency_key=None if reroutes else ids.step_idempotency_key(step.step_id, step.step_name),
+            idempotency_key=None if reroutes else _step_key(step, key_tag),
         )
 
     def republish(
@@ -165,6 +192,11 @@ class StepDispatcher:
                 EventData(step_name=step.step_name, input=step.input),
             ),
         )
+
+
+def _step_key(step: StepRequest, tag: str | None) -> str:
+    key = ids.step_idempotency_key(step.step_id, step.step_name)
+    return key if tag is None else f"{key}:{tag}"
 
 
 def resolve_step_input(world: World, step_input: InlineStepInput | StepInputRef) -> bytes:

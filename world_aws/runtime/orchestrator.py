@@ -53,8 +53,11 @@ class Orchestrator:
         self._pool = pool
         self._replays = replays if replays is not None else ReplayCache(0)
 
-    def continue_run(self, run: Run) -> HandlerResult:
-        """Replay ``run`` and record what it reached. ``run`` must carry its input."""
+    def continue_run(self, run: Run, *, redispatch_tag: str | None = None) -> HandlerResult:
+        """Replay ``run`` and record what it reached. ``run`` must carry its input.
+
+        ``redispatch_tag`` (a reconciler's wake) re-keys the re-publish of undispatched steps.
+        """
         try:
             workflow = self._app.get_workflow(run.workflow_name)
         except UnknownWorkflow as err:
@@ -76,7 +79,7 @@ class Orchestrator:
                 if isinstance(outcome, Failed):
                     self.fail_run(run.run_id, outcome.error, outcome.error_code)
                     return Ack()
-                if not self._suspend(run, outcome):
+                if not self._suspend(run, outcome, redispatch_tag):
                     suspended = True
                     return Ack()
             LOG.warning("continuation stopped after %d rounds", MAX_ROUNDS, extra={"run_id": run.run_id})
@@ -121,7 +124,7 @@ class Orchestrator:
         with contextlib.suppress(Conflict, NotFound, RunExpired):
             self._world.events.create(run_id, EventRequest(EventType.HOOK_DISPOSED, hook_id))
 
-    def _suspend(self, run: Run, outcome: Suspended) -> bool:
+    def _suspend(self, run: Run, outcome: Suspended, redispatch_tag: str | None = None) -> bool:
         """Run one suspension pass. Returns True if the replay should go another round."""
         now = self._world.clock.now()
         again = False
@@ -161,7 +164,9 @@ class Orchestrator:
             with contextlib.suppress(Conflict):
                 events.create(run.run_id, EventRequest(EventType.WAIT_COMPLETED, wait.wait_id))
         # 3. dispatch
-        self._dispatcher.dispatch(run, outcome.new_steps, outcome.undispatched_steps)
+        self._dispatcher.dispatch(
+            run, outcome.new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag
+        )
         later = [w for w in outcome.pending_waits if w.resume_at > now]
         self._wake_for(run.run_id, later, now)
         return again or bool(due)

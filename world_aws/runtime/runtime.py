@@ -240,7 +240,7 @@ class Runtime:
             run = self.world.runs.get(payload.run_id)
         if run.status is not RunStatus.RUNNING:
             return Ack()
-        return self.orchestrator.continue_run(run)
+        return self.orchestrator.continue_run(run, redispatch_tag=payload.reconcile_tag)
 
     def _run_input(self, creation: RunCreation) -> RunInput:
         if len(creation.input) <= MAX_INLINE_PAYLOAD_BYTES:

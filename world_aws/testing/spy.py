@@ -14,6 +14,7 @@ import builtins
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from world_aws.contract.payload import InvokePayload
@@ -21,6 +22,7 @@ from world_aws.contract.records import Event, EventRequest, EventResult, Resolve
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     ForwardingWorld,
+    LiveRun,
     QueueName,
     RunPage,
     World,
@@ -198,6 +200,20 @@ class _SpyRuns:
         inner = self._spy.inner.runs
         page: RunPage = self._spy.invoke("runs.list", None, None, lambda: inner.list(**kwargs))
         return page
+
+    def list_live(self, *, marked_before: datetime, limit: int) -> builtins.list[LiveRun]:
+        inner = self._spy.inner.runs
+        live: builtins.list[LiveRun] = self._spy.invoke(
+            "runs.list_live", None, None, lambda: inner.list_live(marked_before=marked_before, limit=limit)
+        )
+        return live
+
+    def mark_live(self, run_id: str, *, mark: datetime) -> bool:
+        inner = self._spy.inner.runs
+        marked: bool = self._spy.invoke(
+            "runs.mark_live", run_id, None, lambda: inner.mark_live(run_id, mark=mark)
+        )
+        return marked
 
 
 class _SpySteps:

@@ -25,6 +25,7 @@ AREAS = (
     "blobs",
     "concurrency",
     "queue",
+    "live",
 )
 
 

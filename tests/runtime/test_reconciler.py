@@ -1,0 +1,293 @@
+"""The reconciler: a run stranded by a lost message is woken and completes; healthy runs are left alone.
+
+Runs are stranded by construction: a message is deleted without being handled
+(the harness's intercept answers Ack), so nothing durable moves the run on. The
+reconciler ticks on the harness's manual clock, over both Worlds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import timedelta
+from typing import cast
+
+import pytest
+
+from world_aws import Workflows
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.payload import InvokePayload
+from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.transport import decode_payload
+from world_aws.contract.world import (
+    Ack,
+    Delivery,
+    ForwardingWorld,
+    HandlerResult,
+    MessageHandler,
+    QueueName,
+    Redeliver,
+    RunStore,
+)
+from world_aws.errors import Transient
+from world_aws.local.memory import create_memory_world
+from world_aws.local.reconcile_loop import ReconcilerLoop
+from world_aws.local.stack import local_stack
+from world_aws.runtime.config import ReconcilerConfig
+from world_aws.runtime.reconciler import Reconciler, bucket_of
+from world_aws.testing.conformance.support import create_run
+
+from .harness import Harness
+
+AFTER = 600
+CONFIG = ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=10)
+
+
+def two_steps_app() -> Workflows:
+    app = Workflows()
+
+    @app.step(name="rec.first")
+    def first(x: int) -> int:
+        return x + 1
+
+    @app.step(name="rec.second")
+    def second(x: int) -> int:
+        return x * 2
+
+    @app.workflow(name="rec.flow")
+    async def flow(x: int) -> int:
+        return await second(await first(x))
+
+    return app
+
+
+def drop(_delivery: Delivery, _handle: MessageHandler) -> HandlerResult:
+    """Delete the message without handling it: whatever it would have done is lost."""
+    return Ack()
+
+
+def hold_second_step(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+    """Run the first step (its last completer creates and publishes the second); hold the second."""
+    payload = decode_payload(delivery.body)
+    if isinstance(payload, InvokePayload) and payload.step_name == "rec.second":
+        return Redeliver(1.0)
+    return handle(delivery)
+
+
+def reconcile_wakes(harness: Harness) -> list[InvokePayload]:
+    """The reconciler's workflow messages the harness delivered."""
+    return [
+        d.payload
+        for d in harness.deliveries
+        if isinstance(d.payload, InvokePayload) and d.payload.reconcile_tag is not None
+    ]
+
+
+def stranded_run(harness: Harness) -> str:
+    """A running run whose first step was created and published, and its message deleted unhandled."""
+    runtime = harness.runtime_for(two_steps_app())
+    run_id = runtime.start("rec.flow", 3).run_id
+    harness.drain(queues=[QueueName.WORKFLOW])
+    harness.drain(queues=[QueueName.STEP], intercept=drop)
+    assert harness.settle(run_id) is RunStatus.RUNNING
+    assert harness.event_types(run_id)[-1] is EventType.STEP_CREATED
+    return run_id
+
+
+def test_a_run_whose_step_message_was_lost_is_woken_and_completes(harness: Harness) -> None:
+    # GIVEN a run stranded with a created step whose message is gone
+    run_id = stranded_run(harness)
+    reconciler = Reconciler(harness.world, CONFIG)
+    # WHEN the reconciler ticks before the threshold, nothing happens
+    harness.advance(AFTER - 60)
+    early = reconciler.tick()
+    assert (early.looked_at, early.woken) == (0, [])
+    # AND when it ticks after it, the run is woken once
+    harness.advance(120)
+    report = reconciler.tick()
+    assert [r.run_id for r in report.woken] == [run_id]
+    assert report.woken[0].status is RunStatus.RUNNING and report.woken[0].bucket == 0
+    # THEN the run completes with the fault-free result, each step created once
+    assert harness.settle(run_id) is RunStatus.COMPLETED
+    assert harness.runtime.get_run(run_id).result() == 8
+    types = harness.event_types(run_id)
+    assert types.count(EventType.STEP_CREATED) == 2 and types.count(EventType.RUN_COMPLETED) == 1
+    assert len(reconcile_wakes(harness)) == 1
+    # AND a later tick finds nothing: the run left the live index when it ended
+    harness.advance(10 * AFTER)
+    assert reconciler.tick().looked_at == 0
+
+
+def test_a_run_whose_first_workflow_message_was_lost_is_started(harness: Harness) -> None:
+    # GIVEN a started run whose first workflow message was deleted unhandled: pending, no message
+    runtime = harness.runtime_for(two_steps_app())
+    run_id = runtime.start("rec.flow", 1).run_id
+    harness.drain(queues=[QueueName.WORKFLOW], intercept=drop)
+    assert harness.status(run_id) is RunStatus.PENDING
+    # WHEN the reconciler ticks after the threshold
+    harness.advance(AFTER + 1)
+    (repair,) = Reconciler(harness.world, CONFIG).tick().woken
+    # THEN the pending run is started and completes
+    assert repair.status is RunStatus.PENDING
+    assert harness.settle(run_id) is RunStatus.COMPLETED
+    assert harness.runtime.get_run(run_id).result() == 4
+
+
+def test_healthy_young_and_terminal_runs_are_not_woken(harness: Harness) -> None:
+    runtime = harness.runtime_for(two_steps_app())
+    reconciler = Reconciler(harness.world, CONFIG)
+    # GIVEN a run that ended long ago
+    done = runtime.start("rec.flow", 1).run_id
+    assert harness.settle(done) is RunStatus.COMPLETED
+    # AND a run created long ago that made progress a moment ago (its second step is queued)
+    healthy = runtime.start("rec.flow", 2).run_id
+    harness.drain(queues=[QueueName.WORKFLOW])
+    harness.advance(AFTER + 100)
+    harness.drain(queues=[QueueName.STEP], intercept=hold_second_step)
+    assert harness.event_types(healthy)[-1] is EventType.STEP_CREATED
+    # AND a run younger than the threshold, stuck or not
+    young = runtime.start("rec.flow", 3).run_id
+    harness.advance(1)
+    # WHEN the reconciler ticks
+    report = reconciler.tick()
+    # THEN it looked only at the healthy run (created long ago), found its progress and woke nothing
+    assert (report.looked_at, report.remarked, report.woken, report.failed) == (1, 1, [], 0)
+    # AND the healthy run is not listed again until the threshold has passed since its progress
+    harness.advance(AFTER - 10)
+    assert reconciler.tick().looked_at == 0
+    # AND every run completes without a reconciler wake
+    for run_id in (healthy, young):
+        assert harness.settle(run_id) is RunStatus.COMPLETED
+    assert reconcile_wakes(harness) == []
+
+
+class _MarksFail(ForwardingWorld):
+    """A World whose runs.mark_live raises: a reconciler tick that dies before moving its marks."""
+
+    def __init__(self, inner: Harness) -> None:
+        super().__init__(inner.world)
+        self.runs = cast(RunStore, _FailingMarks(inner.world.runs))
+
+
+class _FailingMarks:
+    def __init__(self, inner: object) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def mark_live(self, run_id: str, **_kwargs: object) -> bool:
+        raise Transient(f"mark of {run_id} lost")
+
+
+def test_two_ticks_in_one_bucket_publish_one_wake(harness: Harness) -> None:
+    # GIVEN a stranded run, and a tick that woke it but could not move its mark
+    run_id = stranded_run(harness)
+    harness.advance(AFTER + 1)
+    first = Reconciler(_MarksFail(harness), CONFIG).tick()
+    assert [r.run_id for r in first.woken] == [run_id] and first.failed == 1
+    # WHEN another tick in the same bucket sees the run again
+    harness.advance(30)
+    second = Reconciler(harness.world, CONFIG).tick()
+    # THEN it wakes under the same key, and the queue returns the first message
+    (again,) = second.woken
+    assert (again.key, again.message_id) == (first.woken[0].key, first.woken[0].message_id)
+    # AND the run gets one wake and completes
+    assert harness.settle(run_id) is RunStatus.COMPLETED
+    assert len(reconcile_wakes(harness)) == 1
+
+
+def test_a_tick_looks_at_no_more_than_its_limit_and_the_next_tick_goes_on(harness: Harness) -> None:
+    # GIVEN five pending runs with no message at all, created a second apart
+    runs = []
+    for _ in range(5):
+        runs.append(create_run(harness.world, started=False))
+        harness.advance(1)
+    harness.advance(AFTER)
+    reconciler = Reconciler(harness.world, ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=2))
+    # WHEN the reconciler ticks, 2 runs at most each time
+    woken: list[list[str]] = []
+    for _ in range(4):
+        report = reconciler.tick()
+        assert report.looked_at <= 2
+        woken.append([r.run_id for r in report.woken])
+    # THEN successive ticks woke every run once, oldest first, then nothing is left
+    assert woken == [runs[:2], runs[2:4], runs[4:], []]
+
+
+def test_a_run_idle_on_purpose_is_woken_with_doubling_gaps(memory_harness: Harness) -> None:
+    # GIVEN a run sleeping for an hour (its wake-up is a delayed message)
+    app = Workflows()
+
+    @app.workflow(name="rec.sleeper")
+    async def sleeper() -> str:
+        await asyncio.sleep(3600)
+        return "rested"
+
+    h = memory_harness
+    run_id = h.runtime_for(app).start("rec.sleeper").run_id
+    h.drain()
+    reconciler = Reconciler(h.world, CONFIG)
+    # WHEN the reconciler ticks every minute while it sleeps
+    buckets: list[int] = []
+    for _ in range(59):
+        h.advance(60)
+        buckets += [r.bucket for r in reconciler.tick().woken]
+        h.drain()
+    # THEN it was woken at 10, 20 and 40 minutes of silence only, harmlessly
+    assert buckets == [0, 1, 2]
+    assert h.status(run_id) is RunStatus.RUNNING
+    # AND it completes when its own wake-up comes
+    assert h.settle(run_id) is RunStatus.COMPLETED
+    assert h.event_types(run_id).count(EventType.WAIT_COMPLETED) == 1
+
+
+@pytest.mark.parametrize(
+    ("idle_minutes", "expected"),
+    [(10, (0, 10, 20)), (19, (0, 10, 20)), (20, (1, 20, 40)), (79, (2, 40, 80)), (160, (4, 160, 320))],
+)
+def test_wake_buckets_double_from_the_threshold(idle_minutes: int, expected: tuple[int, int, int]) -> None:
+    bucket = bucket_of(timedelta(minutes=idle_minutes), timedelta(minutes=10), timedelta(days=1))
+    assert (bucket.index, bucket.start, bucket.end) == (
+        expected[0],
+        timedelta(minutes=expected[1]),
+        timedelta(minutes=expected[2]),
+    )
+
+
+def test_wake_buckets_stop_growing_at_the_cap() -> None:
+    # GIVEN T = 10 min and a 1 h cap: buckets [10, 20), [20, 40), [40, 80), then 1 h each
+    after, cap = timedelta(minutes=10), timedelta(hours=1)
+    assert bucket_of(timedelta(minutes=79), after, cap).index == 2
+    assert bucket_of(timedelta(minutes=85), after, cap).index == 3
+    later = bucket_of(timedelta(minutes=80 + 60 * 4 + 1), after, cap)
+    assert (later.start, later.end - later.start) == (timedelta(minutes=320), cap)
+    assert later.index == bucket_of(timedelta(minutes=379), after, cap).index == 7
+
+
+def test_the_local_loop_ticks_on_its_period_and_stops_cleanly() -> None:
+    # GIVEN a memory World with a pending run silent past the threshold
+    clock = ManualClock()
+    world = create_memory_world(clock=clock)
+    run_id = create_run(world, started=False)
+    clock.advance(AFTER + 1)
+    repaired = threading.Event()
+    reconciler = Reconciler(world, CONFIG, on_repair=lambda repair: repaired.set())
+    # WHEN the loop runs with a short period
+    loop = ReconcilerLoop(reconciler, period_seconds=0.01).start()
+    try:
+        # THEN a tick wakes the run (a bounded wait for the loop's thread, not a sleep)
+        assert repaired.wait(timeout=10)
+    finally:
+        loop.stop()
+    assert not any(t.name == "world-aws-reconciler" for t in threading.enumerate())
+    (message,) = world.memory_queue.pending(QueueName.WORKFLOW)
+    payload = decode_payload(message.body)
+    assert isinstance(payload, InvokePayload) and payload.run_id == run_id
+
+
+def test_the_local_stack_runs_the_reconciler_until_it_exits() -> None:
+    with local_stack(two_steps_app(), kind="memory") as stack:
+        assert stack.reconciler.config == ReconcilerConfig.from_env()
+        assert any(t.name == "world-aws-reconciler" for t in threading.enumerate())
+    assert not any(t.name == "world-aws-reconciler" for t in threading.enumerate())
