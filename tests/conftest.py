@@ -9,3 +9,6 @@ collected, after earlier directories' modules may already have imported it.
 import pytest
 
 pytest.register_assert_rewrite("world_aws.testing")
+
+# ``pytester`` runs the README's test examples as a user's pytest session would (tests/kit/).
+pytest_plugins = ["pytester"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
@@ -192,6 +192,31 @@ class Workflows:
         """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator)."""
         self.serializer.register(cls)
         return cls
+
+    def with_steps_replaced(
+        self, replacements: Mapping[StepFunction[Any, Any] | str, Callable[..., Any]]
+    ) -> Workflows:
+        """A copy of this app whose named steps run other bodies (a test's fakes).
+
+        The workflows, the other steps and the serializer are shared with this app; a
+        replaced step keeps its name and options, so the workflow code calling it and
+        the run's log are unchanged.
+
+        Raises:
+            BadInput: a step that is not registered here.
+        """
+        copy = Workflows.__new__(Workflows)
+        copy._workflows = self._workflows
+        copy.serializer = self.serializer
+        copy._steps = dict(self._steps)
+        for key, fn in replacements.items():
+            name = key if isinstance(key, str) else key.name
+            original = self._steps.get(name)
+            if original is None:
+                known = ", ".join(sorted(self._steps)) or "none"
+                raise BadInput(f"cannot replace unknown step {name!r} (registered: {known})")
+            copy._steps[name] = StepFunction(fn, name, original.options)
+        return copy
 
     # --- lookup ---------------------------------------------------------------------
 

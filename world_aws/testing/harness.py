@@ -6,8 +6,9 @@ wrapper) and settles it as the handler said (ack, redeliver, or redeliver after
 a raise). ``settle()`` repeats that, moving the ``ManualClock`` to the next due
 message, until the run is terminal or nothing is left. Nothing sleeps.
 
-A pump knows one World's queues: :class:`MemoryPump` drives ``MemoryQueue``;
-the AWS pump (``world_aws.testing.sqs_pump``) receives from SQS.
+The pump and its settle loop are the test kit's (:mod:`world_aws.testing.pump`):
+:class:`MemoryPump` drives ``MemoryQueue``; the AWS pump (``world_aws.testing.sqs_pump``)
+receives from SQS.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
@@ -29,42 +29,14 @@ from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
+from world_aws.testing.pump import ALL_QUEUES, MemoryPump, Pump, Stalled, advance, settle
 from world_aws.testing.spy import SpyWorld
-
-ALL_QUEUES: tuple[QueueName, ...] = tuple(QueueName)
 
 # Wraps one delivery: gets the delivery and the runtime's handler, returns the result
 # (a test uses it to lose an ack, or to look at a message before it is handled).
 Intercept = Callable[[Delivery, MessageHandler], HandlerResult]
 
-
-class Pump(Protocol):
-    def deliver_visible(self, handler: MessageHandler, queues: Iterable[QueueName]) -> int:
-        """Deliver every message visible now (and those the handler makes visible); returns the count."""
-        ...
-
-    def next_due(self) -> datetime | None:
-        """When the next not-yet-visible message becomes visible; None if nothing is queued."""
-        ...
-
-    def clock_moved(self) -> None:
-        """The harness advanced the clock (a pump may make deferred messages visible)."""
-        ...
-
-
-class MemoryPump:
-    def __init__(self, world: MemoryWorld) -> None:
-        self._queue = world.memory_queue
-
-    def deliver_visible(self, handler: MessageHandler, queues: Iterable[QueueName]) -> int:
-        return self._queue.drain(handler, queues=tuple(queues))
-
-    def next_due(self) -> datetime | None:
-        dues = [m.due for q in QueueName for m in self._queue.pending(q)]
-        return min(dues, default=None)
-
-    def clock_moved(self) -> None:
-        pass
+__all__ = ["ALL_QUEUES", "DeliveryRecord", "Harness", "Intercept", "MemoryPump", "Pump"]
 
 
 @dataclass
@@ -130,8 +102,7 @@ class Harness:
         return self.pump.deliver_visible(self._handler(runtime or self.runtime, intercept), queues)
 
     def advance(self, seconds: float) -> None:
-        self.clock.advance(seconds)
-        self.pump.clock_moved()
+        advance(self.pump, self.clock, seconds)
 
     def settle(
         self,
@@ -147,18 +118,16 @@ class Harness:
             The run's status (None without a run).
         """
         run_id = run.run_id if isinstance(run, RunHandle) else run
-        for _ in range(max_rounds):
-            self.drain(runtime, intercept=intercept)
-            status = self.status(run_id) if run_id is not None else None
-            if status is not None and status.terminal:
-                return status
-            due = self.pump.next_due()
-            if due is None:
-                return status
-            now = self.clock.now()
-            if due > now:
-                self.advance((due - now).total_seconds())
-        raise AssertionError(f"the queues did not settle in {max_rounds} rounds")
+        handler = self._handler(runtime or self.runtime, intercept)
+
+        def done() -> bool:
+            return run_id is not None and self.status(run_id).terminal
+
+        try:
+            settle(self.pump, self.clock, handler, done, max_rounds=max_rounds)
+        except Stalled as exc:
+            raise AssertionError(str(exc)) from None
+        return self.status(run_id) if run_id is not None else None
 
     # --- reading back ---------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""The test kit drives a workflow to its end in-process, skips time, and reads back what the log holds."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from world_aws import NonDeterminismError, WorkflowFailedError
+from world_aws.contract.records import EventType, RunStatus, StepStatus
+from world_aws.testing.kit import RunNotFinished, WorkflowKit
+
+from . import apps
+
+KitFactory = Callable[..., WorkflowKit]
+
+
+def test_a_run_finishes_with_its_sleep_skipped(workflow_kit: KitFactory) -> None:
+    # GIVEN a kit for an app whose workflow sleeps 3 hours
+    kit = workflow_kit(apps.app)
+    began_at = kit.clock.now()
+    # WHEN the test runs it
+    wall = time.perf_counter()
+    run = kit.run(apps.order, "o-1")
+    wall = time.perf_counter() - wall
+    # THEN it completed, and the kit's clock (not the test) took the 3 hours
+    assert run.status is RunStatus.COMPLETED
+    assert run.result == ["receipt-o-1-700", "shipped-o-1-express"]
+    assert kit.clock.now() - began_at >= timedelta(hours=3)
+    print(f"3-hour workflow ran in {wall * 1000:.1f} ms")  # measured, not asserted
+
+
+def test_each_step_call_reads_back_its_arguments_output_and_attempts(workflow_kit: KitFactory) -> None:
+    run = workflow_kit(apps.app).run(apps.order, "o-2")
+    charge, ship = run.steps()
+    assert (charge.name, charge.args, charge.kwargs) == (apps.charge.name, ("o-2", 700), {})
+    assert (ship.args, ship.kwargs) == (("o-2",), {"express": True})
+    assert charge.output == "receipt-o-2-700"
+    assert (charge.status, charge.attempts, charge.errors, charge.error) == (
+        StepStatus.COMPLETED,
+        1,
+        [],
+        None,
+    )
+    assert run.step(apps.ship) == ship
+    assert run.calls(apps.ship.name) == [ship]
+
+
+def test_a_fake_replaces_a_step_and_each_failed_attempt_keeps_its_error(workflow_kit: KitFactory) -> None:
+    # GIVEN a fake charge that fails twice, then succeeds
+    seen: list[tuple[str, int]] = []
+
+    def flaky(order_id: str, cents: int) -> str:
+        seen.append((order_id, cents))
+        if len(seen) < 3:
+            raise ConnectionError(f"attempt {len(seen)} lost")
+        return "receipt-fake"
+
+    kit = workflow_kit(apps.app, fakes={apps.charge: flaky})
+    # WHEN the run goes through
+    run = kit.run(apps.order, "o-3")
+    # THEN the fake got the workflow's arguments, and the log keeps both failed attempts
+    assert seen == [("o-3", 700)] * 3
+    assert run.result[0] == "receipt-fake"
+    call = run.step(apps.charge)
+    assert call.attempts == 3
+    assert [(e.type, e.message) for e in call.errors] == [
+        ("ConnectionError", "attempt 1 lost"),
+        ("ConnectionError", "attempt 2 lost"),
+    ]
+    assert "in flaky" in call.errors[1].stack
+
+
+def test_a_step_that_fails_for_good_fails_the_run_with_its_error(workflow_kit: KitFactory) -> None:
+    def broken(order_id: str, *, express: bool = False) -> str:
+        raise ValueError(f"no address for {order_id}")
+
+    kit = workflow_kit(apps.app)
+    kit.fake(apps.ship, broken)
+    run = kit.run(apps.order, "o-4")
+    assert run.status is RunStatus.FAILED
+    ship = run.step(apps.ship)
+    assert (ship.status, ship.attempts) == (StepStatus.FAILED, 2)
+    assert ship.error is not None and ship.error.message == "no address for o-4"
+    assert run.error is not None and run.error.type == "world_aws.errors.StepFailedError"
+    with pytest.raises(WorkflowFailedError, match="no address for o-4"):
+        _ = run.result
+
+
+def test_a_retry_delay_is_skipped(workflow_kit: KitFactory) -> None:
+    kit = workflow_kit(apps.app)
+    began_at = kit.clock.now()
+    run = kit.run(apps.patient, "k")
+    assert run.step(apps.throttled).attempts == 4
+    assert kit.clock.now() - began_at >= timedelta(seconds=90)  # three retries, 30 s apart
+
+
+def test_a_hook_is_resumed_by_the_test(workflow_kit: KitFactory) -> None:
+    # GIVEN a run waiting on its hook (no timeout)
+    kit = workflow_kit(apps.app)
+    run = kit.start(apps.approval, "o-5")
+    assert run.status is RunStatus.RUNNING
+    assert run.waiting_hooks() == ["approve:o-5"]
+    # WHEN finishing it before anyone resumes, THEN the kit says what it waits on
+    with pytest.raises(RunNotFinished, match=r"approve:o-5"):
+        kit.finish(run)
+    # WHEN the test resumes the hook
+    kit.resume_hook("approve:o-5", {"by": "ada"})
+    # THEN the run ends with the payload
+    assert kit.finish(run).result == "approved by ada"
+    assert EventType.HOOK_RECEIVED in [e.type for e in run.events()]
+
+
+def test_a_hook_timeout_passes_when_the_test_advances_the_clock(workflow_kit: KitFactory) -> None:
+    kit = workflow_kit(apps.app)
+    run = kit.start(apps.approval, "o-6", 600)
+    kit.advance("9m")
+    assert run.status is RunStatus.RUNNING
+    kit.advance("2m")
+    assert run.status is RunStatus.COMPLETED
+    assert run.result == "expired"
+
+
+def test_the_kit_can_be_used_without_pytest() -> None:
+    with WorkflowKit(apps.app) as kit:
+        assert kit.run(apps.order, "o-7").result[0] == "receipt-o-7-700"
+
+
+def test_a_workflow_that_branches_on_global_state_fails_its_test(workflow_kit: KitFactory) -> None:
+    # GIVEN a workflow that picks its first step from a module-level counter
+    apps.fickle_calls.clear()
+    kit = workflow_kit(apps.app)
+    # WHEN the kit runs it, THEN the run's cold replay takes the other step, and the test fails naming both
+    both = (
+        rf"log has step '{re.escape(apps.left.name)}' but the code calls step '{re.escape(apps.right.name)}'"
+    )
+    with pytest.raises(NonDeterminismError, match=both):
+        kit.run(apps.fickle)

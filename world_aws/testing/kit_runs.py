@@ -1,0 +1,153 @@
+"""What the test kit reads back about a run: its outcome, and each step call's inputs, attempts and errors.
+
+Everything here is read from the run's event log through the World, the same
+records ``world-aws inspect`` shows: a test asserts on what was durably recorded,
+not on what the code happened to return.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus, StepStatus
+from world_aws.runtime.registry import StepFunction
+from world_aws.runtime.serde import Serializer
+from world_aws.runtime.serde_errors import ErrorInfo, decode_error
+
+if TYPE_CHECKING:
+    from world_aws.testing.kit import WorkflowKit
+
+
+@dataclass
+class StepCall:
+    """One call of a step in a run, as its log recorded it.
+
+    Attributes:
+        step_id: the call's correlation id (``step_<run>_<n>``).
+        name: the step's registered name.
+        args, kwargs: the arguments the workflow passed.
+        status: pending, running, completed or failed.
+        attempts: how many times its body started.
+        output: the returned value (None unless completed).
+        errors: the error of every failed attempt, in order (the last is the final one if it failed).
+    """
+
+    step_id: str
+    name: str
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    status: StepStatus = StepStatus.PENDING
+    attempts: int = 0
+    output: Any = None
+    errors: list[ErrorInfo] = field(default_factory=list)
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        """The final error of a failed step (type, message, stack); None otherwise."""
+        return self.errors[-1] if self.status is StepStatus.FAILED and self.errors else None
+
+
+class KitRun:
+    """A run started by a :class:`~world_aws.testing.kit.WorkflowKit`: status, result, steps, events."""
+
+    def __init__(self, kit: WorkflowKit, run_id: str) -> None:
+        self._kit = kit
+        self.run_id = run_id
+
+    def __repr__(self) -> str:
+        return f"KitRun({self.run_id!r}, {self.status.value})"
+
+    @property
+    def status(self) -> RunStatus:
+        return self.record(resolve_data=ResolveData.NONE).status
+
+    def record(self, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
+        """The run record as the World stores it."""
+        return self._kit.world.runs.get(self.run_id, resolve_data=resolve_data)
+
+    @property
+    def result(self) -> Any:
+        """The workflow's return value.
+
+        Raises:
+            WorkflowFailedError: the run failed (its ``error_type``, ``error_message``, ``error_code``).
+            RunCancelledError: the run was cancelled.
+            RuntimeError: the run has not ended (finish it with ``kit.finish(run)``).
+        """
+        run = self.record()
+        if not run.status.terminal:
+            raise RuntimeError(f"run {self.run_id} is still {run.status.value}: call kit.finish(run)")
+        return self._kit.runtime.get_run(self.run_id).outcome_of(run)
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        """The run's stored error (type, message, stack, cause) if it failed."""
+        run = self.record()
+        return decode_error(run.error) if run.status is RunStatus.FAILED and run.error else None
+
+    def events(self) -> list[Event]:
+        """The run's log, with payloads."""
+        return self._kit.world.events.list(self.run_id, resolve_data=ResolveData.ALL)
+
+    def steps(self) -> list[StepCall]:
+        """Every step call of the run, in the order the workflow made them."""
+        return step_calls(self.events(), self._kit.app.serializer)
+
+    def calls(self, step: StepFunction[Any, Any] | str) -> list[StepCall]:
+        """The calls of one step (the function or its name), in order."""
+        name = step if isinstance(step, str) else step.name
+        return [call for call in self.steps() if call.name == name]
+
+    def step(self, step: StepFunction[Any, Any] | str) -> StepCall:
+        """The only call of ``step`` in this run.
+
+        Raises:
+            LookupError: the step was called zero times or more than once (use ``calls``).
+        """
+        found = self.calls(step)
+        if len(found) != 1:
+            name = step if isinstance(step, str) else step.name
+            raise LookupError(f"step {name!r} ran {len(found)} times in run {self.run_id}: use calls()")
+        return found[0]
+
+    def waiting_hooks(self) -> list[str]:
+        """Tokens of the hooks the run has created and not disposed (a test resumes them)."""
+        tokens: dict[str, str] = {}
+        for event in self.events():
+            cid = event.correlation_id or ""
+            if event.type is EventType.HOOK_CREATED:
+                tokens[cid] = event.data.token or ""
+            elif event.type is EventType.HOOK_DISPOSED:
+                tokens.pop(cid, None)
+        return list(tokens.values())
+
+
+def step_calls(events: list[Event], serializer: Serializer) -> list[StepCall]:
+    """The step calls a run's log (read with payloads) records."""
+    calls: dict[str, StepCall] = {}
+    for event in events:
+        cid = event.correlation_id or ""
+        if not event.type.is_step_event:
+            continue
+        call = calls.get(cid)
+        if call is None:
+            call = calls[cid] = StepCall(step_id=cid, name=event.data.step_name or "")
+        if event.type is EventType.STEP_CREATED and event.data.input is not None:
+            value = serializer.loads(event.data.input)
+            call.args, call.kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
+        elif event.type is EventType.STEP_STARTED:
+            call.attempts += 1
+            call.status = StepStatus.RUNNING
+        elif event.type is EventType.STEP_RETRYING:
+            call.status = StepStatus.PENDING
+            if event.data.error is not None:
+                call.errors.append(decode_error(event.data.error))
+        elif event.type is EventType.STEP_COMPLETED:
+            call.status = StepStatus.COMPLETED
+            call.output = serializer.loads(event.data.output) if event.data.output is not None else None
+        elif event.type is EventType.STEP_FAILED:
+            call.status = StepStatus.FAILED
+            if event.data.error is not None:
+                call.errors.append(decode_error(event.data.error))
+    return list(calls.values())
