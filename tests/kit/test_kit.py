@@ -137,5 +137,8 @@ def test_a_workflow_that_branches_on_global_state_fails_its_test(workflow_kit: K
     both = (
         rf"log has step '{re.escape(apps.left.name)}' but the code calls step '{re.escape(apps.right.name)}'"
     )
+    run = kit.start(apps.fickle)
     with pytest.raises(NonDeterminismError, match=both):
-        kit.run(apps.fickle)
+        kit.finish(run)
+    # and the run itself failed so: the kit replays every continuation cold, as a new Lambda container does
+    assert (run.status, run.record().error_code) == (RunStatus.FAILED, "NON_DETERMINISM")

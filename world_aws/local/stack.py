@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from world_aws.contract.world import Consumers, World
 from world_aws.local.reconcile_loop import ReconcilerLoop
@@ -34,6 +34,16 @@ class LocalStack:
     env: dict[str, str] = field(default_factory=dict)
 
 
+def local_config() -> RuntimeConfig:
+    """The environment's configuration, with every continuation replayed cold from the log.
+
+    A warm handler continues a suspended replay instead (``RuntimeConfig.replay_cache_runs``),
+    which hides a workflow that is not deterministic until a new Lambda container replays it;
+    locally the run fails at once with ``NON_DETERMINISM`` naming both steps.
+    """
+    return replace(RuntimeConfig.from_env(), replay_cache_runs=0)
+
+
 @contextmanager
 def local_stack(
     app: Workflows,
@@ -42,7 +52,10 @@ def local_stack(
     config: RuntimeConfig | None = None,
     reconciler_config: ReconcilerConfig | None = None,
 ) -> Iterator[LocalStack]:
-    """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop)."""
+    """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop).
+
+    ``config`` defaults to :func:`local_config` (every continuation replayed cold).
+    """
     with ExitStack() as stack:
         endpoint: str | None = None
         env: dict[str, str] = {}
@@ -62,7 +75,7 @@ def local_stack(
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")
         stack.callback(world.close)
-        runtime = Runtime(world, app, config or RuntimeConfig.from_env())
+        runtime = Runtime(world, app, config or local_config())
         stack.callback(runtime.close)
         consumers = world.start_consumers(runtime.handle)
         stack.callback(consumers.stop)

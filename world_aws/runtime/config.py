@@ -22,6 +22,10 @@ class RuntimeConfig:
             ``MAX_DELIVERIES_EXCEEDED`` (SPEC §4.3). ``WORKFLOW_MAX_QUEUE_DELIVERIES``, default 48.
         dispatch_parallelism: threads used for parallel creates and publishes of one pass.
         log_cache_runs: how many runs' logs a warm handler keeps (SPEC §8.3, replay cost).
+        replay_cache_runs: how many runs' suspended replays a warm handler keeps and continues
+            instead of replaying from the log. 0 replays every continuation cold, as a new Lambda
+            container does: ``world-aws run``, ``dev`` and the test kit use 0, so a workflow that is
+            not deterministic fails there and not first in production.
         max_deployment_reroutes: re-routes before ``DEPLOYMENT_MISMATCH`` (SPEC §5.4).
     """
 
@@ -29,6 +33,7 @@ class RuntimeConfig:
     max_queue_deliveries: int = DEFAULT_MAX_QUEUE_DELIVERIES
     dispatch_parallelism: int = 16
     log_cache_runs: int = 256
+    replay_cache_runs: int = 256
     max_deployment_reroutes: int = 3
 
     @classmethod

@@ -4,7 +4,8 @@ The workflow function is ordinary ``async def`` code that may use
 ``asyncio.gather``, ``asyncio.wait`` and ``asyncio.wait_for``. Replay runs it on
 this loop, which never touches the OS: ``run_until_quiescent`` runs ready
 callbacks until none is left (the workflow can make no further progress without
-an outcome from the log), and timers are not real: ``call_at`` hands each timer
+an outcome from the log; non-deterministic calls are refused while it runs,
+see ``guard.py``), and timers are not real: ``call_at`` hands each timer
 to a ``TimerSink`` that turns it into a durable wait, and the replay engine fires
 it when the log says the wait completed. ``time()`` is the workflow's
 deterministic clock (epoch seconds of the replay's current position).
@@ -18,7 +19,9 @@ import heapq
 from asyncio import events as _events
 from collections import deque
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
+
+from world_aws.runtime import guard
 
 _T = TypeVar("_T")
 
@@ -76,6 +79,9 @@ class ReplayLoop(asyncio.AbstractEventLoop):  # the I/O methods stay unimplement
         self._timers.timer_created(handle, max(0.0, when - self.time()))
         return handle
 
+    def run_in_executor(self, executor: Any, func: Callable[..., Any], *args: Any) -> NoReturn:  # type: ignore[override]
+        guard.refuse("loop.run_in_executor() (asyncio.to_thread)", "do this in a step")
+
     def fire(self, handle: asyncio.TimerHandle) -> None:
         """Run a durable timer's callback (the replay engine calls this when its wait completed)."""
         if not handle.cancelled():
@@ -108,12 +114,16 @@ class ReplayLoop(asyncio.AbstractEventLoop):  # the I/O methods stay unimplement
         previous = _events._get_running_loop()
         _events._set_running_loop(self)
         self._running = True
+        armed = guard.arm()  # workflow code may not read the clock, randomness, threads...
         try:
             while self._ready:
                 handle = self._ready.popleft()
                 if not handle.cancelled():
+                    if armed:
+                        guard.rearm()
                     handle._run()
         finally:
+            guard.disarm(armed)
             self._running = False
             _events._set_running_loop(previous)
 

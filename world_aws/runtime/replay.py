@@ -26,6 +26,7 @@ from typing import Any
 from world_aws.contract.records import Event, EventType, Run
 from world_aws.errors import HookConflictError, NonDeterminismError, SerializationError, StepFailedError
 from world_aws.runtime import context, ids
+from world_aws.runtime.guard import unguarded
 from world_aws.runtime.hooks import Hook
 from world_aws.runtime.loop import ReplayLoop
 from world_aws.runtime.registry import StepFunction, WorkflowFunction
@@ -190,6 +191,8 @@ class Replay:
         if self._task.cancelled():
             return Failed(encode_error(asyncio.CancelledError("workflow task cancelled")), ERROR_CODE_USER)
         exc = self._task.exception()
+        if isinstance(exc, NonDeterminismError):  # a refused call (runtime/guard.py)
+            return Failed(encode_error(exc), ERROR_CODE_NON_DETERMINISM)
         if exc is not None:
             return Failed(encode_error(exc), ERROR_CODE_USER)
         unreached = sorted(set(self._index.step_names) - set(self._steps))
@@ -216,8 +219,10 @@ class Replay:
 
     def call_step(self, step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         cid = self._next_id("step")
-        payload = self._serializer.dumps(
-            {"args": list(args), "kwargs": kwargs}, context=f"arguments of step {step.name!r}"
+        payload = unguarded(
+            self._serializer.dumps,
+            {"args": list(args), "kwargs": kwargs},
+            context=f"arguments of step {step.name!r}",
         )
         future: asyncio.Future[Any] = self.loop.create_future()
         logged = self._index.step_names.get(cid)
@@ -232,7 +237,8 @@ class Replay:
     def create_hook(self, *, token: str | None, metadata: Any) -> Hook:
         cid = self._next_id("hook")
         hook_token = token or f"{cid}_{self.rng.getrandbits(64):016x}"
-        hook = Hook(self.loop, cid, hook_token, self._serializer.dumps(metadata, context="hook metadata"))
+        metadata_bytes = unguarded(self._serializer.dumps, metadata, context="hook metadata")
+        hook = Hook(self.loop, cid, hook_token, metadata_bytes)
         logged = self._index.hooks.get(cid)
         if logged is not None and logged != hook_token:
             self._diverged(f"at {cid} the log has hook token {logged!r} but the code creates {hook_token!r}")

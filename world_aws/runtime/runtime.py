@@ -61,7 +61,7 @@ class Runtime:
         self.logs = LogCache(world, self.config.log_cache_runs)
         self.dispatcher = StepDispatcher(world, self.config, self._pool)
         self.orchestrator = Orchestrator(
-            world, app, self.dispatcher, self.logs, self._pool, ReplayCache(self.config.log_cache_runs)
+            world, app, self.dispatcher, self.logs, self._pool, ReplayCache(self.config.replay_cache_runs)
         )
         self.executor = StepExecutor(
             world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes

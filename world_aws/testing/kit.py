@@ -68,7 +68,7 @@ class WorkflowKit:
         self._pump = MemoryPump(self.world)
         self._original = app
         self._fakes: dict[StepFunction[Any, Any] | str, Callable[..., Any]] = dict(fakes or {})
-        self._config = config or RuntimeConfig()
+        self._config = config or RuntimeConfig(replay_cache_runs=0)  # every continuation cold
         self._runtime: Runtime | None = None
 
     # --- setup ----------------------------------------------------------------------
