@@ -35,9 +35,9 @@ from bench.measure import (
     measure,
 )
 from bench.pump import QueuePump
-from infra.provision import ProvisionedResources, provision
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.config import AwsConfig
+from world_aws.aws.infra.provision import ProvisionedResources, provision
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName

@@ -30,8 +30,8 @@ from bench.meter import BillingMeter
 from bench.pump import QueuePump
 from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
-from infra.template import load_template, resources
 from world_aws import Runtime, RuntimeConfig, Workflows
+from world_aws.aws.infra.template import load_template, resources
 from world_aws.contract.records import ResolveData, RunStatus, StepStatus
 from world_aws.contract.world import QueueName
 

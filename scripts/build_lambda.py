@@ -15,8 +15,8 @@ What goes in, flat at the top of the directory (Lambda puts it first on ``sys.pa
   boto3 is shipped too rather than taken from the Lambda runtime: the code needs a
   botocore recent enough for S3 conditional writes, and the version is then the one tested;
 * the packages ``world_aws`` and ``functions`` of this checkout;
-* each ``--include`` path (a module file or a package directory), default ``examples/``,
-  which holds the template's default app ``examples.orders:app``.
+* each ``--include`` path (a module file or a package directory), default ``examples/``
+  (the template's default app, the demo ``world_aws.demo:app``, ships inside ``world_aws``).
 
 ``sam build`` must then ship the directory as it is. Its Python builder would not: it drops
 every ``*.so`` when it copies a source directory (aws-lambda-builders ``python_pip``

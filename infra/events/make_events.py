@@ -6,8 +6,8 @@ samples stay valid when the payload schema changes: rerun
 ``python -m infra.events.make_events``. Every value is fixed, so the output is
 reproducible (a test checks the committed files against it).
 
-The samples name the template's default app, ``examples.orders:app`` (workflow
-``checkout``, step ``examples.orders.charge``), so that they also run against a
+The samples name the template's default app, ``world_aws.demo:app`` (workflow
+``checkout``, step ``world_aws.demo.charge``), so that they also run against a
 deployed default stack (``sam local invoke StepFunction -e infra/events/sqs_step_event.json``).
 ``http_start_run_event.json`` is an API Gateway HTTP API (payload format 2.0)
 request, ``POST /runs``, as API Gateway sends it after IAM authorization.
@@ -33,7 +33,7 @@ ACCOUNT = "123456789012"
 # Queue names as EmbeddedAws creates them with its default prefix ("world-aws").
 QUEUE_NAMES = {"workflow": "world-aws-workflow-queue", "step": "world-aws-step-queue"}
 RUN_ID = "wrun_01JD0000000000000000000000"
-STEP_NAME = "examples.orders.charge"
+STEP_NAME = "world_aws.demo.charge"
 STARTED_AT = datetime(2026, 1, 1, tzinfo=UTC)
 
 

@@ -32,13 +32,18 @@ FAKE_AWS_ENV = {
 
 
 @contextmanager
-def dev_process(*argv: str) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
-    """``world-aws dev <argv>`` in a child process; yields it once it says "Press Ctrl-C", with its lines."""
+def dev_process(
+    *argv: str, python: str = sys.executable, cwd: Path = REPO
+) -> Iterator[tuple[subprocess.Popen[str], list[str]]]:
+    """``world-aws dev <argv>`` in a child process; yields it once it says "Press Ctrl-C", with its lines.
+
+    ``python`` is the interpreter that runs it (another venv's, for the wheel test), in ``cwd``.
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WORLD_AWS_"))} | FAKE_AWS_ENV
     code = "import sys; from world_aws.cli import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, "dev", *argv],
-        cwd=REPO,
+        [python, "-c", code, "dev", *argv],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -18,13 +18,13 @@ import pytest
 
 from functions._container import PROCESS
 from infra.events.make_events import EVENTS_DIR
-from infra.provision import ProvisionedResources
 from world_aws.aws.config import AwsConfig
+from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
 
-APP = "examples.orders:app"
+APP = "world_aws.demo:app"
 
 
 @pytest.fixture(scope="module")

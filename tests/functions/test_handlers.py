@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 from lambda_support import CONTEXT, metrics, receive, step_id_of
 
-from examples.orders import app as orders_app
 from functions import api_handler, reconciler_handler, step_handler, workflow_handler
 from functions._container import PROCESS, Container
 from infra.events.make_events import RUN_ID, STEP_NAME
-from infra.provision import ProvisionedResources
 from world_aws.aws.config import AwsConfig
+from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus
 from world_aws.contract.transport import decode_body, encode_body
 from world_aws.contract.world import QueueName
+from world_aws.demo import app as orders_app
 from world_aws.errors import BadInput
 from world_aws.local.embedded import EmbeddedAws
 from world_aws.testing.conformance.support import create_run
@@ -84,7 +84,7 @@ def test_workflow_event_starts_its_run_and_dispatches_the_first_step(
     run = world.runs.get(RUN_ID)
     assert (run.workflow_name, run.status) == ("checkout", RunStatus.RUNNING)
     (step,) = world.steps.list(RUN_ID)
-    assert (step.step_name, step.status) == ("examples.orders.validate", StepStatus.PENDING)
+    assert (step.step_name, step.status) == ("world_aws.demo.validate", StepStatus.PENDING)
     # AND its message waits on the step queue
     (record,) = receive(embedded, resources, QueueName.STEP)["Records"]
     payload = decode_body(record["body"])
@@ -146,8 +146,8 @@ def test_dispatched_step_message_runs_its_step_and_continues_the_workflow_inline
     for step in world.steps.list(RUN_ID):
         by_name.setdefault(step.step_name, []).append(step.status)
     assert by_name == {
-        "examples.orders.validate": [StepStatus.COMPLETED],
-        "examples.orders.reserve": [StepStatus.PENDING] * 3,
+        "world_aws.demo.validate": [StepStatus.COMPLETED],
+        "world_aws.demo.reserve": [StepStatus.PENDING] * 3,
     }
     assert len(receive(embedded, resources, QueueName.STEP)["Records"]) == 3
 

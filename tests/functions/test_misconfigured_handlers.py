@@ -24,7 +24,7 @@ from lambda_support import CONTEXT, metrics, receive, step_id_of
 from functions import api_handler, step_handler, workflow_handler
 from functions._container import PROCESS
 from infra.events.make_events import RUN_ID
-from infra.provision import ProvisionedResources
+from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus

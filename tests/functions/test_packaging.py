@@ -25,15 +25,15 @@ from typing import Any
 
 import pytest
 
-from examples.orders import app as orders_app
 from infra.events.make_events import RUN_ID, STEP_NAME
-from infra.template import DEFAULT_TEMPLATE, load_template, resources
+from world_aws.aws.infra.template import load_template, resources
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus
 from world_aws.contract.transport import decode_body
+from world_aws.demo import app as orders_app
 
-REPO = DEFAULT_TEMPLATE.parent
+REPO = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT = REPO / "scripts" / "build_lambda.py"
 SampleEvent = Callable[[str], dict[str, Any]]
 

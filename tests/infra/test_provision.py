@@ -1,4 +1,4 @@
-"""infra.provision creates exactly what template.yaml declares, as read back from moto."""
+"""world_aws.aws.infra.provision creates exactly what template.yaml declares, as read back from moto."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from infra.provision import ProvisionedResources, physical_name, provision
-from infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
+from world_aws.aws.infra.provision import ProvisionedResources, physical_name, provision
+from world_aws.aws.infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 from world_aws.contract.world import QueueName
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
 from world_aws.aws import keys
+from world_aws.aws.infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 
 

@@ -1,6 +1,6 @@
 """template.yaml after the SAM transform: environment, dead letters, IAM scope, SQS triggers, the API.
 
-The template is read with ``infra.template.load_template`` and transformed offline
+The template is read with ``world_aws.aws.infra.template.load_template`` and transformed offline
 by samtranslator (a region, an ``s3://`` placeholder for the local CodeUri and a
 stub managed-policy loader are all it needs), so the checks see the resources
 CloudFormation would create: the functions with Globals merged in, the event
@@ -28,11 +28,11 @@ from samtranslator.translator.transform import transform
 
 from functions._container import Container, LambdaProcess
 from functions._metrics import MISCONFIGURATIONS
-from infra.template import DEFAULT_TEMPLATE, load_template
 from world_aws.aws import keys
+from world_aws.aws.infra.template import load_template
 from world_aws.aws.s3 import KEY_PREFIX
 
-REPO = DEFAULT_TEMPLATE.parent
+REPO = Path(__file__).resolve().parents[2]
 HANDLER_MODULES = (
     "functions.workflow_handler",
     "functions.step_handler",
@@ -135,7 +135,7 @@ class RecordingEnvironment(Mapping[str, str]):
 def names_read_at_cold_start() -> set[str]:
     env = RecordingEnvironment(
         {
-            "WORKFLOW_APP": "examples.orders:app",
+            "WORKFLOW_APP": "world_aws.demo:app",
             "AWS_REGION": "us-east-1",
             "AWS_ENDPOINT_URL": "http://127.0.0.1:9",  # never contacted: nothing is called
         }

@@ -98,9 +98,9 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="boto3-only-in-aws",
-        says="only world_aws/aws (and infra/ for provisioning) may import boto3/botocore",
+        says="only world_aws/aws (its infra/ provisions template.yaml's resources) may import boto3/botocore",
         applies_to=("*",),
-        exempt=("world_aws.aws", "infra"),
+        exempt=("world_aws.aws",),
         forbids=BOTO,
     ),
     Rule(

@@ -28,7 +28,7 @@ from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.loading import load_app
 from world_aws.runtime.registry import Workflows
 
-DEMO_APP = "examples.orders:app"
+DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
 DEMO_ARGS = ['"order-42"']
 

@@ -24,7 +24,7 @@ from typing import Any, TextIO
 from world_aws.errors import BadInput
 from world_aws.runtime.loading import load_app
 
-DEV_DEFAULT_APP = "examples.orders:app"
+DEV_DEFAULT_APP = "world_aws.demo:app"
 DEV_DEFAULT_PORT = 8787
 
 

@@ -5,7 +5,7 @@ starts ``ThreadedMotoServer`` on ``127.0.0.1`` (never ``0.0.0.0``: nothing outsi
 this machine may reach it) on a free port, serialises request handling with one
 lock (``SerializedApp``: moto's conditional writes are not atomic otherwise),
 builds boto3 clients with fake credentials, and creates the template's table,
-queues and bucket with ``infra.provision``. ``moto_speedups`` keeps moto's
+queues and bucket with ``world_aws.aws.infra.provision``. ``moto_speedups`` keeps moto's
 DynamoDB cost per request independent of how much a session has stored.
 
 moto is imported here (and in ``moto_speedups``, for it) and nowhere else in the package: it is only in the
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from moto.server import ThreadedMotoServer
 
-from infra.provision import ProvisionedResources, provision
-from infra.template import DEFAULT_TEMPLATE
 from world_aws.aws.clients import AwsClients
+from world_aws.aws.infra.provision import ProvisionedResources, provision
+from world_aws.aws.infra.template import DEFAULT_TEMPLATE
 from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, clients_for_endpoint
 from world_aws.local import moto_speedups
 from world_aws.local.serial_wsgi import SerializedApp

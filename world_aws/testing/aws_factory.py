@@ -8,7 +8,7 @@ Inside the context:
 * moto's request processing is serialised with one lock, so each request is
   atomic as on AWS (see :mod:`world_aws.testing.moto_patches`);
 * the table, queues and bucket are created from ``template.yaml`` by
-  ``infra.provision``: the same definitions as a deployment.
+  ``world_aws.aws.infra.provision``: the same definitions as a deployment.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from contextlib import contextmanager
 
 from moto import mock_aws
 
-from infra.provision import provision
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.config import AwsConfig
+from world_aws.aws.infra.provision import provision
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock

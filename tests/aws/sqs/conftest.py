@@ -16,8 +16,8 @@ import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sqs.models import sqs_backends
 
-from infra.provision import ProvisionedResources
 from world_aws.aws.event_source import lambda_sqs_event
+from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
 

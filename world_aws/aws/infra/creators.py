@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from infra.template import TemplateError
+from world_aws.aws.infra.template import TemplateError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

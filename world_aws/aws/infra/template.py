@@ -3,7 +3,7 @@
 CloudFormation YAML uses short-form tags (``!Ref``, ``!GetAtt``, ``!Sub`` ...) that a
 plain YAML loader rejects. ``load_template`` turns each into the long form
 (``{"Ref": ...}``, ``{"Fn::GetAtt": [...]}``, ``{"Fn::Sub": ...}``), exactly as
-CloudFormation itself reads them, so that ``infra.provision`` can resolve them.
+CloudFormation itself reads them, so that ``world_aws.aws.infra.provision`` can resolve them.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-# template.yaml sits at the repository root, next to this package.
-DEFAULT_TEMPLATE = Path(__file__).resolve().parent.parent / "template.yaml"
+# template.yaml ships in this package (a link to the repository root's copy, followed by the wheel build).
+DEFAULT_TEMPLATE = Path(__file__).resolve().parent / "template.yaml"
 
 # Short-form tag -> long-form key. GetAtt and Condition are special-cased below.
 _FUNCTION_TAGS = {

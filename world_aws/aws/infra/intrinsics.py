@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from infra.template import TemplateError, sub_variables
+from world_aws.aws.infra.template import TemplateError, sub_variables
 
 
 class Resolver:

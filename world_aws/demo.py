@@ -1,6 +1,6 @@
 """The demo: an order pipeline with sequential steps, a fan-out and a retried step.
 
-Run it with ``world-aws demo`` (or ``world-aws run examples/orders.py:app checkout --arg '"order-42"'``).
+Run it with ``world-aws demo`` (or ``world-aws run world_aws.demo:app checkout --arg '"order-42"'``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 ``provision`` reads the template, creates exactly the DynamoDB tables, SQS queues,
 S3 buckets and bucket policies it declares (properties translated by
-``infra.creators``, intrinsics resolved by ``infra.intrinsics``), in dependency
+``world_aws.aws.infra.creators``, intrinsics resolved by ``world_aws.aws.infra.intrinsics``), in dependency
 order so that ``!GetAtt DeadLetterQueue.Arn`` resolves to the created DLQ. The
 template stays the single source of truth: nothing about a resource is restated
 here. What comes back, ``ProvisionedResources``, is found through the template's
@@ -28,9 +28,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from infra import creators
-from infra.intrinsics import Resolver
-from infra.template import (
+from world_aws.aws.infra import creators
+from world_aws.aws.infra.intrinsics import Resolver
+from world_aws.aws.infra.template import (
     DEFAULT_TEMPLATE,
     Resource,
     TemplateError,
