@@ -35,17 +35,18 @@ def test_a_completed_run_shows_its_result_rendered_as_json(api: Api) -> None:
     }
 
 
-def test_a_failed_run_shows_its_error_without_a_stack(api: Api) -> None:
+def test_a_failed_run_shows_its_error_with_the_steps_error_as_cause(api: Api) -> None:
+    # The API is IAM-signed (operators only): it shows the traceback, the user's frames (issue 13).
     run_id = api.start("explode", "card declined")
     api.drain()
     answer = api.call("GET", f"/runs/{run_id}")
     assert answer.status == 200
     assert answer.body["status"] == "failed" and answer.body["result"] is None
     error = answer.body["error"]
-    assert set(error) == {"type", "message", "code"}
+    assert set(error) == {"type", "message", "code", "stack", "cause"}
     assert error["type"] == "world_aws.errors.StepFailedError"
     assert "card declined" in error["message"]
-    assert "Traceback" not in answer.text and 'File "' not in answer.text
+    assert error["cause"]["type"] == "world_aws.errors.FatalError" and "in refuse" in error["cause"]["stack"]
 
 
 def test_a_cancelled_run_shows_the_reason(api: Api) -> None:
@@ -58,6 +59,8 @@ def test_a_cancelled_run_shows_the_reason(api: Api) -> None:
         "type": "RunCancelledError",
         "message": "the run was cancelled: customer left",
         "code": None,
+        "stack": "",
+        "cause": None,
     }
 
 

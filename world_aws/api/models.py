@@ -72,11 +72,17 @@ class ListEventsQuery(_Strict):
 
 
 class ErrorView(BaseModel):
-    """Why a run did not complete: the error's type and message, and the run's error code."""
+    """Why a run or a step attempt failed: type, message, the run's error code, traceback and cause.
+
+    ``stack`` is the traceback of the user's frames; ``cause`` the error behind this one
+    (a run failed by a step: the step's own error, with its traceback).
+    """
 
     type: str
     message: str
     code: str | None = None
+    stack: str = ""
+    cause: ErrorView | None = None
 
 
 class RunSummary(BaseModel):
@@ -111,6 +117,9 @@ class EventRow(BaseModel):
     step_name: str | None = None
     token: str | None = Field(default=None, description="the hook's token, on hook events")
     created_at: datetime
+    error: ErrorView | None = Field(
+        default=None, description="the attempt's error, on step_retrying and step_failed"
+    )
 
 
 class EventList(BaseModel):

@@ -82,12 +82,12 @@ def get_run(_request: Request, params: Params, runtime: Runtime) -> Response:
 
 
 def list_events(request: Request, params: Params, runtime: Runtime) -> Response:
-    """``GET /runs/{run_id}/events?after=&limit=`` → 200 the timeline rows, without payloads."""
+    """``GET /runs/{run_id}/events?after=&limit=`` → 200 the timeline rows (each failed attempt's error)."""
     query = parse_query(ListEventsQuery, request.query)
     run_id = params["run_id"]
     runtime.world.runs.get(run_id, resolve_data=ResolveData.NONE)  # 404 for an unknown run
     # The whole log is read so that a page's rows still name steps created on earlier pages.
-    events = runtime.world.events.list(run_id, resolve_data=ResolveData.NONE)
+    events = runtime.world.events.list(run_id, resolve_data=ResolveData.ALL)  # the attempts' errors
     page = [e for e in events if e.position > query.after][: query.limit]
     more = bool(page) and page[-1].position < events[-1].position
     rows = views.event_rows(page, names=views.step_names(events))

@@ -1,8 +1,8 @@
 """How the API shows runs and their logs: records of the World → the response models.
 
 Payloads are decoded with the app's serializer and rendered JSON-safe
-(:func:`world_aws.api.jsonable.to_jsonable`). The event rows never carry
-payloads: the log is read with ``ResolveData.NONE``.
+(:func:`world_aws.api.jsonable.to_jsonable`). The event rows carry no
+payloads, only a failed attempt's error (``step_retrying``, ``step_failed``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import ErrorView, EventRow, RunDetail, RunSummary, StepRow
 from world_aws.contract.records import Event, EventType, Run, RunStatus, Step
 from world_aws.errors import SerializationError
-from world_aws.runtime.serde import Serializer, decode_error
+from world_aws.runtime.serde import ErrorInfo, Serializer, decode_error
 
 LOG = logging.getLogger("world_aws.api")
 
@@ -98,7 +98,22 @@ def _error(run: Run) -> ErrorView:
     except SerializationError as exc:
         LOG.warning("cannot decode the error of run %s: %s", run.run_id, exc)
         return ErrorView(type="UnknownError", message=f"<undecodable error: {exc}>", code=run.error_code)
-    return ErrorView(type=info.type, message=info.message, code=run.error_code)
+    return error_view(info, code=run.error_code)
+
+
+def error_view(info: ErrorInfo, *, code: str | None = None) -> ErrorView:
+    """A stored error as the API shows it, with its traceback and its chain of causes."""
+    cause = error_view(info.cause) if info.cause is not None else None
+    return ErrorView(type=info.type, message=info.message, code=code, stack=info.stack, cause=cause)
+
+
+def _event_error(event: Event) -> ErrorView | None:
+    if event.type not in (EventType.STEP_RETRYING, EventType.STEP_FAILED) or not event.data.error:
+        return None
+    try:
+        return error_view(decode_error(event.data.error))
+    except SerializationError:
+        return None
 
 
 def cancel_reason(events: list[Event]) -> str | None:
@@ -135,6 +150,7 @@ def event_rows(events: list[Event], *, names: dict[str, str] | None = None) -> l
             step_name=names.get(event.correlation_id or ""),
             token=event.data.token if event.type.is_hook_event else None,
             created_at=event.created_at,
+            error=_event_error(event),
         )
         for event in events
     ]

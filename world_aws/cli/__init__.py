@@ -21,12 +21,14 @@ import time
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from world_aws.api.views import error_view
 from world_aws.cli import dev, operate, render
-from world_aws.contract.records import Event, ResolveData, RunStatus
-from world_aws.errors import BadInput, WorkflowFailedError
+from world_aws.contract.records import Event, ResolveData, Run, RunStatus
+from world_aws.errors import BadInput
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.loading import load_app
 from world_aws.runtime.registry import Workflows
+from world_aws.runtime.serde import decode_error
 
 DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
@@ -105,8 +107,8 @@ def _run(
             out.write(f"run {handle.run_id}\n")
         events = _follow(handle, stack.world, ns.timeout, None if quiet else out)
         run = handle.run()
-        events = handle.events()
-        result, error = _outcome(handle, run.status)
+        events = handle.events(resolve_data=ResolveData.ALL)  # with each failed attempt's error
+        result, error = _outcome(handle, run)
     elapsed = time.monotonic() - began
     if quiet:
         document = {
@@ -122,9 +124,11 @@ def _run(
         if error is None:
             out.write(f"result: {json.dumps(render.to_jsonable(result), indent=2)}\n")
         else:
-            out.write(f"error: {error['type']}: {error['message']} ({error['code']})\n")
+            render.print_error(error, out)
         out.write("\ntimeline:\n")
-        render.print_timeline(events, out)
+        rows = render.events_json(events)
+        render.print_rows_timeline(rows, out)
+        render.print_attempt_errors(rows, out)
     return 0 if run.status is RunStatus.COMPLETED else 1
 
 
@@ -134,7 +138,7 @@ def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -
     seen: list[Event] = []
     while True:
         fresh = world.events.list(
-            handle.run_id, after=seen[-1].position if seen else 0, resolve_data=ResolveData.NONE
+            handle.run_id, after=seen[-1].position if seen else 0, resolve_data=ResolveData.ALL
         )
         seen += fresh
         if out is not None and fresh:
@@ -147,14 +151,12 @@ def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -
         time.sleep(0.05)
 
 
-def _outcome(handle: RunHandle, status: RunStatus) -> tuple[Any, dict[str, Any] | None]:
+def _outcome(handle: RunHandle, run: Run) -> tuple[Any, dict[str, Any] | None]:
+    status = run.status
     if status is RunStatus.COMPLETED:
         return handle.result(timeout=0), None
-    if status is RunStatus.FAILED:
-        try:
-            handle.result(timeout=0)
-        except WorkflowFailedError as exc:
-            return None, {"type": exc.error_type, "message": exc.error_message, "code": exc.error_code}
+    if status is RunStatus.FAILED:  # with its traceback and causes, as GET /runs/{run_id} shows it
+        return None, error_view(decode_error(run.error or b""), code=run.error_code).model_dump(mode="json")
     if status is RunStatus.CANCELLED:
         return None, {"type": "RunCancelledError", "message": "the run was cancelled", "code": None}
     return None, {"type": "Timeout", "message": f"the run is still {status.value}", "code": None}

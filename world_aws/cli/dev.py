@@ -113,15 +113,17 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
 
 @contextmanager
 def _access_log(out: TextIO) -> Iterator[None]:
-    """Show the API's access log and errors on ``out`` while serving."""
-    logger = logging.getLogger("world_aws.api")
+    """Show the API's access log and errors, and each failed attempt (``world_aws.failures``), on ``out``."""
+    loggers = [logging.getLogger("world_aws.api"), logging.getLogger("world_aws.failures")]
     handler = logging.StreamHandler(out)
     handler.setFormatter(logging.Formatter("  %(message)s"))
-    old_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+    old_levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
     try:
         yield
     finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
+        for logger, level in zip(loggers, old_levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)

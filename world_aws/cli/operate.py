@@ -133,14 +133,13 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     if run["status"] == RunStatus.COMPLETED.value:
         out.write(f"result    {json.dumps(run.get('result'), indent=2)}\n")
     elif run.get("error"):
-        error = run["error"]
-        code = f" ({error['code']})" if error.get("code") else ""
-        out.write(f"error     {error['type']}: {error['message']}{code}\n")
+        render.print_error(run["error"], out, label="error   ")
     if steps:
         out.write("\nsteps:\n")
         render.print_steps(steps, out)
     out.write("\ntimeline:\n")
     render.print_rows_timeline(rows, out)
+    render.print_attempt_errors(rows, out)
     return 0
 
 

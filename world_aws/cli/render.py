@@ -14,9 +14,12 @@ from typing import Any, TextIO
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.views import event_rows, step_names
 from world_aws.contract.records import Event, EventType
+from world_aws.runtime.serde import decode_error
 
 __all__ = [
     "events_json",
+    "print_attempt_errors",
+    "print_error",
     "print_rows_timeline",
     "print_runs",
     "print_steps",
@@ -54,8 +57,48 @@ def short_name(name: str) -> str:
 
 
 def progress_line(event: Event, names: dict[str, str]) -> str:
+    """One event as it happens; a failed attempt (read with its data) shows its error."""
     label = short_name(names.get(event.correlation_id or "", "")) or event.data.token or ""
-    return f"  {event.position:>4}  {event.type.value:<15} {label}".rstrip()
+    line = f"  {event.position:>4}  {event.type.value:<15} {label}".rstrip()
+    if event.type in (EventType.STEP_RETRYING, EventType.STEP_FAILED) and event.data.error:
+        info = decode_error(event.data.error)
+        line += f"  {info.type}: {_first_line(info.message)}"
+    return line
+
+
+def print_error(error: dict[str, Any], out: TextIO, *, label: str = "error") -> None:
+    """A run's error as the API shows it: its line, then each cause with its traceback."""
+    code = f" ({error['code']})" if error.get("code") else ""
+    out.write(f"{label}: {error['type']}: {error['message']}{code}\n")
+    cause = error.get("cause")
+    shown = error
+    while cause:
+        out.write(f"  caused by {cause['type']}: {_first_line(cause['message'])}\n")
+        shown, cause = cause, cause.get("cause")
+    if shown.get("stack"):
+        out.write(_indent(shown["stack"]))
+
+
+def print_attempt_errors(rows: list[dict[str, Any]], out: TextIO) -> None:
+    """Each failed step attempt of the log (rows with an ``error``), with its traceback."""
+    failed = [row for row in timeline_rows(rows) if row.get("error")]
+    if not failed:
+        return
+    out.write("\nfailed attempts:\n")
+    for row in failed:
+        error = row["error"]
+        out.write(f"  {row['position']:>4}  {row['step']} attempt {row['attempt']}: ")
+        out.write(f"{error['type']}: {_first_line(error['message'])}\n")
+        if error.get("stack"):
+            out.write(_indent(error["stack"], "        "))
+
+
+def _first_line(text: str) -> str:
+    return text.split("\n", 1)[0]
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "".join(f"{prefix}{line}\n" for line in text.rstrip("\n").split("\n"))
 
 
 def events_json(events: list[Event]) -> list[dict[str, Any]]:
@@ -107,6 +150,7 @@ def timeline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "step": short_name(names.get(cid, "")) or (row.get("token") or ""),
                 "attempt": attempt,
                 "duration_s": duration,
+                "error": row.get("error"),
             }
         )
     return out

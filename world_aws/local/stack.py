@@ -15,6 +15,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 
 from world_aws.contract.world import Consumers, World
+from world_aws.local.failure_log import FailureLog
 from world_aws.local.reconcile_loop import ReconcilerLoop
 from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
 from world_aws.runtime.reconciler import Reconciler
@@ -75,6 +76,7 @@ def local_stack(
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")
         stack.callback(world.close)
+        world = FailureLog(world)  # each failed attempt logged with its traceback (world-aws dev shows it)
         runtime = Runtime(world, app, config or local_config())
         stack.callback(runtime.close)
         consumers = world.start_consumers(runtime.handle)

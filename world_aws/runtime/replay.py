@@ -31,6 +31,7 @@ from world_aws.runtime.hooks import Hook
 from world_aws.runtime.loop import ReplayLoop
 from world_aws.runtime.registry import StepFunction, WorkflowFunction
 from world_aws.runtime.serde import Serializer, decode_error, encode_error
+from world_aws.runtime.serde_errors import RecordedError
 
 ERROR_CODE_USER = "USER_ERROR"
 ERROR_CODE_NON_DETERMINISM = "NON_DETERMINISM"
@@ -319,7 +320,9 @@ class Replay:
                 call.future.set_exception(err)
             return
         info = decode_error(event.data.error or b"")
-        call.future.set_exception(StepFailedError(call.name, info.type, info.message))
+        failure = StepFailedError(call.name, info.type, info.message)
+        failure.__cause__ = RecordedError(info)  # the run's error, if it ends so, keeps the step's
+        call.future.set_exception(failure)
 
     def _load(self, data: bytes | None, what: str) -> Any:
         if data is None:

@@ -9,8 +9,10 @@ retry logic need: the qualified type name, the message, the traceback text
 from __future__ import annotations
 
 import math
+import os
 import traceback
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any
 
 import cbor2
@@ -26,6 +28,8 @@ MAX_STACK_CHARS = 8_192
 MAX_MESSAGE_CHARS = 16_384
 # Cause chains deeper than this are cut (the last kept ErrorInfo has no cause).
 MAX_CAUSE_DEPTH = 8
+# Frames in this directory are world-aws's own (see _users_frames).
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,19 @@ class ErrorInfo:
     stack: str = ""
     cause: ErrorInfo | None = None
     retry_after: float | None = None
+
+
+class RecordedError(Exception):
+    """An error read back from a run's log, as the ``__cause__`` of the exception raised for it.
+
+    A step's final failure reaches the workflow as ``StepFailedError``, whose cause is
+    the step's own recorded error: ``info`` holds its type, message and traceback,
+    and the run's stored error keeps it as its cause.
+    """
+
+    def __init__(self, info: ErrorInfo) -> None:
+        super().__init__(f"{info.type}: {info.message}")
+        self.info = info
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
@@ -107,10 +124,27 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def _users_frames(tb: TracebackType | None) -> TracebackType | None:
+    """The traceback from its first frame outside world-aws on (the runtime's own calls above it dropped).
+
+    A step's traceback starts in the step consumer, which called the user's function;
+    the person debugging it wants their frames. A traceback of world-aws frames only
+    (an error of the runtime itself) is kept whole.
+    """
+    first = tb
+    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        tb = tb.tb_next
+    return tb if tb is not None else first
+
+
 def _info(exc: BaseException, *, depth: int, seen: set[int]) -> ErrorInfo:
+    if isinstance(exc, RecordedError):
+        return exc.info
     seen.add(id(exc))
     try:
-        stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__, chain=False))
+        stack = "".join(
+            traceback.format_exception(type(exc), exc, _users_frames(exc.__traceback__), chain=False)
+        )
     except Exception:  # formatting calls __str__ too; see _message
         stack = ""
     parent = exc.__cause__
