@@ -33,6 +33,10 @@ from world_aws.runtime.serde import decode_error
 DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
 DEMO_ARGS = ['"order-42"']
+WORLD_HELP = (
+    "embedded (default): moto on 127.0.0.1 with template.yaml's table, queues and bucket; "
+    "memory: the in-memory World, no AWS emulation (fastest)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +59,7 @@ def _add_run_options(parser: argparse.ArgumentParser, *, with_args: bool = True)
             "--arg", action="append", default=[], metavar="JSON", help="a positional argument, as JSON"
         )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
-    parser.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=argparse.SUPPRESS)
+    parser.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
     parser.add_argument(
         "--timeout", type=float, default=120.0, help="seconds to wait for the run (default 120)"
     )
@@ -97,7 +101,6 @@ def _run(
     from world_aws.local.stack import local_stack
 
     quiet = bool(ns.json)
-    began = time.monotonic()
     with local_stack(app, kind=ns.world) as stack:
         if not quiet:
             where = f"moto on {stack.endpoint_url}" if stack.endpoint_url else "the in-memory World"
@@ -109,7 +112,6 @@ def _run(
         run = handle.run()
         events = handle.events(resolve_data=ResolveData.ALL)  # with each failed attempt's error
         result, error = _outcome(handle, run)
-    elapsed = time.monotonic() - began
     if quiet:
         document = {
             "run_id": handle.run_id,
@@ -120,7 +122,7 @@ def _run(
         }
         out.write(json.dumps(document, indent=2) + "\n")
     else:
-        out.write(f"\nstatus: {run.status.value} in {elapsed:.1f}s\n")
+        out.write(f"\nstatus: {run.status.value}{_took(run)}\n")
         if error is None:
             out.write(f"result: {json.dumps(render.to_jsonable(result), indent=2)}\n")
         else:
@@ -130,6 +132,14 @@ def _run(
         render.print_rows_timeline(rows, out)
         render.print_attempt_errors(rows, out)
     return 0 if run.status is RunStatus.COMPLETED else 1
+
+
+def _took(run: Run) -> str:
+    """`` in 1.2s``: the run's own duration (started to ended, as its timeline shows), not the command's."""
+    started = run.started_at or run.created_at
+    if run.completed_at is None or started is None:
+        return ""
+    return f" in {(run.completed_at - started).total_seconds():.1f}s"
 
 
 def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -> list[Event]:

@@ -25,6 +25,7 @@ from world_aws.errors import BadInput
 from world_aws.runtime.loading import load_app
 
 DEV_DEFAULT_APP = "world_aws.demo:app"
+WORLD_HELP = "embedded (default): moto on 127.0.0.1; memory: the in-memory World (no AWS variables to export)"
 DEV_DEFAULT_PORT = 8787
 
 
@@ -40,7 +41,7 @@ def add_command(sub: Any) -> None:
         default=DEV_DEFAULT_PORT,
         help=f"the API's port on 127.0.0.1 (default {DEV_DEFAULT_PORT}; 0 picks a free one)",
     )
-    dev.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=argparse.SUPPRESS)
+    dev.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
     dev.set_defaults(func=run)
 
 
