@@ -150,4 +150,11 @@ def step_calls(events: list[Event], serializer: Serializer) -> list[StepCall]:
             call.status = StepStatus.FAILED
             if event.data.error is not None:
                 call.errors.append(decode_error(event.data.error))
-    return list(calls.values())
+    # In the order the workflow made the calls (the n of ``step_<run>_<n>``), not the log's:
+    # the creates of a fan-out are written in parallel.
+    return sorted(calls.values(), key=lambda call: _call_number(call.step_id))
+
+
+def _call_number(step_id: str) -> int:
+    tail = step_id.rsplit("_", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
