@@ -25,3 +25,8 @@ def minus_three(x: int) -> int:
 @app.workflow
 async def three(x: int) -> int:
     return await minus_three(await double(await add_one(x)))
+
+
+@app.workflow
+async def big(size: int) -> bytes:
+    return b"x" * size

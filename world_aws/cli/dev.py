@@ -29,6 +29,14 @@ WORLD_HELP = "embedded (default): moto on 127.0.0.1; memory: the in-memory World
 DEV_DEFAULT_PORT = 8787
 
 
+def port(raw: str) -> int:
+    """A TCP port, 0-65535 (argparse turns the ValueError into a one-line usage error, exit 2)."""
+    port = int(raw)
+    if not 0 <= port <= 65535:
+        raise ValueError(raw)
+    return port
+
+
 def add_command(sub: Any) -> None:
     """Add ``dev`` to the ``world-aws`` parser's subparsers."""
     dev = sub.add_parser("dev", help="serve an app with its HTTP API on 127.0.0.1 until Ctrl-C")
@@ -37,7 +45,7 @@ def add_command(sub: Any) -> None:
     )
     dev.add_argument(
         "--port",
-        type=int,
+        type=port,
         default=DEV_DEFAULT_PORT,
         help=f"the API's port on 127.0.0.1 (default {DEV_DEFAULT_PORT}; 0 picks a free one)",
     )

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from world_aws.cli import render
 from world_aws.cli.client import ApiClient, ApiError, Unreachable, api_url
+from world_aws.cli.options import json_option, kwarg_options
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput
 
@@ -93,13 +94,8 @@ def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO],
 
 
 def _start(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
-    args = [_json_option("--arg", raw) for raw in ns.arg]
-    kwargs = {}
-    for raw in ns.kwarg:
-        name, sep, value = raw.partition("=")
-        if not sep or not name.isidentifier():
-            raise BadInput(f"--kwarg {raw!r}: expected NAME=JSON")
-        kwargs[name] = _json_option(f"--kwarg {name}", value)
+    args = [json_option("--arg", raw) for raw in ns.arg]
+    kwargs = kwarg_options(ns.kwarg)
     started = client.start(ns.workflow, args, kwargs, ns.idempotency_key)
     out.write(json.dumps(started, indent=2) + "\n" if ns.json else f"{started['run_id']}\n")
     return 0
@@ -150,7 +146,7 @@ def _cancel(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 
 
 def _resume(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
-    payload = _json_option("--payload", ns.payload)
+    payload = json_option("--payload", ns.payload)
     try:
         resumed = client.resume(ns.token, payload, ns.resume_id)
     except ApiError as exc:
@@ -160,10 +156,3 @@ def _resume(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
         raise ApiError(exc.status, exc.kind, f"{exc}{hint}") from None
     out.write(f"resumed {resumed['token']} ({resumed['resume_id']})\n")
     return 0
-
-
-def _json_option(option: str, raw: str) -> Any:
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"{option} {raw!r} is not valid JSON: {exc.msg}") from None

@@ -1,0 +1,135 @@
+"""``world-aws run`` and ``world-aws demo``: one workflow run to its end on a local World.
+
+Progress lines as the log grows, then the status, the result (or the error with
+its cause and traceback), the timeline and each failed attempt. Exit codes: 0 the
+run completed, 1 it failed or was cancelled, 2 bad arguments, 3 ``--timeout``
+passed first (the run is left running), 130 Ctrl-C (the run is left where it was).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any, TextIO
+
+from world_aws.api.views import error_view
+from world_aws.cli import render
+from world_aws.contract.records import Event, ResolveData, Run, RunStatus
+from world_aws.errors import BadInput
+from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.serde import decode_error
+
+EXIT_TIMEOUT = 3
+EXIT_INTERRUPTED = 130
+# A result longer than this is cut in the text output (``--json`` has it all).
+MAX_SHOWN_RESULT_CHARS = 4_000
+POLL_SECONDS = 0.05
+
+
+def run_workflow(
+    app: Workflows,
+    workflow: str,
+    args: list[Any],
+    kwargs: dict[str, Any],
+    ns: argparse.Namespace,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """Run ``workflow`` on a fresh local stack of kind ``ns.world`` and report it; returns the exit code."""
+    from world_aws.local.stack import local_stack
+
+    quiet = bool(ns.json)
+    handle: RunHandle | None = None
+    try:
+        with local_stack(app, kind=ns.world) as stack:
+            if not quiet:
+                where = f"moto on {stack.endpoint_url}" if stack.endpoint_url else "the in-memory World"
+                out.write(f"world-aws: running {workflow} on {where}\n")
+            try:
+                handle = stack.runtime.start(workflow, *args, **kwargs)
+            except BadInput as exc:
+                err.write(f"world-aws: error: {exc}\n")
+                return 2
+            if not quiet:
+                out.write(f"run {handle.run_id}\n")
+            _follow(handle, stack.world, ns.timeout, None if quiet else out)
+            run = handle.run()
+            events = handle.events(resolve_data=ResolveData.ALL)  # with each failed attempt's error
+            result, error = _outcome(handle, run)
+    except KeyboardInterrupt:
+        left = f"run {handle.run_id} was left unfinished" if handle else "no run was started"
+        err.write(
+            f"\nworld-aws: interrupted: {left}; the local stack is gone with it "
+            "(to keep runs you can inspect or cancel, use `world-aws dev` and `world-aws start`)\n"
+        )
+        return EXIT_INTERRUPTED
+    if quiet:
+        document = {
+            "run_id": handle.run_id,
+            "status": run.status.value,
+            "result": render.to_jsonable(result),
+            "error": error,
+            "events": render.events_json(events),
+        }
+        out.write(json.dumps(document, indent=2) + "\n")
+    else:
+        _print(run, result, error, events, out)
+    if run.status is RunStatus.COMPLETED:
+        return 0
+    return EXIT_TIMEOUT if not run.status.terminal else 1
+
+
+def _print(run: Run, result: Any, error: dict[str, Any] | None, events: list[Event], out: TextIO) -> None:
+    out.write(f"\nstatus: {run.status.value}{_took(run)}\n")
+    if error is None:
+        shown = json.dumps(render.to_jsonable(result), indent=2)
+        if len(shown) > MAX_SHOWN_RESULT_CHARS:
+            shown = f"{shown[:MAX_SHOWN_RESULT_CHARS]}... ({len(shown)} characters; --json prints it all)"
+        out.write(f"result: {shown}\n")
+    else:
+        render.print_error(error, out)
+    out.write("\ntimeline:\n")
+    rows = render.events_json(events)
+    render.print_rows_timeline(rows, out)
+    render.print_attempt_errors(rows, out)
+
+
+def _took(run: Run) -> str:
+    """`` in 1.2s``: the run's own duration (started to ended, as its timeline shows), not the command's."""
+    started = run.started_at or run.created_at
+    if run.completed_at is None or started is None:
+        return ""
+    return f" in {(run.completed_at - started).total_seconds():.1f}s"
+
+
+def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -> list[Event]:
+    """Poll the run's log until it ends, printing each new event."""
+    deadline = time.monotonic() + timeout
+    seen: list[Event] = []
+    while True:
+        fresh = world.events.list(
+            handle.run_id, after=seen[-1].position if seen else 0, resolve_data=ResolveData.ALL
+        )
+        seen += fresh
+        if out is not None and fresh:
+            names = render.step_names(seen)
+            for event in fresh:
+                out.write(render.progress_line(event, names) + "\n")
+            out.flush()
+        if handle.status().terminal or time.monotonic() > deadline:
+            return seen
+        time.sleep(POLL_SECONDS)
+
+
+def _outcome(handle: RunHandle, run: Run) -> tuple[Any, dict[str, Any] | None]:
+    status = run.status
+    if status is RunStatus.COMPLETED:
+        return handle.result(timeout=0), None
+    if status is RunStatus.FAILED:  # with its traceback and causes, as GET /runs/{run_id} shows it
+        return None, error_view(decode_error(run.error or b""), code=run.error_code).model_dump(mode="json")
+    if status is RunStatus.CANCELLED:
+        return None, {"type": "RunCancelledError", "message": "the run was cancelled", "code": None}
+    message = f"the run is still {status.value} after --timeout (exit {EXIT_TIMEOUT})"
+    return None, {"type": "Timeout", "message": message, "code": None}
