@@ -47,13 +47,13 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
     for name in RESERVED_KWARGS:
         if name in body.kwargs:
             raise BadInput(f"kwargs.{name}: this name cannot pass through the API (Runtime.start uses it)")
-    try:
-        runtime.app.get_workflow(body.workflow).bind(tuple(body.args), body.kwargs)
+    try:  # JSON arguments converted to the annotated types (a dict to its dataclass, ...)
+        args, kwargs = runtime.app.get_workflow(body.workflow).convert(tuple(body.args), body.kwargs)
     except UnknownWorkflow as exc:
         raise BadInput(f"workflow: {exc}") from None
     except BadInput as exc:
         raise BadInput(f"args: {exc}") from None
-    handle = runtime.start(body.workflow, *body.args, idempotency_key=body.idempotency_key, **body.kwargs)
+    handle = runtime.start(body.workflow, *args, idempotency_key=body.idempotency_key, **kwargs)
     try:
         status = handle.status()
     except NotFound:

@@ -84,7 +84,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
             app, workflow, raw_args = load_app(ns.app), ns.workflow, ns.arg
         args = [json_option("--arg", raw) for raw in raw_args]
         kwargs = kwarg_options(getattr(ns, "kwarg", []))
-        app.get_workflow(workflow).bind(tuple(args), kwargs)
+        converted, kwargs = app.get_workflow(workflow).convert(tuple(args), kwargs)
+        args = list(converted)
     except BadInput as exc:
         err.write(f"world-aws: error: {exc}\n")
         return 2

@@ -17,6 +17,7 @@ from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
 from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
 from world_aws.runtime.serde import Serializer
+from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -80,6 +81,7 @@ class WorkflowFunction(Generic[P, R]):
         self.name = name
         self.app = app
         self.signature = inspect.signature(fn)
+        self.hints = parameter_types(fn)
         functools.update_wrapper(self, fn)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -92,6 +94,16 @@ class WorkflowFunction(Generic[P, R]):
             self.signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise BadInput(f"arguments do not fit workflow {self.name!r}{self.signature}: {exc}") from exc
+
+    def convert(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Arguments that came as JSON (CLI, HTTP API), converted to the annotated parameter types.
+
+        Raises:
+            BadInput: they do not bind, or one does not fit its annotation (naming the parameter).
+        """
+        return convert_arguments(f"workflow {self.name!r}", self.signature, self.hints, args, kwargs)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
         return self.fn(*args, **kwargs)
@@ -133,6 +145,7 @@ class Workflows:
             if wf_name in self._workflows:
                 raise BadInput(f"a workflow named {wf_name!r} is already registered")
             wf = WorkflowFunction(f, wf_name, self)
+            self._register_types(wf.hints)
             self._workflows[wf_name] = wf
             return wf
 
@@ -182,11 +195,17 @@ class Workflows:
             step_name = name or f"{f.__module__}.{f.__qualname__}"
             if step_name in self._steps:
                 raise BadInput(f"a step named {step_name!r} is already registered")
+            self._register_types(parameter_types(f))
             st: StepFunction[P, Any] = StepFunction(f, step_name, options)
             self._steps[step_name] = st
             return st
 
         return register(fn) if fn is not None else register
+
+    def _register_types(self, hints: dict[str, Any]) -> None:
+        """Register the Enum, dataclass and pydantic types a signature names (no manual registration)."""
+        for cls in serializable_types(hints):
+            self.serializer.register(cls)
 
     def register_type(self, cls: type[R]) -> type[R]:
         """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator)."""

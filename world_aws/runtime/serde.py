@@ -198,7 +198,10 @@ class _Encoder:
             else None
         )
         if kind is not None:
-            return f"{kind} {type_name(tp)} is not registered; call serializer.register({tp.__qualname__})"
+            return (
+                f"{kind} {type_name(tp)} is not registered: name it in a workflow or step signature, "
+                f"or call app.register_type({tp.__qualname__})"
+            )
         if callable(value):
             return "functions, methods and other callables cannot be serialized; pass data instead"
         return f"supported types are {_SUPPORTED}"
