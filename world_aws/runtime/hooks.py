@@ -6,7 +6,27 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from world_aws.errors import HookConflictError, HookDisposedError
+from world_aws.errors import BadInput, HookConflictError, HookDisposedError
+
+# A token is stored in a DynamoDB key (``token#<token>``, partition keys hold at most 2048
+# bytes: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html);
+# a longer one would be accepted here and then fail in every write, the run redelivering.
+MAX_TOKEN_BYTES = 1024
+
+
+def check_token(token: str) -> str:
+    """``token``, if a World can store it.
+
+    Raises:
+        BadInput: empty, over ``MAX_TOKEN_BYTES`` in UTF-8, or not encodable (a lone surrogate).
+    """
+    try:
+        size = len(token.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise BadInput("hook token: not valid text (a lone surrogate?)") from None
+    if not 0 < size <= MAX_TOKEN_BYTES:
+        raise BadInput(f"hook token: must be 1 to {MAX_TOKEN_BYTES} bytes in UTF-8, got {size}")
+    return token
 
 
 class Hook:

@@ -27,7 +27,7 @@ from world_aws.contract.records import Event, EventType, Run
 from world_aws.errors import HookConflictError, NonDeterminismError, SerializationError, StepFailedError
 from world_aws.runtime import context, ids
 from world_aws.runtime.guard import unguarded
-from world_aws.runtime.hooks import Hook
+from world_aws.runtime.hooks import Hook, check_token
 from world_aws.runtime.loop import ReplayLoop
 from world_aws.runtime.registry import StepFunction, WorkflowFunction
 from world_aws.runtime.serde import Serializer, decode_error, encode_error
@@ -237,7 +237,7 @@ class Replay:
 
     def create_hook(self, *, token: str | None, metadata: Any) -> Hook:
         cid = self._next_id("hook")
-        hook_token = token or f"{cid}_{self.rng.getrandbits(64):016x}"
+        hook_token = check_token(token) if token else f"{cid}_{self.rng.getrandbits(64):016x}"
         metadata_bytes = unguarded(self._serializer.dumps, metadata, context="hook metadata")
         hook = Hook(self.loop, cid, hook_token, metadata_bytes)
         logged = self._index.hooks.get(cid)

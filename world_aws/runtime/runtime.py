@@ -35,6 +35,7 @@ from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.hooks import check_token
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import WorkflowFunction, Workflows
@@ -176,7 +177,7 @@ class Runtime:
         """
         if resume_id is not None:
             _check_resume_id(resume_id)
-        hook = self.world.hooks.get_by_token(token)
+        hook = self.world.hooks.get_by_token(check_token(token))
         data = self.app.serializer.dumps(payload, context=f"payload for hook {token!r}")
         resume_id = resume_id or f"resume_{ids.new_ulid()}"
         self.world.events.create(
