@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urlsplit
 
+import botocore.exceptions
 import botocore.session
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -56,7 +57,10 @@ def sigv4_headers(
         BadInput: no credentials or no region could be found.
     """
     session = botocore.session.Session()
-    credentials = session.get_credentials()
+    try:
+        credentials = session.get_credentials()
+    except botocore.exceptions.ProfileNotFound as exc:  # AWS_PROFILE names a profile ~/.aws does not have
+        raise BadInput(f"cannot sign the request: {exc}") from None
     if credentials is None:
         raise BadInput(
             "no AWS credentials found to sign the request (set AWS_PROFILE or AWS_ACCESS_KEY_ID, "

@@ -49,8 +49,16 @@ def api_url(explicit: str | None, environ: Mapping[str, str] | None = None) -> s
     """
     env = os.environ if environ is None else environ
     url = (explicit or env.get(API_ENV, "").strip() or DEFAULT_API).rstrip("/")
-    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-        raise BadInput(f"the API URL must be http:// or https://, got {url!r}")
+    shown = url if len(url) <= 80 else url[:80] + "..."
+    try:
+        parts = urlsplit(url)
+        host, _ = parts.hostname, parts.port  # the port is parsed lazily: out of range raises here
+    except ValueError as exc:  # "Invalid IPv6 URL", "Port out of range 0-65535"
+        raise BadInput(f"the API URL {shown!r} cannot be read: {exc}") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise BadInput(f"the API URL must be http:// or https://, got {shown!r}")
+    if len(host) > 253 or any(not 0 < len(label) <= 63 for label in host.rstrip(".").split(".")):
+        raise BadInput(f"the API URL's host is not a valid name (labels of 1-63 characters): {shown!r}")
     return url
 
 
