@@ -79,6 +79,11 @@ def _can_build_here() -> bool:
     return int(setuptools.split(".")[0]) >= 68
 
 
+def _in(directory: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """``command`` run in ``directory`` with fake AWS credentials; its output as text."""
+    return subprocess.run(command, cwd=directory, env=_env(), capture_output=True, text=True, timeout=180)
+
+
 def _env() -> dict[str, str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WORLD_AWS_", "PYTHON"))}
     return keep | FAKE_AWS_ENV
@@ -92,39 +97,18 @@ def test_the_wheel_installs_only_world_aws_with_the_template(wheel: Path) -> Non
 
 
 def test_the_installed_wheel_runs_the_demo_from_another_directory(installed: Path, tmp_path: Path) -> None:
-    done = subprocess.run(
-        [str(installed / "world-aws"), "demo", "--json"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    done = _in(tmp_path, str(installed / "world-aws"), "demo", "--json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["status"] == "completed"
     # the world_aws it ran is the installed one, not this checkout
-    where = subprocess.run(
-        [str(installed / "python"), "-c", "import world_aws; print(world_aws.__file__)"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    where = _in(tmp_path, str(installed / "python"), "-c", "import world_aws; print(world_aws.__file__)")
     assert not where.stdout.startswith(str(REPO)) and str(installed.parent) in where.stdout
 
 
 def test_the_installed_wheel_runs_a_user_module_and_serves_dev(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "shop.py").write_text(SHOP)
-    done = subprocess.run(
-        [str(installed / "world-aws"), "run", "shop:app", "hello", "--arg", '"ada"', "--json"],
-        cwd=tmp_path,
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    done = _in(tmp_path, str(installed / "world-aws"), "run", "shop:app", "hello", "--arg", '"ada"', "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["result"] == "hello ada"
     python = str(installed / "python")
