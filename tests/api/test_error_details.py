@@ -45,7 +45,7 @@ def test_the_events_show_each_failed_attempts_error(failed: tuple[Api, KitRun]) 
 
 
 class _ApiClient:
-    """The two reads ``inspect`` makes, answered by the API handler itself."""
+    """The reads ``inspect`` makes, answered by the API handler itself."""
 
     def __init__(self, api: Api) -> None:
         self._api = api
@@ -55,6 +55,9 @@ class _ApiClient:
 
     def events(self, run_id: str) -> list[Any]:
         return list(self._api.call("GET", f"/runs/{run_id}/events").body["events"])
+
+    def steps(self, run_id: str) -> list[Any]:
+        return list(self._api.call("GET", f"/runs/{run_id}/steps").body["steps"])
 
 
 def test_inspect_prints_the_cause_with_its_traceback_and_each_failed_attempt(

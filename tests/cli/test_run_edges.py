@@ -20,20 +20,18 @@ def _main(*argv: str) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize(
-    ("arg", "says"),
+    ("workflow", "arg", "says"),
     [
-        ("1" + "0" * 5000, "cannot be read: Exceeds the limit (4300 digits)"),
-        ("[" * 5000 + "]" * 5000, "is nested too deeply"),
-        ('"\\ud800"', "surrogates not allowed"),
+        ("three", "1" + "0" * 5000, "cannot be read: Exceeds the limit (4300 digits)"),
+        ("three", "[" * 5000 + "]" * 5000, "is nested too deeply"),
+        ("echo", '"\\ud800"', "surrogates not allowed"),
     ],
     ids=["5000-digit int", "5000-deep nesting", "lone surrogate"],
 )
-def test_an_argument_that_cannot_be_used_is_one_line_and_exit_2(arg: str, says: str) -> None:
-    code, _, err = _main("run", "tests.cli.three_steps:app", "three", "--arg", arg, *MEMORY)
+def test_an_argument_that_cannot_be_used_is_one_line_and_exit_2(workflow: str, arg: str, says: str) -> None:
+    code, _, err = _main("run", "tests.cli.three_steps:app", workflow, "--arg", arg, *MEMORY)
     assert code == 2
-    assert err.count("\n") == 1 and err.startswith(
-        "world-aws: error: --arg" if "ud800" not in arg else "world-aws"
-    )
+    assert err.count("\n") == 1 and err.startswith("world-aws: error: ")
     assert says in err and len(err) < 400
 
 

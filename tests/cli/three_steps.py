@@ -30,3 +30,8 @@ async def three(x: int) -> int:
 @app.workflow
 async def big(size: int) -> bytes:
     return b"x" * size
+
+
+@app.workflow
+async def echo(text: str) -> str:
+    return text
