@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -22,8 +23,10 @@ def _main(*argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     ("workflow", "arg", "says"),
     [
-        ("three", "1" + "0" * 5000, "cannot be read: Exceeds the limit (4300 digits)"),
-        ("three", "[" * 5000 + "]" * 5000, "is nested too deeply"),
+        ("three", "1" + "0" * 5000, r"cannot be read: Exceeds the limit \(4300 digits\)"),
+        # json refuses it at the default recursion limit; under a higher one (pytest-xdist workers)
+        # it parses, and the int parameter refuses the list
+        ("three", "[" * 5000 + "]" * 5000, "is nested too deeply|does not fit int"),
         ("echo", '"\\ud800"', "surrogates not allowed"),
     ],
     ids=["5000-digit int", "5000-deep nesting", "lone surrogate"],
@@ -32,7 +35,7 @@ def test_an_argument_that_cannot_be_used_is_one_line_and_exit_2(workflow: str, a
     code, _, err = _main("run", "tests.cli.three_steps:app", workflow, "--arg", arg, *MEMORY)
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("world-aws: error: ")
-    assert says in err and len(err) < 400
+    assert re.search(says, err) and len(err) < 400
 
 
 @pytest.mark.parametrize("port", ["-5", "70000"])
