@@ -59,6 +59,24 @@ def two_step_app(ran: list[str]) -> Workflows:
     return app
 
 
+def fails_once_app(attempts: list[int]) -> Workflows:
+    """A workflow of one step that fails its first attempt and then returns "ok"."""
+    app = Workflows()
+
+    @app.step(backoff=Backoff(initial=1, jitter=0))
+    def flaky() -> str:
+        attempts.append(get_step_metadata().attempt)
+        if len(attempts) == 1:
+            raise ConnectionError("partner down")
+        return "ok"
+
+    @app.workflow
+    async def wf() -> str:
+        return await flaky()
+
+    return app
+
+
 def publishes_step(name: str) -> Callable[[Call], bool]:
     def match(call: Call) -> bool:
         detail = call.detail
@@ -99,26 +117,14 @@ def test_last_completer_dying_before_publishing_the_next_step_does_not_strand_th
 def test_a_lost_answer_to_step_retrying_still_delivers_the_retry(harness: Harness) -> None:
     # GIVEN a step that fails once, and a step_retrying write that lands but whose
     # answer is lost, so its in-process retry is refused (mechanism 2 of issue 11)
-    app = Workflows()
     attempts: list[int] = []
-
-    @app.step(backoff=Backoff(initial=1, jitter=0))
-    def flaky() -> str:
-        attempts.append(get_step_metadata().attempt)
-        if len(attempts) == 1:
-            raise ConnectionError("partner down")
-        return "ok"
-
-    @app.workflow
-    async def wf() -> str:
-        return await flaky()
-
+    app = fails_once_app(attempts)
     runtime = harness.runtime_for(app)
     harness.spy.inject(
         "events.create", Transient("timed out"), match=creates(EventType.STEP_RETRYING), after=True
     )
     # WHEN the queues settle
-    handle = runtime.start(wf)
+    handle = runtime.start("wf")
     # THEN the retry ran and the run completed, with one step_retrying in its log
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == "ok"
@@ -129,24 +135,12 @@ def test_a_lost_answer_to_step_retrying_still_delivers_the_retry(harness: Harnes
 def test_a_crash_right_after_step_retrying_still_delivers_the_retry(harness: Harness) -> None:
     # GIVEN a step that fails once, and an invocation that dies right after its
     # step_retrying landed (before the retry message is published)
-    app = Workflows()
     attempts: list[int] = []
-
-    @app.step(backoff=Backoff(initial=1, jitter=0))
-    def flaky() -> str:
-        attempts.append(get_step_metadata().attempt)
-        if len(attempts) == 1:
-            raise ConnectionError("partner down")
-        return "ok"
-
-    @app.workflow
-    async def wf() -> str:
-        return await flaky()
-
+    app = fails_once_app(attempts)
     runtime = harness.runtime_for(app)
     harness.spy.inject("events.create", Crash(), match=creates(EventType.STEP_RETRYING), after=True)
     # WHEN the queues settle
-    handle = runtime.start(wf)
+    handle = runtime.start("wf")
     # THEN the redelivered message ran the retry
     assert harness.settle(handle, intercept=survive_crashes) is RunStatus.COMPLETED
     assert attempts == [1, 2]
