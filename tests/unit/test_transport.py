@@ -254,10 +254,9 @@ def test_repeated_map_key_is_refused() -> None:
 
 
 def test_cbor_semantic_tags_that_fail_to_decode_are_bad_input() -> None:
-    # a rational with a zero denominator, an epoch out of range: cbor2 raises while decoding
-    for tagged in (cbor2.CBORTag(30, [1, 0]), cbor2.CBORTag(1, 10**30)):
-        with pytest.raises(BadInput, match="malformed CBOR"):
-            decode_payload(cbor2.dumps({"run_id": "wrun_1", "x": tagged}))
+    # an epoch out of range: cbor2 raises while decoding a tag the transport accepts
+    with pytest.raises(BadInput, match="malformed CBOR"):
+        decode_payload(cbor2.dumps({"run_id": "wrun_1", "x": cbor2.CBORTag(1, 10**30)}))
 
 
 def test_strict_cbor_loads_reads_exactly_one_item() -> None:

@@ -5,6 +5,15 @@ as bytes; base64 keeps the body inside the characters SQS accepts. Decoding is
 strict: bad base64, trailing bytes, truncated CBOR, a repeated map key, a
 non-map top level or a field of the wrong type is a ``BadInput`` that names what
 is wrong. Unknown fields are ignored (see payload.py for why).
+
+Only the standard CBOR tags our own writers produce are decoded: 0/1 datetimes
+(``requested_at``) and 2/3 bignums. cbor2 decodes many more by itself, and some
+are dangerous on data anyone with ``sqs:SendMessage`` can write: shared values and
+references (28/29) and string references (25/256) let a few hundred bytes stand for
+an exponentially large tree, tag 35 runs ``re.compile`` and tag 36 the e-mail parser.
+Every such tag is refused at parse time with a ``BadInput`` naming it. Map keys must
+be text or byte strings (cbor2's ``strict_hashable_types``): int keys have hashes an
+attacker can make collide, which turns building one map quadratic.
 """
 
 from __future__ import annotations
@@ -48,25 +57,107 @@ def decode_body_bytes(body: str | bytes) -> bytes:
         raise BadInput(f"message body is not base64: {exc}") from exc
 
 
-def strict_cbor_loads(data: bytes) -> Any:
+# The standard tags cbor2 6.3 decodes itself, other than the ones we use (found by decoding
+# CBORTag(n, x) for every n below 70,000; tests/unit/test_transport.py repeats the scan, so a
+# cbor2 upgrade that adds one fails a test instead of silently decoding it).
+SEMANTIC_TAGS: dict[int, str] = {
+    0: "date/time string",
+    1: "epoch date/time",
+    2: "positive bignum",
+    3: "negative bignum",
+    4: "decimal fraction",
+    5: "bigfloat",
+    25: "string reference",
+    28: "shared value",
+    29: "shared reference",
+    30: "rational number",
+    35: "regular expression",
+    36: "MIME message",
+    37: "UUID",
+    52: "IPv4 address",
+    54: "IPv6 address",
+    100: "epoch date",
+    256: "string reference namespace",
+    258: "set",
+    260: "network address",
+    261: "network prefix",
+    1004: "date string",
+    43000: "complex number",
+    55799: "self-described CBOR",
+}
+TRANSPORT_TAGS = frozenset({0, 1, 2, 3})
+"""The standard tags a queue message may hold: datetimes (``requested_at``) and bignums."""
+VALUE_TAGS = frozenset({2, 3})
+"""The standard tags the runtime's value format uses: bignums (everything else is a world-aws tag)."""
+
+
+class _RefusedTag(Exception):
+    """Raised inside cbor2 by the decoder of a refused tag; turned into a ``BadInput``."""
+
+    def __init__(self, tag: int) -> None:
+        super().__init__(tag)
+        self.tag = tag
+
+
+def _refuser(tag: int) -> Any:
+    def refuse(_value: object, _immutable: bool) -> object:
+        raise _RefusedTag(tag)
+
+    return refuse
+
+
+_REFUSERS = {tag: _refuser(tag) for tag in SEMANTIC_TAGS}
+_DECODERS = {
+    allowed: {tag: refuse for tag, refuse in _REFUSERS.items() if tag not in allowed}
+    for allowed in (TRANSPORT_TAGS, VALUE_TAGS)
+}
+
+
+def strict_cbor_loads(data: bytes, *, allowed_tags: frozenset[int] = TRANSPORT_TAGS) -> Any:
     """Decode exactly one CBOR item that spans all of ``data``.
 
+    Args:
+        data: the bytes.
+        allowed_tags: the standard tags (keys of :data:`SEMANTIC_TAGS`) cbor2 may decode;
+            :data:`TRANSPORT_TAGS` or :data:`VALUE_TAGS`. Tags outside the standard set
+            come back as ``CBORTag`` for the caller to judge.
+
     Raises:
-        BadInput: truncated, malformed, or followed by trailing bytes.
+        BadInput: truncated, malformed, followed by trailing bytes, holding a refused
+            tag (named) or a map key that is not a string.
     """
     if not data:
         raise BadInput("empty message: no CBOR item")
     stream = io.BytesIO(data)
-    try:
+    decoder = cbor2.CBORDecoder(
+        stream,
         # A repeated map key would let two readers disagree on a field: refuse it.
-        value = cbor2.CBORDecoder(stream, allow_duplicate_keys=False).decode()
+        allow_duplicate_keys=False,
+        strict_hashable_types=True,
+        semantic_decoders=_DECODERS[allowed_tags],
+    )
+    try:
+        value = decoder.decode()
     except cbor2.CBORDecodeEOF as exc:
         raise BadInput(f"truncated CBOR: {exc}") from exc
     except (cbor2.CBORDecodeError, ValueError, TypeError, OverflowError) as exc:
+        refused = _refused_tag(exc)
+        if refused is not None:
+            raise BadInput(f"CBOR tag {refused} ({SEMANTIC_TAGS[refused]}) is not accepted") from exc
         raise BadInput(f"malformed CBOR: {exc}") from exc
     if stream.tell() != len(data):
         raise BadInput(f"CBOR has {len(data) - stream.tell()} trailing byte(s) after the message")
     return value
+
+
+def _refused_tag(exc: BaseException) -> int | None:
+    """The tag whose refusal caused ``exc`` (cbor2 wraps it, possibly more than once), if any."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, _RefusedTag):
+            return seen.tag
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def decode_payload(data: bytes) -> InvokePayload | HealthCheck:

@@ -4,12 +4,21 @@ Decoding is strict: the bytes must hold exactly one CBOR item, every tag must be
 one of ours with content of the right shape, and an object tag must name a type
 registered on the serializer. Anything else is a ``SerializationError`` that
 says what was found and where.
+
+Decoding is also bounded. The parser refuses the CBOR tags that let a small input
+stand for a large tree (see transport.py), so every decoded item costs at least one
+input byte; the walk below keeps a budget of items and of string bytes, each the
+size of the input, and refuses a value that would exceed either: whatever a future
+parser does, decoding never builds more than the input could hold. Sets and dicts
+with non-string keys are refused when many of their keys share one hash (ints are
+easy to make collide), since building them would take quadratic time.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 from decimal import Decimal, InvalidOperation
 from typing import Any
 from uuid import UUID
@@ -18,11 +27,15 @@ import cbor2
 from cbor2 import CBORTag
 from pydantic import BaseModel, RootModel, ValidationError
 
-from world_aws.contract.transport import strict_cbor_loads
+from world_aws.contract.transport import VALUE_TAGS, strict_cbor_loads
 from world_aws.errors import BadInput, SerializationError
 from world_aws.runtime.serde_tags import Tag, TimeCodecError, decode_temporal
 
 _TEMPORAL_TAGS = (Tag.DATETIME, Tag.DATE, Tag.TIME, Tag.TIMEDELTA)
+
+# Distinct keys of one set or dict that may share a hash. Honest data practically never has two
+# (a 64-bit hash); an attacker's ints can all share one, and each insert then walks all the others.
+MAX_HASH_COLLISIONS = 32
 
 
 def decode_value(data: bytes, types: dict[str, type], context: str) -> Any:
@@ -34,22 +47,32 @@ def decode_value(data: bytes, types: dict[str, type], context: str) -> Any:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise SerializationError(f"cannot deserialize {context}: expected bytes, got {type(data).__name__}")
     try:
-        raw = strict_cbor_loads(bytes(data))
+        raw = strict_cbor_loads(bytes(data), allowed_tags=VALUE_TAGS)
     except SerializationError:
         raise
     except BadInput as exc:
         raise SerializationError(f"cannot deserialize {context}: {exc}") from exc
     try:
-        return _Decoder(types, context).decode(raw)
+        return _Decoder(types, context, budget=len(data)).decode(raw)
     except RecursionError as exc:
         raise SerializationError(f"cannot deserialize {context}: nested too deeply") from exc
 
 
 class _Decoder:
-    def __init__(self, types: dict[str, type], context: str) -> None:
+    def __init__(self, types: dict[str, type], context: str, *, budget: int) -> None:
         self._types = types
         self._context = context
         self._path: list[str] = ["value"]
+        self._budget = budget  # the input's size in bytes
+        self._items = 0
+        self._string_bytes = 0
+
+    def _spend(self, raw: object) -> None:
+        self._items += 1
+        if type(raw) in (str, bytes):
+            self._string_bytes += len(raw)  # type: ignore[arg-type]
+        if self._items > self._budget or self._string_bytes > self._budget:
+            raise self.fail(f"the value expands past the {self._budget} bytes it was decoded from")
 
     def fail(self, message: str) -> SerializationError:
         where = "".join(self._path)
@@ -62,6 +85,7 @@ class _Decoder:
         return value
 
     def decode(self, raw: object) -> Any:
+        self._spend(raw)
         if raw is None or type(raw) in (bool, int, float, str, bytes):
             return raw
         if isinstance(raw, list | tuple) and type(raw) in (list, tuple):
@@ -90,6 +114,7 @@ class _Decoder:
             return tuple(self._child(f"[{i}]", x) for i, x in enumerate(self._array(raw, "tuple")))
         if tag in (Tag.SET, Tag.FROZENSET):
             items = [self._child("[<set element>]", x) for x in self._array(raw, "set")]
+            self._check_hashes(items, "set element")
             try:
                 return set(items) if tag == Tag.SET else frozenset(items)
             except TypeError as exc:
@@ -121,14 +146,29 @@ class _Decoder:
     def _flat_dict(self, items: list[Any]) -> dict[Any, Any]:
         if len(items) % 2:
             raise self.fail("malformed dict: odd number of items")
+        keys = [self._child("[<dict key>]", items[i]) for i in range(0, len(items), 2)]
+        self._check_hashes(keys, "dict key")
         out: dict[Any, Any] = {}
-        for i in range(0, len(items), 2):
-            key = self._child("[<dict key>]", items[i])
+        for i, key in zip(range(0, len(items), 2), keys, strict=True):
             try:
                 out[key] = self._child(f"[{key!r}]", items[i + 1])
             except TypeError as exc:
                 raise self.fail(f"unhashable dict key: {exc}") from exc
         return out
+
+    def _check_hashes(self, keys: list[Any], what: str) -> None:
+        """Refuse keys of which too many share one hash (sorting their hashes is O(n log n))."""
+        if len(keys) <= MAX_HASH_COLLISIONS:
+            return
+        try:
+            hashes = sorted(hash(k) for k in keys)
+        except TypeError as exc:
+            raise self.fail(f"unhashable {what}: {exc}") from exc
+        run = 1
+        for before, after in itertools.pairwise(hashes):
+            run = run + 1 if before == after else 1
+            if run > MAX_HASH_COLLISIONS:
+                raise self.fail(f"more than {MAX_HASH_COLLISIONS} distinct {what}s share one hash")
 
     def _lookup(self, name: object, what: str) -> type:
         if type(name) is not str:

@@ -18,7 +18,7 @@ from typing import Any
 import cbor2
 from cbor2 import CBORTag
 
-from world_aws.contract.transport import strict_cbor_loads
+from world_aws.contract.transport import VALUE_TAGS, strict_cbor_loads
 from world_aws.errors import BadInput, RetryableError, RetryLater, SerializationError
 from world_aws.runtime.serde_tags import Tag
 
@@ -87,7 +87,7 @@ def decode_error(data: bytes) -> ErrorInfo:
         SerializationError: the bytes are not a stored error.
     """
     try:
-        raw = strict_cbor_loads(bytes(data))
+        raw = strict_cbor_loads(bytes(data), allowed_tags=VALUE_TAGS)
     except BadInput as exc:
         raise SerializationError(f"cannot decode stored error: {exc}") from exc
     return _decode_info(raw, depth=0)
