@@ -8,10 +8,14 @@ event source must have ``FunctionResponseTypes: [ReportBatchItemFailures]``).
 Records are processed with Powertools' ``BatchProcessor``, so one failing or
 malformed record never fails its neighbours. Per record:
 
-* malformed (body over the size limit, not base64, not one CBOR item, not a valid
-  invoke payload, bad ``wf_due_at``) -> logged with the reason and
-  reported as a failure. It is never acked: after the queue's ``maxReceiveCount``
-  it reaches the dead-letter queue, where it can be inspected;
+* malformed (body over the size limit, not text or not valid Unicode, not base64,
+  not one CBOR item, not a valid invoke payload, attributes that are not maps,
+  bad ``wf_due_at``) -> ``BadInput``, logged with the reason, counted by
+  ``on_malformed`` and reported as a failure. It is never acked: after the queue's
+  ``maxReceiveCount`` it reaches the dead-letter queue, where it can be inspected;
+* a record with no ``messageId`` (or not a map at all) cannot be named in the
+  response: it is logged and counted the same way and left out, so its neighbours
+  are unaffected (SQS always sets the id: only a hand-made event lacks one);
 * chained delay not yet due -> re-enqueued for the remainder (<= 900 s), acked;
 * otherwise the handler gets ``Delivery(queue, message_id, attempt, cbor_bytes)``:
   ``Ack`` -> success (Lambda deletes it); ``Redeliver(s)`` -> visibility set to s
@@ -105,9 +109,18 @@ def process_sqs_event(
         on_malformed=on_malformed,
         on_misconfigured=on_misconfigured,
     )
+    records = event.get("Records")
+    if not isinstance(records, list):
+        consumer.reject({}, BadInput(f"event Records must be a list, got {type(records).__name__}"))
+        return PartialBatchResponse(batchItemFailures=[])
+    named = [record for record in records if _has_message_id(record)]
+    for record in records:
+        if not _has_message_id(record):
+            raw = record if isinstance(record, Mapping) else {}
+            consumer.reject(raw, BadInput("record has no messageId (a non-empty string)"))
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(
-        event=dict(event), record_handler=consumer.consume, processor=processor
+        event={**event, "Records": named}, record_handler=consumer.consume, processor=processor
     )
     failures = [
         BatchItemFailure(itemIdentifier=str(f["itemIdentifier"])) for f in response["batchItemFailures"]
@@ -149,12 +162,7 @@ class _RecordConsumer:
             self._misconfigured(exc, context)
             raise
         except BadInput as exc:
-            self._logger.error(
-                "rejected malformed message: it stays queued and reaches the DLQ after its redrive count",
-                extra={**context, "queue_arn": raw.get("eventSourceARN"), "reason": str(exc)},
-            )
-            if self._on_malformed is not None:
-                self._on_malformed(str(exc))
+            self.reject(raw, exc)
             raise MalformedMessage(str(exc)) from exc
         context["queue"] = delivery.queue.value
         if due_at is not None:
@@ -190,19 +198,36 @@ class _RecordConsumer:
         )
         raise TypeError(f"a queue handler must return Ack or Redeliver, not {result!r}")
 
+    def reject(self, raw: Mapping[str, Any], exc: BadInput) -> None:
+        """Log and count a record that can never be processed."""
+        self._logger.error(
+            "rejected malformed message: it stays queued and reaches the DLQ after its redrive count",
+            extra={
+                "message_id": str(raw.get("messageId", "")),
+                "receive_count": _receive_count(raw),
+                "queue_arn": str(raw.get("eventSourceARN", "")),
+                "reason": str(exc),
+            },
+        )
+        if self._on_malformed is not None:
+            self._on_malformed(str(exc))
+
     def _parse(self, raw: Mapping[str, Any]) -> tuple[Delivery, int | None]:
         queue = self._queue_of(str(raw.get("eventSourceARN", "")))
         body = raw.get("body")
         if not isinstance(body, str):
             raise BadInput(f"body must be text, got {type(body).__name__}")
-        size = len(body.encode("utf-8"))
+        try:
+            size = len(body.encode("utf-8"))
+        except UnicodeEncodeError as exc:
+            raise BadInput(f"body is not valid Unicode: {exc.reason} at index {exc.start}") from exc
         if size > self._max_bytes:
             raise BadInput(f"body of {size} bytes exceeds the {self._max_bytes}-byte message limit")
         cbor_bytes = decode_body_bytes(body)
         decode_payload(cbor_bytes)  # validation only: the handler decodes again from the bytes
-        attributes = raw.get("messageAttributes") or {}
+        attributes = _attributes(raw)
         due_at = _number_attribute(attributes, sqs_wire.DUE_AT_ATTRIBUTE)
-        origin = attributes.get(sqs_wire.ORIGIN_ID_ATTRIBUTE, {}).get("stringValue")
+        origin = _string_attribute(attributes, sqs_wire.ORIGIN_ID_ATTRIBUTE)
         delivery = Delivery(
             queue=queue,
             message_id=str(origin or raw["messageId"]),
@@ -270,18 +295,52 @@ def _age_seconds(raw: Mapping[str, Any]) -> float:
     return max(0.0, time.time() - sent_ms / 1000)
 
 
+def _has_message_id(record: object) -> bool:
+    """Whether ``record`` is a map with a non-empty string ``messageId``."""
+    if not isinstance(record, Mapping):
+        return False
+    message_id = record.get("messageId")
+    return isinstance(message_id, str) and bool(message_id)
+
+
 def _receive_count(raw: Mapping[str, Any]) -> int:
+    system = raw.get("attributes")
     try:
-        return int((raw.get("attributes") or {}).get("ApproximateReceiveCount", 1))
+        return int(system.get("ApproximateReceiveCount", 1)) if isinstance(system, Mapping) else 1
     except (TypeError, ValueError):
         return 1
 
 
-def _number_attribute(attributes: Mapping[str, Any], name: str) -> int | None:
+def _attributes(raw: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    """``messageAttributes``, checked: a map of attribute names to maps.
+
+    Raises:
+        BadInput: it, or one of its values, is not a map.
+    """
+    attributes = raw.get("messageAttributes") or {}
+    if not isinstance(attributes, Mapping):
+        raise BadInput(f"messageAttributes must be a map, got {type(attributes).__name__}")
+    for name, value in attributes.items():
+        if not isinstance(value, Mapping):
+            raise BadInput(f"message attribute {str(name)[:64]!r} must be a map, got {type(value).__name__}")
+    return attributes
+
+
+def _string_attribute(attributes: Mapping[str, Mapping[str, Any]], name: str) -> str | None:
     if name not in attributes:
         return None
     value = attributes[name].get("stringValue")
+    if not isinstance(value, str) or not value:
+        kind = type(value).__name__
+        raise BadInput(f"message attribute {name} must have a non-empty stringValue, got {kind}")
+    return value
+
+
+def _number_attribute(attributes: Mapping[str, Mapping[str, Any]], name: str) -> int | None:
+    value = _string_attribute(attributes, name)
+    if value is None:
+        return None
     try:
-        return int(str(value))
+        return int(value)
     except ValueError:
-        raise BadInput(f"message attribute {name} must be an integer, got {value!r}") from None
+        raise BadInput(f"message attribute {name} must be an integer, got {value[:64]!r}") from None
