@@ -10,8 +10,9 @@ malformed record never fails its neighbours. Per record:
 
 * malformed (body over the size limit, not text or not valid Unicode, not base64,
   not one CBOR item, not a valid invoke payload, attributes that are not maps,
-  bad ``wf_due_at``) -> ``BadInput``, logged with the reason, counted by
-  ``on_malformed`` and reported as a failure. It is never acked: after the queue's
+  a ``wf_due_at`` that is not an integer or is beyond the one-year
+  horizon) -> ``BadInput``, logged with the reason, counted by ``on_malformed``
+  and reported as a failure. It is never acked: after the queue's
   ``maxReceiveCount`` it reaches the dead-letter queue, where it can be inspected;
 * a record with no ``messageId`` (or not a map at all) cannot be named in the
   response: it is logged and counted the same way and left out, so its neighbours
@@ -227,6 +228,8 @@ class _RecordConsumer:
         decode_payload(cbor_bytes)  # validation only: the handler decodes again from the bytes
         attributes = _attributes(raw)
         due_at = _number_attribute(attributes, sqs_wire.DUE_AT_ATTRIBUTE)
+        if due_at is not None:
+            sqs_wire.check_due_at(self._clock.now(), due_at)
         origin = _string_attribute(attributes, sqs_wire.ORIGIN_ID_ATTRIBUTE)
         delivery = Delivery(
             queue=queue,

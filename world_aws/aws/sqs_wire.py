@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from world_aws.aws.errors import mapped_errors
 from world_aws.contract.clock import epoch_ms
-from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS
+from world_aws.contract.limits import MAX_DELAY_SECONDS, SQS_MAX_DELAY_SECONDS, SQS_MAX_VISIBILITY_SECONDS
 from world_aws.errors import BadInput
 
 if TYPE_CHECKING:
@@ -77,13 +77,36 @@ def first_hop(now: datetime, delay_seconds: float) -> tuple[int, int | None]:
     absolute due time.
 
     Raises:
-        BadInput: a negative or non-finite delay.
+        BadInput: a negative or non-finite delay, or one beyond ``MAX_DELAY_SECONDS``.
     """
-    if not math.isfinite(delay_seconds) or delay_seconds < 0:
-        raise BadInput(f"delay_seconds must be a finite number >= 0, got {delay_seconds}")
+    check_delay(delay_seconds)
     if delay_seconds <= SQS_MAX_DELAY_SECONDS:
         return math.ceil(delay_seconds), None
     return SQS_MAX_DELAY_SECONDS, epoch_ms(now) + math.ceil(delay_seconds * 1000)
+
+
+def check_delay(delay_seconds: float) -> None:
+    """Refuse a delay that is negative, not finite, or beyond the horizon (limits.MAX_DELAY_SECONDS).
+
+    Raises:
+        BadInput: naming the delay.
+    """
+    if not math.isfinite(delay_seconds) or delay_seconds < 0:
+        raise BadInput(f"delay_seconds must be a finite number >= 0, got {delay_seconds}")
+    if delay_seconds > MAX_DELAY_SECONDS:
+        raise BadInput(f"delay_seconds {delay_seconds} is beyond the {MAX_DELAY_SECONDS} s (366-day) horizon")
+
+
+def check_due_at(now: datetime, due_at_ms: int) -> None:
+    """Refuse a received ``wf_due_at`` beyond the horizon (no producer of ours writes one).
+
+    Raises:
+        BadInput: naming the due time.
+    """
+    if due_at_ms - epoch_ms(now) > MAX_DELAY_SECONDS * 1000:
+        raise BadInput(
+            f"{DUE_AT_ATTRIBUTE} {due_at_ms} is beyond the {MAX_DELAY_SECONDS} s (366-day) horizon"
+        )
 
 
 def next_hop(now: datetime, due_at_ms: int) -> int | None:

@@ -10,6 +10,12 @@ MAX_INLINE_PAYLOAD_BYTES = 131_072
 # SQS DelaySeconds is 0..900 (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html).
 SQS_MAX_DELAY_SECONDS = 900
 
+# The furthest ahead any message may be due (a sleep, a retry delay, a chained hop's wf_due_at):
+# one year and a day, the execution limit of AWS's own durable Lambda functions (ExecutionTimeout
+# <= 31,622,400 s, botocore CreateFunction.DurableConfig). A due time beyond it is refused on both
+# sides of the queue, so a forged wf_due_at cannot keep a message hopping every 15 minutes forever.
+MAX_DELAY_SECONDS = 31_622_400
+
 # SQS visibility timeout is at most 12 h.
 SQS_MAX_VISIBILITY_SECONDS = 43_200
 

@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from world_aws.contract.clock import Clock
-from world_aws.contract.limits import IDEMPOTENCY_RETENTION_SECONDS
+from world_aws.contract.limits import IDEMPOTENCY_RETENTION_SECONDS, MAX_DELAY_SECONDS
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver
 from world_aws.errors import BadInput, Misconfigured
 from world_aws.local.memory_stats import Stat, WorldStats
@@ -123,11 +123,16 @@ class MemoryQueue:
         """Enqueue ``body``; returns its message id (the first one for a retained key).
 
         Raises:
-            BadInput: a negative delay.
+            BadInput: a negative delay, or one beyond the horizon.
         """
         self._stats.incr(Stat.PUBLISHES)
         if delay_seconds < 0:
             raise BadInput(f"delay_seconds must not be negative, got {delay_seconds}")
+        if delay_seconds > MAX_DELAY_SECONDS:
+            # The same horizon the SQS queue keeps (limits.MAX_DELAY_SECONDS).
+            raise BadInput(
+                f"delay_seconds {delay_seconds} is beyond the {MAX_DELAY_SECONDS} s (366-day) horizon"
+            )
         queue = QueueName(queue)
         with self.changed:
             now = self._clock.now()

@@ -23,8 +23,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from world_aws.contract.limits import MAX_DELAY_SECONDS
 from world_aws.contract.records import Event, EventType, Run
-from world_aws.errors import HookConflictError, NonDeterminismError, SerializationError, StepFailedError
+from world_aws.errors import (
+    BadInput,
+    HookConflictError,
+    NonDeterminismError,
+    SerializationError,
+    StepFailedError,
+)
 from world_aws.runtime import context, ids
 from world_aws.runtime.guard import unguarded
 from world_aws.runtime.hooks import Hook, check_token
@@ -36,6 +43,8 @@ from world_aws.runtime.serde_errors import RecordedError
 ERROR_CODE_USER = "USER_ERROR"
 ERROR_CODE_NON_DETERMINISM = "NON_DETERMINISM"
 ERROR_CODE_SERIALIZATION = "SERIALIZATION_ERROR"
+# The run's input cannot be decoded or does not fit the workflow: no replay can ever start.
+ERROR_CODE_BAD_INPUT = "BAD_INPUT"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,7 @@ class Replay:
         self._early: dict[str, list[Event]] = {}
         self._index = _LogIndex()
         self._fatal: NonDeterminismError | None = None
+        self._bad_input: BadInput | None = None  # the run's input does not decode or fit
         self._task: asyncio.Task[Any] | None = None
         self.last_position = 0
 
@@ -175,7 +185,9 @@ class Replay:
 
     @property
     def done(self) -> bool:
-        return self._fatal is not None or (self._task is not None and self._task.done())
+        if self._fatal is not None or self._bad_input is not None:
+            return True
+        return self._task is not None and self._task.done()
 
     def now(self) -> datetime:
         return self._time
@@ -184,6 +196,8 @@ class Replay:
         """What the replay has reached: the workflow's result, its failure, or a suspension."""
         if self._task is None:
             self._start()
+        if self._bad_input is not None:
+            return Failed(encode_error(self._bad_input), ERROR_CODE_BAD_INPUT)
         assert self._task is not None
         if self._fatal is not None:
             return Failed(encode_error(self._fatal), ERROR_CODE_NON_DETERMINISM)
@@ -248,6 +262,9 @@ class Replay:
         return hook
 
     def timer_created(self, handle: asyncio.TimerHandle, delay: float) -> None:
+        if delay > MAX_DELAY_SECONDS:
+            # Raised into the workflow's ``await sleep(...)``: no queue accepts a wake-up that far out.
+            raise BadInput(f"a sleep of {delay:.0f} s is beyond the {MAX_DELAY_SECONDS} s (366-day) horizon")
         cid = self._next_id("wait")
         resume_at = self._index.waits.get(cid) or self._time + timedelta(seconds=delay)
         self._timers[cid] = self._open_timers[cid] = _Timer(handle, resume_at)
@@ -256,7 +273,12 @@ class Replay:
     # --- internals ------------------------------------------------------------------
 
     def _start(self) -> None:
-        args, kwargs = self._decode_input()
+        try:
+            args, kwargs = self._decode_input()
+            self._workflow.bind(args, kwargs)
+        except BadInput as err:  # it never will decode: the run fails instead of being redelivered
+            self._bad_input = err
+            return
         ctx = contextvars.copy_context()
         ctx.run(context.set_replay, self)
         self._task = self.loop.create_task(self._workflow.fn(*args, **kwargs), context=ctx)
@@ -265,8 +287,19 @@ class Replay:
     def _decode_input(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if self._run.input is None:
             raise SerializationError(f"run {self.run_id} was read without its input")
-        value = self._serializer.loads(self._run.input)
-        return tuple(value.get("args", ())), dict(value.get("kwargs", {}))
+        value = self._serializer.loads(self._run.input, context=f"input of run {self.run_id}")
+        args = value.get("args", []) if isinstance(value, dict) else None
+        kwargs = value.get("kwargs", {}) if isinstance(value, dict) else None
+        if (
+            not isinstance(args, list | tuple)
+            or not isinstance(kwargs, dict)
+            or not all(type(k) is str for k in kwargs)
+        ):
+            raise SerializationError(
+                f"input of run {self.run_id} must be {{'args': [...], 'kwargs': {{str: ...}}}}, "
+                f"got {type(value).__name__}"
+            )
+        return tuple(args), dict(kwargs)
 
     def _loop_time(self) -> float:
         return self._time.timestamp()

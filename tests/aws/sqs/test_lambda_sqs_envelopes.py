@@ -70,6 +70,7 @@ def logged_reasons(caplog: pytest.LogCaptureFixture) -> list[str]:
         ({"messageAttributes": {"wf_due_at": {"binaryValue": "AA=="}}}, "wf_due_at must have a non-empty"),
         ({"messageAttributes": {"wf_origin_id": {"stringValue": 7}}}, "wf_origin_id must have a non-empty"),
         ({"attributes": ["not", "a", "map"], "body": "%%"}, "not base64"),
+        ({"messageAttributes": {"wf_due_at": {"stringValue": str(2**100)}}}, "beyond the 31622400 s"),
         ({"eventSourceARN": None}, "is not one of this World's queues"),
     ],
 )
