@@ -42,3 +42,8 @@ async def explode(reason: str) -> str:
 async def wait_for_approval(order_id: str) -> dict[str, object]:
     decision = await create_hook(token=f"approve:{order_id}")
     return {"order": order_id, "decision": decision}
+
+
+@app.workflow
+async def power_of_two(bits: int, sign: int = 1) -> dict[str, object]:
+    return {"n": sign * (1 << bits), "small": 1 << 64}

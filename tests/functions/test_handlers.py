@@ -272,3 +272,21 @@ def test_container_without_an_app_names_the_missing_variable(function_env: dict[
     # WHEN the container is built THEN the error names the variable
     with pytest.raises(BadInput, match="WORKFLOW_APP"):
         Container.from_env(PROCESS.logger, PROCESS.metrics, environ=env)
+
+
+@pytest.mark.usefixtures("deployed")
+def test_an_answer_that_cannot_be_rendered_is_a_500_counted_in_api_server_errors(
+    sample_event: SampleEvent, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN an API whose answer json cannot write (it raised out of the handler before)
+    from world_aws.api import app as api_app
+    from world_aws.api.http import Response
+
+    monkeypatch.setattr(api_app, "respond", lambda _event, _runtime: Response(200, {"oops": {1, 2}}))
+    # WHEN the API function answers a request
+    response = api_handler.handler(sample_event("http_start_run_event.json"), CONTEXT)
+    # THEN it is a JSON 500, counted as a server error
+    assert response["statusCode"] == 500
+    assert json.loads(response["body"])["error"]["kind"] == "Internal"
+    counted = metrics(capsys.readouterr().out)
+    assert counted["ApiRequests"] == 1 and counted["ApiServerErrors"] == 1

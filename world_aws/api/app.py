@@ -45,8 +45,15 @@ def handle_http(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
 
     Returns:
         ``{"statusCode", "headers", "body", "isBase64Encoded"}``, the body a JSON document.
+        Never raises: whatever goes wrong is a JSON 500 (counted in ``ApiServerErrors``
+        by the function, which reads the status).
     """
-    return respond(event, runtime).to_event_response()
+    response = respond(event, runtime)
+    try:
+        return response.to_event_response()
+    except Exception:
+        LOG.exception("the answer to request %s is not JSON-safe", _request_id(event))
+        return _internal_error(_request_id(event)).to_event_response()
 
 
 def respond(event: Any, runtime: Runtime) -> Response:
@@ -71,10 +78,20 @@ def respond(event: Any, runtime: Runtime) -> Response:
         if status < 500:
             return error_response(status, exc.kind.value, str(exc))
         LOG.exception("request %s failed", request_id)
-        return error_response(500, "Internal", f"internal error (request id {request_id})")
+        return _internal_error(request_id)
     except Exception:
         LOG.exception("request %s failed", request_id)
-        return error_response(500, "Internal", f"internal error (request id {request_id})")
+        return _internal_error(request_id)
+
+
+def _internal_error(request_id: str) -> Response:
+    return error_response(500, "Internal", f"internal error (request id {request_id})")
+
+
+def _request_id(event: Any) -> str:
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    request_id = context.get("requestId") if isinstance(context, dict) else None
+    return request_id if isinstance(request_id, str) and request_id.isprintable() else "-"
 
 
 def _dispatch(request: Request, runtime: Runtime) -> Response:

@@ -59,13 +59,26 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
     def to_event_response(self) -> dict[str, Any]:
-        """The Lambda proxy response API Gateway expects (``statusCode``, ``headers``, ``body``)."""
+        """The Lambda proxy response API Gateway expects (``statusCode``, ``headers``, ``body``).
+
+        Raises:
+            ValueError, TypeError: the body is not JSON-safe (see ``jsonable.to_jsonable``).
+        """
         return {
             "statusCode": self.status,
             "headers": {**JSON_HEADERS, **self.headers},
-            "body": json.dumps(self.body, ensure_ascii=False, allow_nan=False),
+            "body": _json_text(self.body),
             "isBase64Encoded": False,
         }
+
+
+def _json_text(body: Any) -> str:
+    text = json.dumps(body, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. in an error message): \u-escape everything
+        text = json.dumps(body, ensure_ascii=True, allow_nan=False)
+    return text
 
 
 def parse_event(event: Any) -> Request:
@@ -93,11 +106,20 @@ def parse_event(event: Any) -> Request:
         raise BadInput("event: queryStringParameters must be an object")
     return Request(
         method=method.upper(),
-        segments=tuple(segments),
-        query={str(k): str(v) for k, v in query.items()},
+        segments=tuple(_valid_text(s, "path") for s in segments),
+        query={_valid_text(str(k), "query"): _valid_text(str(v), "query") for k, v in query.items()},
         body=_body(event),
         request_id=str(context.get("requestId") or "-"),
     )
+
+
+def _valid_text(text: str, where: str) -> str:
+    """``text`` if it is valid Unicode. Raises BadInput naming ``where`` (e.g. a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadInput(f"{where}: not valid Unicode ({exc.reason} at index {exc.start})") from None
+    return text
 
 
 def _body(event: Mapping[str, Any]) -> bytes:
@@ -109,9 +131,12 @@ def _body(event: Mapping[str, Any]) -> bytes:
     if event.get("isBase64Encoded"):
         try:
             return base64.b64decode(body, validate=True)
-        except binascii.Error:
+        except (binascii.Error, ValueError):  # ValueError: non-ASCII characters in the text
             raise BadInput("body: isBase64Encoded is set but the body is not valid base64") from None
-    return body.encode("utf-8")
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadInput(f"body: not valid Unicode ({exc.reason} at index {exc.start})") from None
 
 
 def parse_body(model: type[M], body: bytes, *, required: bool = True) -> M:
