@@ -203,7 +203,8 @@ class HookConflictError(WorldAwsError):
     code = 409
 
     def __init__(self, token: str, conflicting_run_id: str | None) -> None:
-        super().__init__(f"hook token {token!r} is already in use by run {conflicting_run_id}")
+        # The message never names the holder: a run must not learn another run's id from a token.
+        super().__init__(f"hook token {token!r} is already held by another live hook")
         self.token = token
         self.conflicting_run_id = conflicting_run_id
 

@@ -1,9 +1,18 @@
-"""The workflow side of a hook: an awaitable for one payload, an async iterator for many, disposable."""
+"""The workflow side of a hook: an awaitable for one payload, an async iterator for many, disposable.
+
+Tokens. Whoever holds a live hook's token can resume its run, so a default token
+(``create_hook()`` without ``token=``) is a secret: ``whk_`` and 32 hex digits of
+``os.urandom`` (128 bits), recorded in ``hook_created`` and read back from the log
+on every replay. A caller-chosen token (``create_hook(token="approve:o-1")``) is an
+identifier the caller can predict, and so can anyone else: use one only where
+knowing it is harmless or the resume path checks its caller.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
+from os import urandom
 from typing import Any
 
 from world_aws.errors import BadInput, HookConflictError, HookDisposedError
@@ -27,6 +36,13 @@ def check_token(token: str) -> str:
     if not 0 < size <= MAX_TOKEN_BYTES:
         raise BadInput(f"hook token: must be 1 to {MAX_TOKEN_BYTES} bytes in UTF-8, got {size}")
     return token
+
+DEFAULT_TOKEN_PREFIX = "whk_"
+
+
+def new_hook_token() -> str:
+    """A fresh unguessable default hook token (128 bits from ``os.urandom``)."""
+    return DEFAULT_TOKEN_PREFIX + urandom(16).hex()
 
 
 class Hook:

@@ -31,10 +31,11 @@ from world_aws.errors import (
     NonDeterminismError,
     SerializationError,
     StepFailedError,
+    Transient,
 )
 from world_aws.runtime import context, ids
 from world_aws.runtime.guard import unguarded
-from world_aws.runtime.hooks import Hook, check_token
+from world_aws.runtime.hooks import DEFAULT_TOKEN_PREFIX, Hook, check_token, new_hook_token
 from world_aws.runtime.loop import ReplayLoop
 from world_aws.runtime.registry import StepFunction, WorkflowFunction
 from world_aws.runtime.serde import Serializer, decode_error, encode_error
@@ -170,9 +171,17 @@ class Replay:
     # --- driving --------------------------------------------------------------------
 
     def feed(self, events: list[Event]) -> None:
-        """Deliver more of the log (positions after ``last_position``), in order."""
+        """Deliver more of the log (positions after ``last_position``), in order.
+
+        Raises:
+            Transient: another handler recorded a hook this (kept) replay created with a
+                different default token; the caller drops this replay and starts from the log.
+        """
         for event in events:
             self._index.add(event)
+            hook = self._hooks.get(event.correlation_id or "")
+            if hook is not None and event.type is EventType.HOOK_CREATED and event.data.token != hook.token:
+                raise Transient(f"hook {hook.hook_id} was recorded by another handler first; replaying anew")
         if self._task is None:
             self._start()
         for event in events:
@@ -251,10 +260,13 @@ class Replay:
 
     def create_hook(self, *, token: str | None, metadata: Any) -> Hook:
         cid = self._next_id("hook")
-        hook_token = check_token(token) if token else f"{cid}_{self.rng.getrandbits(64):016x}"
+        logged = self._index.hooks.get(cid)
+        if token is None and logged is not None and logged.startswith(DEFAULT_TOKEN_PREFIX):
+            hook_token = logged  # a default token is random: the log holds the one this hook has
+        else:
+            hook_token = check_token(token) if token else new_hook_token()
         metadata_bytes = unguarded(self._serializer.dumps, metadata, context="hook metadata")
         hook = Hook(self.loop, cid, hook_token, metadata_bytes)
-        logged = self._index.hooks.get(cid)
         if logged is not None and logged != hook_token:
             self._diverged(f"at {cid} the log has hook token {logged!r} but the code creates {hook_token!r}")
         self._hooks[cid] = hook
@@ -334,7 +346,8 @@ class Replay:
             if hook is None:
                 self._early.setdefault(cid, []).append(event)
             elif etype is EventType.HOOK_CONFLICT:
-                hook.conflict(HookConflictError(hook.token, event.data.conflicting_run_id))
+                # The holder's run id is not the workflow's to know (the log keeps it for operators).
+                hook.conflict(HookConflictError(hook.token, None))
             else:
                 hook.deliver(self._load(event.data.payload, f"payload of hook {hook.token!r}"))
         elif etype is EventType.WAIT_COMPLETED:
