@@ -5,11 +5,17 @@ Usage (from the repository root)::
     python scripts/build_lambda.py                        # build/lambda/ for arm64 + CPython 3.12
     python scripts/build_lambda.py --include shop.py      # ship your Workflows too (AppModule=shop:app)
     python scripts/build_lambda.py --native --out DIR     # for this machine's Python (the tests)
+    python scripts/build_lambda.py --lock                 # re-pin requirements-lambda.lock
 
 What goes in, flat at the top of the directory (Lambda puts it first on ``sys.path``):
 
-* the runtime dependencies declared in ``pyproject.toml`` (``[project] dependencies``),
-  installed by ``pip install --target`` as binary wheels for the Lambda platform
+* the runtime dependencies, exactly as pinned in ``requirements-lambda.lock``: every
+  package (transitive ones included) at one version with the sha256 of each wheel file
+  it may use, installed with ``pip install --require-hashes --no-deps``, so a changed or
+  substituted wheel on the index fails the build instead of shipping. ``--lock`` re-pins
+  it from ``pyproject.toml``'s ``[project] dependencies`` (``pip download`` for the Lambda
+  platform and for this machine's interpreter, then sha256 of every file). The wheels are
+  binary wheels for the Lambda platform
   (manylinux aarch64, CPython 3.12, matching ``Runtime`` and ``Architectures``): pydantic-core,
   cbor2 and PyYAML are compiled extensions, so this machine's wheels would not load there.
   boto3 is shipped too rather than taken from the Lambda runtime: the code needs a
@@ -29,15 +35,19 @@ Standard library only: it runs before anything is installed.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "build" / "lambda"
+LOCK_FILE = REPO / "requirements-lambda.lock"
 PROJECT_PACKAGES = ("world_aws", "functions")
 DEFAULT_INCLUDES = ("examples",)
 # What template.yaml declares (Globals.Function Runtime python3.12, Architectures arm64).
@@ -63,16 +73,45 @@ def runtime_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]
         return list(tomllib.load(f)["project"]["dependencies"])
 
 
-def pip_command(out: Path, requirements: Sequence[str], *, native: bool) -> list[str]:
-    """The pip invocation that installs ``requirements`` into ``out``."""
+def _platform_options(native: bool) -> list[str]:
+    if native:
+        return []
+    options = ["--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION]
+    for platform in LAMBDA_PLATFORMS:
+        options += ["--platform", platform]
+    return options
+
+
+def pip_command(out: Path, lock: Path = LOCK_FILE, *, native: bool) -> list[str]:
+    """The pip invocation that installs the pinned, hashed requirements of ``lock`` into ``out``."""
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)]
-    # Wheels only: an sdist would be built for this machine, not for Lambda.
-    command += ["--only-binary=:all:", "--no-warn-conflicts"]
-    if not native:
-        command += ["--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION]
-        for platform in LAMBDA_PLATFORMS:
-            command += ["--platform", platform]
-    return [*command, *requirements]
+    # Wheels only: an sdist would be built for this machine, not for Lambda. The lock lists
+    # every package, so pip resolves nothing: --no-deps, and every file must match a hash.
+    command += ["--only-binary=:all:", "--no-warn-conflicts", "--require-hashes", "--no-deps"]
+    return [*command, *_platform_options(native), "-r", str(lock)]
+
+
+def write_lock(lock: Path = LOCK_FILE) -> Path:
+    """Pin every runtime dependency with the sha256 of each wheel the build may install.
+
+    Downloads the dependencies of ``pyproject.toml`` twice, for Lambda and for this
+    interpreter (the tests build with ``--native``), and writes one line per package:
+    ``name==version --hash=sha256:...`` with the hashes of both downloads.
+    """
+    hashes: dict[tuple[str, str], set[str]] = {}
+    for native in (False, True):
+        with tempfile.TemporaryDirectory() as tmp:
+            command = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", tmp]
+            subprocess.run([*command, *_platform_options(native), *runtime_requirements()], check=True)
+            for wheel in sorted(Path(tmp).glob("*.whl")):
+                name, version = wheel.name.split("-")[:2]
+                key = (re.sub(r"[-_.]+", "-", name).lower(), version)
+                hashes.setdefault(key, set()).add(hashlib.sha256(wheel.read_bytes()).hexdigest())
+    lines = ["# Written by scripts/build_lambda.py --lock: the Lambda bundle's dependencies, pinned, hashed."]
+    for (name, version), digests in sorted(hashes.items()):
+        lines.append(f"{name}=={version} " + " ".join(f"--hash=sha256:{d}" for d in sorted(digests)))
+    lock.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return lock
 
 
 def build(out: Path = DEFAULT_OUT, *, includes: Sequence[Path] = (), native: bool = False) -> Path:
@@ -91,7 +130,7 @@ def build(out: Path = DEFAULT_OUT, *, includes: Sequence[Path] = (), native: boo
         subprocess.CalledProcessError: pip failed.
     """
     _prepare(out)
-    subprocess.run(pip_command(out, runtime_requirements(), native=native), check=True)
+    subprocess.run(pip_command(out, native=native), check=True)
     # Console scripts of the dependencies, with this machine's interpreter in their shebang.
     shutil.rmtree(out / "bin", ignore_errors=True)
     for package in PROJECT_PACKAGES:
@@ -126,7 +165,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="a module file or package directory to ship (repeatable; default: examples/)",
     )
     parser.add_argument("--native", action="store_true", help="dependencies for this machine's Python")
+    parser.add_argument("--lock", action="store_true", help=f"re-pin {LOCK_FILE.name} and exit")
     args = parser.parse_args(argv)
+    if args.lock:
+        print(f"wrote {write_lock()}")
+        return
     includes = args.include if args.include else [REPO / name for name in DEFAULT_INCLUDES]
     out = build(args.out, includes=includes, native=args.native)
     print(f"built {out}")

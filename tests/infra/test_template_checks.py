@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import ast
 import copy
+import importlib.util
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -414,3 +416,94 @@ def test_outputs_name_the_api_url_and_every_resource_a_client_needs(template: di
     for name in ("ApiUrl", "WorkflowTableName", "WorkflowQueueUrl", "StepQueueUrl", "PayloadBucketName"):
         assert name in outputs
     assert "${WorkflowApi}" in outputs["ApiUrl"]["Value"]["Fn::Sub"]
+
+
+# ----------------------------------------------------------------------------- hardening (issue 14)
+
+
+def test_each_queue_takes_sends_only_from_the_roles_that_publish_to_it_and_only_over_tls(
+    transformed: dict[str, Any],
+) -> None:
+    policies = of_type(transformed, "AWS::SQS::QueuePolicy").values()
+    roles = of_type(transformed, "AWS::IAM::Role")
+    for queue in ("WorkflowQueue", "StepQueue"):
+        arn = {"Fn::GetAtt": [queue, "Arn"]}
+        (policy,) = [p for p in policies if p["Queues"] == [{"Ref": queue}]]
+        by_sid = {s["Sid"]: s for s in policy["PolicyDocument"]["Statement"]}
+        tls = by_sid["DenyInsecureTransport"]
+        assert (tls["Effect"], tls["Principal"], tls["Action"], tls["Resource"]) == (
+            "Deny",
+            "*",
+            "sqs:*",
+            arn,
+        )
+        assert tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        send = by_sid["SendOnlyFromTheFunctions"]
+        assert (send["Effect"], send["Principal"], send["Action"]) == ("Deny", "*", "sqs:SendMessage")
+        # THEN the senders it lets through are exactly the roles granted SendMessage on it
+        senders = {ref["Fn::GetAtt"][0] for ref in send["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]}
+        assert senders == {lid for lid, role in roles.items() if arn in allowed(role, "sqs:SendMessage")}
+
+
+def test_api_traffic_is_throttled_and_the_api_function_can_be_capped(
+    template: dict[str, Any], transformed: dict[str, Any]
+) -> None:
+    parameters = template["Parameters"]
+    (stage,) = of_type(transformed, "AWS::ApiGatewayV2::Stage").values()
+    settings = stage["DefaultRouteSettings"]
+    assert settings["ThrottlingRateLimit"] == {"Ref": "ApiThrottlingRateLimit"}
+    assert settings["ThrottlingBurstLimit"] == {"Ref": "ApiThrottlingBurstLimit"}
+    assert (
+        0
+        < parameters["ApiThrottlingRateLimit"]["Default"]
+        <= parameters["ApiThrottlingBurstLimit"]["Default"]
+    )
+    function = of_type(transformed, "AWS::Lambda::Function")["ApiFunction"]
+    assert function["ReservedConcurrentExecutions"] == {
+        "Fn::If": ["HasApiReservedConcurrency", {"Ref": "ApiReservedConcurrency"}, {"Ref": "AWS::NoValue"}]
+    }
+    assert parameters["ApiReservedConcurrency"]["Default"] == 0  # 0 = not reserved (deploys anywhere)
+
+
+def test_the_table_has_deletion_protection(template: dict[str, Any]) -> None:
+    assert of_type(template, "AWS::DynamoDB::Table")["WorkflowTable"]["DeletionProtectionEnabled"] is True
+
+
+def test_list_bucket_is_granted_only_for_the_blob_prefix(transformed: dict[str, Any]) -> None:
+    for lid, role in of_type(transformed, "AWS::IAM::Role").items():
+        listing = [s for s in statements(role) if "s3:ListBucket" in as_list(s["Action"])]
+        assert listing, lid
+        for statement in listing:
+            assert statement["Condition"] == {"StringLike": {"s3:prefix": KEY_PREFIX + "*"}}, lid
+
+
+def test_the_bundle_dependencies_are_installed_from_the_hashed_lock(template: dict[str, Any]) -> None:
+    script = _load_build_script()
+    lock = script.LOCK_FILE.read_text(encoding="utf-8").splitlines()
+    pinned = [line for line in lock if line and not line.startswith("#")]
+    # THEN every line pins one version with at least one sha256
+    for line in pinned:
+        name_version, *hashes = line.split(" ")
+        assert "==" in name_version and hashes, line
+        assert all(h.startswith("--hash=sha256:") and len(h) == 14 + 64 for h in hashes), line
+    # AND every runtime dependency of pyproject.toml is in it
+    names = {line.split("==")[0] for line in pinned}
+    for requirement in script.runtime_requirements():
+        assert _canonical(requirement) in names, requirement
+    # AND the build installs exactly the lock, refusing any file whose hash differs
+    command = script.pip_command(Path("/tmp/out"), native=False)
+    assert {"--require-hashes", "--no-deps"} <= set(command)
+    assert command[-2:] == ["-r", str(script.LOCK_FILE)]
+
+
+def _load_build_script() -> Any:
+    spec = importlib.util.spec_from_file_location("build_lambda", REPO / "scripts" / "build_lambda.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _canonical(requirement: str) -> str:
+    name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()

@@ -135,6 +135,8 @@ def _delete(clients: AwsClients, resources: ProvisionedResources) -> None:
         settings.dlq_url for settings in resources.queues.values()
     }:
         clients.sqs.delete_queue(QueueUrl=url)
+    # The template turns deletion protection on; this copy is a local one the embedded stack owns.
+    clients.dynamodb.update_table(TableName=resources.table_name, DeletionProtectionEnabled=False)
     clients.dynamodb.delete_table(TableName=resources.table_name)
     paginator = clients.s3.get_paginator("list_objects_v2")
     for page in paginator.paginate(Bucket=resources.bucket_name):

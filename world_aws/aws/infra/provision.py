@@ -8,8 +8,8 @@ template stays the single source of truth: nothing about a resource is restated
 here. What comes back, ``ProvisionedResources``, is found through the template's
 ``Outputs``.
 
-Compute resources (functions, roles, log groups) are skipped: locally the
-``LocalEventSource`` plays the part of Lambda's SQS event source.
+Compute resources (functions, roles, log groups) and queue policies are skipped:
+locally the ``LocalEventSource`` plays the part of Lambda's SQS event source.
 
 Bucket policies are resolved but, by default, not applied. The template's policy
 denies every request without TLS (``aws:SecureTransport = false``): the embedded
@@ -49,8 +49,10 @@ if TYPE_CHECKING:
 
 PROVISIONED_TYPES = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::S3::Bucket", "AWS::S3::BucketPolicy")
 # Replaced locally by the embedded event source, or meaningless without Lambda (alarms
-# watch metrics that only AWS emits).
+# watch metrics that only AWS emits; queue policies name the functions' roles, which are
+# not created locally, and deny non-TLS use of a plain-HTTP endpoint).
 SKIPPED_TYPE_PREFIXES = (
+    "AWS::SQS::QueuePolicy",
     "AWS::Serverless::",
     "AWS::Lambda::",
     "AWS::IAM::",
