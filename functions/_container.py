@@ -7,6 +7,7 @@ with ``run_id``/``step_id`` appended per record) and ``Metrics`` (EMF), and a
 the environment that ``template.yaml`` sets:
 
 * ``WORKFLOW_APP`` = ``MODULE:ATTR`` (the uvicorn convention), the user's ``Workflows``;
+* ``WORKFLOW_LOG_USER_VALUES`` = ``1`` keeps user values in logs (``_redact.py``; default off);
 * ``AwsConfig.from_env``, ``RuntimeConfig.from_env`` and ``ReconcilerConfig.from_env``
   read the rest.
 
@@ -42,6 +43,7 @@ from functions._metrics import (
     EventCounts,
     ObservedWorld,
 )
+from functions._redact import UserValueFilter
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.aws.world import AwsWorld, create_aws_world
@@ -55,6 +57,7 @@ from world_aws.runtime.reconciler import Reconciler, TickReport
 from world_aws.runtime.runtime import Runtime
 
 APP_VARIABLE = "WORKFLOW_APP"
+LOG_USER_VALUES_VARIABLE = "WORKFLOW_LOG_USER_VALUES"
 DEFAULT_SERVICE = "world_aws"
 DEFAULT_NAMESPACE = "WorldAws"
 
@@ -203,6 +206,8 @@ class LambdaProcess:
         env = os.environ if environ is None else environ
         service = env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
         logger = Logger(service=service)
+        if env.get(LOG_USER_VALUES_VARIABLE, "0") != "1":
+            logger.registered_handler.addFilter(UserValueFilter())
         # The runtime logs through the stdlib logger "world_aws": same JSON handler, same appended keys.
         copy_config_to_registered_loggers(source_logger=logger, include={"world_aws"})
         metrics = Metrics(

@@ -507,3 +507,13 @@ def _load_build_script() -> Any:
 def _canonical(requirement: str) -> str:
     name = re.split(r"[\[<>=!~; ]", requirement, maxsplit=1)[0]
     return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_logs_carry_no_user_values_unless_the_parameter_says_so(transformed: dict[str, Any]) -> None:
+    assert transformed["Parameters"]["LogUserValues"]["Default"] == "false"
+    assert transformed["Conditions"]["LogsCarryUserValues"] == {
+        "Fn::Equals": [{"Ref": "LogUserValues"}, "true"]
+    }
+    for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
+        setting = function["Environment"]["Variables"]["WORKFLOW_LOG_USER_VALUES"]
+        assert setting == {"Fn::If": ["LogsCarryUserValues", "1", "0"]}, lid
