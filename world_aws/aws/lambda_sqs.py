@@ -119,6 +119,8 @@ def process_sqs_event(
         if not _has_message_id(record):
             raw = record if isinstance(record, Mapping) else {}
             consumer.reject(raw, BadInput("record has no messageId (a non-empty string)"))
+    if not named:  # Powertools refuses an empty batch as "not an SQS event"
+        return PartialBatchResponse(batchItemFailures=[])
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(
         event={**event, "Records": named}, record_handler=consumer.consume, processor=processor

@@ -102,6 +102,14 @@ def test_a_record_without_a_message_id_is_one_rejected_record_not_a_failed_batch
     assert logged_reasons(caplog).count("record has no messageId (a non-empty string)") == 3
 
 
+@pytest.mark.parametrize("records", [[], [{"body": "x"}]], ids=["empty", "only unnamed"])
+def test_a_batch_with_nothing_to_process_answers_no_failures(
+    embedded: EmbeddedAws, records: list[Any]
+) -> None:
+    # (found by tests/fuzz: Powertools raised UnexpectedBatchTypeError for an empty Records list)
+    assert Run(embedded, records).response == {"batchItemFailures": []}
+
+
 def test_an_event_without_a_records_list_is_logged_and_answers_no_failures(
     embedded: EmbeddedAws, caplog: pytest.LogCaptureFixture
 ) -> None:
