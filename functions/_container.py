@@ -21,6 +21,7 @@ to ``Reconciler.tick``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
@@ -43,7 +44,7 @@ from functions._metrics import (
     EventCounts,
     ObservedWorld,
 )
-from functions._redact import UserValueFilter
+from functions._redact import RedactingFormatter
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.aws.world import AwsWorld, create_aws_world
@@ -207,7 +208,8 @@ class LambdaProcess:
         service = env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE
         logger = Logger(service=service)
         if env.get(LOG_USER_VALUES_VARIABLE, "0") != "1":
-            logger.registered_handler.addFilter(UserValueFilter())
+            handler = logger.registered_handler
+            handler.setFormatter(RedactingFormatter(handler.formatter or logging.Formatter()))
         # The runtime logs through the stdlib logger "world_aws": same JSON handler, same appended keys.
         copy_config_to_registered_loggers(source_logger=logger, include={"world_aws"})
         metrics = Metrics(

@@ -8,9 +8,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
-from functions._container import PROCESS, LambdaProcess
+from functions._container import LambdaProcess
 
 
 def log_a_failure(process: LambdaProcess) -> None:
@@ -34,9 +33,16 @@ def records(out: str) -> list[dict[str, object]]:
 
 @pytest.fixture
 def service() -> Iterator[str]:
+    # LambdaProcess.create points every existing "world_aws" logger at its handler: restore them after.
+    loggers = [
+        logger
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and name.split(".")[0] == "world_aws"
+    ]
+    saved = [(logger, list(logger.handlers), logger.propagate, logger.level) for logger in loggers]
     yield f"svc-{uuid.uuid4().hex[:8]}"
-    # LambdaProcess.create pointed the "world_aws" loggers at its handler: give them back.
-    copy_config_to_registered_loggers(source_logger=PROCESS.logger, include={"world_aws"})
+    for logger, handlers, propagate, level in saved:
+        logger.handlers, logger.propagate, logger.level = handlers, propagate, level
 
 
 def test_by_default_quoted_values_and_exception_messages_are_withheld(
