@@ -51,6 +51,7 @@ from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.retry import Backoff
 from world_aws.runtime.runtime import Runtime
+from world_aws.runtime.serde_limits import PayloadLimits
 
 __all__ = [
     "Backoff",
@@ -62,6 +63,7 @@ __all__ = [
     "Misconfigured",
     "NonDeterminismError",
     "NotFound",
+    "PayloadLimits",
     "RetryableError",
     "RunCancelledError",
     "RunExpired",

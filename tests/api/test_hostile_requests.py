@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 
+from world_aws import Workflows, create_hook
 from world_aws.api import app as api_app
 from world_aws.api import handle_http
 from world_aws.api.http import Response
 from world_aws.api.jsonable import to_jsonable
 from world_aws.errors import BadInput
+from world_aws.runtime.runtime import Runtime
+from world_aws.runtime.serde_limits import PayloadLimits
 
 from .conftest import Api, http_event
 
@@ -91,3 +94,33 @@ def test_an_answer_that_is_not_json_safe_is_a_json_500_not_an_exception(
     assert json.loads(response["body"]) == {
         "error": {"kind": "Internal", "message": "internal error (request id req-1)"}
     }
+
+
+def test_an_answer_over_the_response_cap_is_a_413_naming_both_sizes(api: Api) -> None:
+    run_id = api.start("greet", "x" * 100)
+    api.drain()
+    response = handle_http(http_event("GET", f"/runs/{run_id}"), api.runtime, max_response_bytes=200)
+    assert response["statusCode"] == 413
+    error = json.loads(response["body"])["error"]
+    assert (
+        error["kind"] == "ResponseTooLarge" and "over the API's 200-byte response limit" in error["message"]
+    )
+
+
+def test_a_hook_payload_over_its_limit_is_a_400(api: Api) -> None:
+    small = Workflows(limits=PayloadLimits(hook_payload=100))
+
+    @small.workflow
+    async def hold() -> object:
+        return await create_hook(token="api:limit")
+
+    runtime = Runtime(api.world, small)
+    try:
+        runtime.start("hold")
+        api.world.memory_queue.drain(runtime.handle)
+        event = http_event("POST", "/hooks/api:limit/resume", body={"payload": "p" * 1_000})
+        response = handle_http(event, runtime)
+    finally:
+        runtime.close()
+    assert response["statusCode"] == 400
+    assert "over the hook payload limit of 100 bytes" in json.loads(response["body"])["error"]["message"]

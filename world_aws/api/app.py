@@ -32,7 +32,14 @@ from world_aws.runtime.runtime import Runtime
 LOG = logging.getLogger("world_aws.api")
 
 
-def handle_http(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
+# Lambda returns at most 6 MB from a synchronous invocation (body, headers and JSON framing
+# included): https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html
+MAX_RESPONSE_BYTES = 5 * 1024 * 1024
+
+
+def handle_http(
+    event: dict[str, Any], runtime: Runtime, *, max_response_bytes: int = MAX_RESPONSE_BYTES
+) -> dict[str, Any]:
     """Answer one API Gateway HTTP API (payload format 2.0) event.
 
     Routes: ``POST /runs``, ``GET /runs``, ``GET /runs/{run_id}``,
@@ -42,6 +49,8 @@ def handle_http(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     Args:
         event: the event API Gateway passes to the Lambda function.
         runtime: the app bound to its World.
+        max_response_bytes: an answer whose body is larger (in UTF-8) is replaced by a 413
+            ``ResponseTooLarge`` naming both sizes (Lambda could not return it).
 
     Returns:
         ``{"statusCode", "headers", "body", "isBase64Encoded"}``, the body a JSON document.
@@ -50,10 +59,19 @@ def handle_http(event: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """
     response = respond(event, runtime)
     try:
-        return response.to_event_response()
+        answer = response.to_event_response()
     except Exception:
         LOG.exception("the answer to request %s is not JSON-safe", _request_id(event))
         return _internal_error(_request_id(event)).to_event_response()
+    size = len(answer["body"].encode("utf-8"))
+    if size > max_response_bytes:
+        LOG.warning("request %s: answer of %d bytes is over the response cap", _request_id(event), size)
+        message = (
+            f"the answer is {size} bytes, over the API's {max_response_bytes}-byte response limit; "
+            "read a large run result through the runtime (RunHandle.result) instead"
+        )
+        return error_response(413, "ResponseTooLarge", message).to_event_response()
+    return answer
 
 
 def respond(event: Any, runtime: Runtime) -> Response:

@@ -45,6 +45,7 @@ from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.retry import Backoff
 from world_aws.runtime.serde import encode_error
+from world_aws.runtime.serde_limits import Payload
 
 # In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
 # a failed record is an infrastructure error, never a step retry).
@@ -181,7 +182,9 @@ class StepExecutor:
         try:
             value = self._app.serializer.loads(step_input)
             result = fn.run_body(tuple(value.get("args", ())), dict(value.get("kwargs", {})))
-            output = self._app.serializer.dumps(result, context=f"result of step {step.step_name!r}")
+            output = self._app.serializer.dumps(
+                result, context=f"result of step {step.step_name!r}", payload=Payload.STEP_RESULT
+            )
         except FatalError as exc:
             return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
         except SerializationError as exc:

@@ -17,6 +17,7 @@ from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
 from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
 from world_aws.runtime.serde import Serializer
+from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
 
 P = ParamSpec("P")
@@ -124,10 +125,11 @@ class Workflows:
             return await charge(order_id)
     """
 
-    def __init__(self, *, types: Iterable[type] = ()) -> None:
+    def __init__(self, *, types: Iterable[type] = (), limits: PayloadLimits | None = None) -> None:
+        """Create an app; ``types`` are registered on its serializer, ``limits`` cap value sizes."""
         self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
         self._steps: dict[str, StepFunction[Any, Any]] = {}
-        self.serializer = Serializer(types)
+        self.serializer = Serializer(types, limits=limits)
 
     # --- declaration ----------------------------------------------------------------
 

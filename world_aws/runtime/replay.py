@@ -40,6 +40,7 @@ from world_aws.runtime.loop import ReplayLoop
 from world_aws.runtime.registry import StepFunction, WorkflowFunction
 from world_aws.runtime.serde import Serializer, decode_error, encode_error
 from world_aws.runtime.serde_errors import RecordedError
+from world_aws.runtime.serde_limits import Payload
 
 ERROR_CODE_USER = "USER_ERROR"
 ERROR_CODE_NON_DETERMINISM = "NON_DETERMINISM"
@@ -228,7 +229,11 @@ class Replay:
             )
         try:
             return Completed(
-                self._serializer.dumps(self._task.result(), context=f"result of {self.workflow_name!r}")
+                self._serializer.dumps(
+                    self._task.result(),
+                    context=f"result of {self.workflow_name!r}",
+                    payload=Payload.RUN_RESULT,
+                )
             )
         except SerializationError as err:
             return Failed(encode_error(err), ERROR_CODE_SERIALIZATION)
@@ -247,6 +252,7 @@ class Replay:
             self._serializer.dumps,
             {"args": list(args), "kwargs": kwargs},
             context=f"arguments of step {step.name!r}",
+            payload=Payload.STEP_INPUT,
         )
         future: asyncio.Future[Any] = self.loop.create_future()
         logged = self._index.step_names.get(cid)

@@ -41,6 +41,7 @@ from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import WorkflowFunction, Workflows
 from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.serde import encode_error
+from world_aws.runtime.serde_limits import Payload
 from world_aws.runtime.telemetry import LOG
 
 # A first workflow message whose run never appeared is retried this many times.
@@ -91,7 +92,9 @@ class Runtime:
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(args, kwargs)
         data = self.app.serializer.dumps(
-            {"args": list(args), "kwargs": kwargs}, context=f"arguments of workflow {wf.name!r}"
+            {"args": list(args), "kwargs": kwargs},
+            context=f"arguments of workflow {wf.name!r}",
+            payload=Payload.STEP_INPUT,
         )
         run_id = _run_id_for(idempotency_key) if idempotency_key else ids.new_run_id()
         creation = RunCreation(
@@ -178,7 +181,7 @@ class Runtime:
         if resume_id is not None:
             _check_resume_id(resume_id)
         hook = self.world.hooks.get_by_token(check_token(token))
-        data = self.app.serializer.dumps(payload, context=f"payload for hook {token!r}")
+        data = self.app.serializer.dumps(payload, context="a hook payload", payload=Payload.HOOK_PAYLOAD)
         resume_id = resume_id or f"resume_{ids.new_ulid()}"
         self.world.events.create(
             hook.run_id,

@@ -43,6 +43,7 @@ from pydantic import BaseModel
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde_decode import decode_value
 from world_aws.runtime.serde_errors import ErrorInfo, decode_error, encode_error
+from world_aws.runtime.serde_limits import Payload, PayloadLimits
 from world_aws.runtime.serde_tags import Tag, TimeCodecError, encode_temporal
 
 __all__ = ["ErrorInfo", "Serializer", "decode_error", "encode_error"]
@@ -72,8 +73,9 @@ class Serializer:
     The registry lives on the instance (SPEC §9): each ``Workflows`` app owns one.
     """
 
-    def __init__(self, types: Iterable[type] = ()) -> None:
-        """Create a serializer with ``types`` registered (see :meth:`register`)."""
+    def __init__(self, types: Iterable[type] = (), *, limits: PayloadLimits | None = None) -> None:
+        """Create a serializer with ``types`` registered (see :meth:`register`) and size ``limits``."""
+        self.limits = limits or PayloadLimits()
         self._names: dict[type, str] = {}
         self._types: dict[str, type] = {}
         for cls in types:
@@ -122,7 +124,9 @@ class Serializer:
         """The class registered under ``name``, if any."""
         return self._types.get(name)
 
-    def dumps(self, value: object, *, context: str = "value", root: str = "value") -> bytes:
+    def dumps(
+        self, value: object, *, context: str = "value", root: str = "value", payload: Payload | None = None
+    ) -> bytes:
         """Serialize ``value`` to CBOR bytes.
 
         Args:
@@ -130,19 +134,25 @@ class Serializer:
             context: what the value is, for error messages (e.g. "argument of step 'charge'").
             root: the name of the value at the start of an error's path (e.g. ``args``
                 gives ``args[1]['items'][3]``).
+            payload: the kind of value, whose size limit (``self.limits``) applies; none without.
 
         Returns:
             Deterministic CBOR bytes.
 
         Raises:
-            SerializationError: naming the offending type, its path inside ``value`` and ``context``.
+            SerializationError: naming the offending type, its path inside ``value`` and ``context``;
+                or the value's size and its limit.
         """
-        encoder = _Encoder(self._names, context, root)
+        limit = self.limits.of(payload) if payload is not None else None
+        encoder = _Encoder(self._names, context, root, (payload, limit) if limit is not None else None)
         tree = encoder.encode(value)
         try:
-            return bytes(cbor2.dumps(tree))
+            data = bytes(cbor2.dumps(tree))
         except (cbor2.CBOREncodeError, ValueError, TypeError) as exc:  # e.g. a str with lone surrogates
             raise SerializationError(f"cannot encode {context}: {exc}") from exc
+        if limit is not None and len(data) > limit:
+            raise too_large(context, payload, limit, f"{len(data)} bytes")
+        return data
 
     def loads(self, data: bytes, *, context: str = "value") -> Any:
         """Deserialize bytes written by :meth:`dumps`.
@@ -157,17 +167,28 @@ class Serializer:
 class _Encoder:
     """One ``dumps`` call: the value tree walk, with the path kept for error messages."""
 
-    def __init__(self, names: dict[type, str], context: str, root: str) -> None:
+    def __init__(
+        self, names: dict[type, str], context: str, root: str, limit: tuple[Payload | None, int] | None = None
+    ) -> None:
         self._names = names
         self._context = context
         self._path: list[str] = [root]
         self._active: set[int] = set()  # ids of the containers being walked: a cycle guard
+        self._limit = limit
+        self._counted = 0  # a lower bound of the encoded size: 1 per item, plus str/bytes lengths
+
+    def _count(self, value: object) -> None:
+        self._counted += 1 + (len(value) if isinstance(value, str | bytes | bytearray) else 0)
+        if self._limit is not None and self._counted > self._limit[1]:
+            payload, limit = self._limit
+            raise too_large(self._context, payload, limit, f"at least {self._counted} bytes")
 
     def fail(self, tp: type, reason: str) -> SerializationError:
         where = "".join(self._path)
         return SerializationError(f"cannot serialize {type_name(tp)} at {where} ({self._context}): {reason}")
 
     def encode(self, value: object) -> object:
+        self._count(value)
         tp = type(value)
         if tp in _PLAIN:
             return value
@@ -259,6 +280,13 @@ class _Encoder:
             fields = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}  # type: ignore[arg-type]
         state = {f: self._child(f".{f}", v) for f, v in fields.items()}
         return CBORTag(Tag.OBJECT, [name, state])
+
+
+def too_large(context: str, payload: Payload | None, limit: int, size: str) -> SerializationError:
+    """The error for a value of ``size`` over its ``limit``."""
+    return SerializationError(
+        f"cannot serialize {context}: {size}, over the {payload} limit of {limit} bytes"
+    )
 
 
 def _short_repr(value: object) -> str:
