@@ -71,7 +71,6 @@ def logged_reasons(caplog: pytest.LogCaptureFixture) -> list[str]:
         ({"messageAttributes": {"wf_origin_id": {"stringValue": 7}}}, "wf_origin_id must have a non-empty"),
         ({"attributes": ["not", "a", "map"], "body": "%%"}, "not base64"),
         ({"messageAttributes": {"wf_due_at": {"stringValue": str(2**100)}}}, "beyond the 31622400 s"),
-        ({"eventSourceARN": None}, "is not one of this World's queues"),
     ],
 )
 def test_an_odd_envelope_fails_only_its_record_with_a_logged_reason_and_a_count(
