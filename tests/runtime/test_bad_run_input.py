@@ -22,6 +22,7 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import SPEC_VERSION_CURRENT, Ack, QueueName
 from world_aws.errors import BadInput
 
+from .failures import failure_of
 from .harness import Harness
 
 
@@ -81,11 +82,8 @@ def test_a_run_input_that_cannot_be_decoded_fails_the_run_on_its_first_delivery(
 
 def test_a_sleep_beyond_the_one_year_horizon_fails_inside_the_workflow(harness: Harness) -> None:
     runtime = harness.runtime_for(greeting_app())
-    handle = runtime.start("nap", 400.0)
-    assert harness.settle(handle) is RunStatus.FAILED
-    with pytest.raises(WorkflowFailedError) as failed:
-        handle.result(timeout=0)
-    assert "beyond the 31622400 s (366-day) horizon" in failed.value.error_message
+    failure = failure_of(harness, runtime.start("nap", 400.0))
+    assert "beyond the 31622400 s (366-day) horizon" in failure.error_message
 
 
 @pytest.mark.parametrize("delay", [MAX_DELAY_SECONDS + 1, 2.0**100])

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from world_aws import StepFailedError, WorkflowFailedError, Workflows, create_hook
+from world_aws import StepFailedError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import Payload, PayloadLimits
 
+from .failures import failure_of
 from .harness import Harness
 
 LIMITS = PayloadLimits(step_input=2_000, step_result=2_000, run_result=2_000, hook_payload=2_000)
@@ -68,21 +69,15 @@ def test_a_step_result_within_its_limit_is_kept(harness: Harness) -> None:
 def test_step_arguments_over_their_limit_raise_in_the_workflow_and_create_no_step(harness: Harness) -> None:
     runtime = harness.runtime_for(sized_app())
     handle = runtime.start("big_input", 10_000)
-    assert harness.settle(handle) is RunStatus.FAILED
-    with pytest.raises(WorkflowFailedError) as failed:
-        handle.result(timeout=0)
-    assert "over the step input limit of 2000 bytes" in failed.value.error_message
+    assert "over the step input limit of 2000 bytes" in failure_of(harness, handle).error_message
     assert EventType.STEP_CREATED not in harness.event_types(handle.run_id)
 
 
 def test_a_run_result_over_its_limit_fails_the_run(harness: Harness) -> None:
     runtime = harness.runtime_for(sized_app())
-    handle = runtime.start("big_run_result", 10_000)
-    assert harness.settle(handle) is RunStatus.FAILED
-    with pytest.raises(WorkflowFailedError) as failed:
-        handle.result(timeout=0)
-    assert failed.value.error_code == "SERIALIZATION_ERROR"
-    assert "over the run result limit of 2000 bytes" in failed.value.error_message
+    failure = failure_of(harness, runtime.start("big_run_result", 10_000))
+    assert failure.error_code == "SERIALIZATION_ERROR"
+    assert "over the run result limit of 2000 bytes" in failure.error_message
 
 
 def test_a_hook_payload_or_start_input_over_its_limit_is_refused_before_anything_is_written(
