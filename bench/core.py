@@ -35,12 +35,12 @@ from bench.measure import (
     measure,
 )
 from bench.pump import QueuePump
-from world_aws.aws.clients import AwsClients
 from world_aws.aws.config import AwsConfig
-from world_aws.aws.infra.provision import ProvisionedResources, provision
+from world_aws.aws.infra.provision import provision
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName
+from world_aws.local.embedded import delete_provisioned
 from world_aws.testing.aws_factory import aws_world
 
 __all__ = [
@@ -107,7 +107,7 @@ class MotoWorlds:
         finally:
             world.close()
             with self.recorder.muted():
-                _delete(clients, resources)
+                delete_provisioned(clients, resources)
 
 
 class FanoutBench:
@@ -168,19 +168,3 @@ class FanoutBench:
                 QueueName.WORKFLOW: self.shape.workflow_pollers,
             },
         )
-
-
-def _delete(clients: AwsClients, resources: ProvisionedResources) -> None:
-    """Delete one run's table, queues and bucket (moto keeps them, and their items, otherwise)."""
-    for url in (
-        resources.workflow_queue_url,
-        resources.step_queue_url,
-        resources.workflow_dlq_url,
-        resources.step_dlq_url,
-    ):
-        clients.sqs.delete_queue(QueueUrl=url)
-    clients.dynamodb.delete_table(TableName=resources.table_name)
-    listed = clients.s3.list_objects_v2(Bucket=resources.bucket_name).get("Contents", [])
-    for item in listed:
-        clients.s3.delete_object(Bucket=resources.bucket_name, Key=item["Key"])
-    clients.s3.delete_bucket(Bucket=resources.bucket_name)

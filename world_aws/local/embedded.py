@@ -101,7 +101,7 @@ class EmbeddedAws:
         self._stopped = True
         try:
             for resources in self._provisioned:
-                _delete(self.clients, resources)
+                delete_provisioned(self.clients, resources)
         finally:
             self.clients.close()
             self._server.stop()
@@ -129,8 +129,11 @@ def _serialise(server: ThreadedMotoServer) -> SerializedApp:
     return wrapped
 
 
-def _delete(clients: AwsClients, resources: ProvisionedResources) -> None:
-    """Delete one provisioned copy (moto keeps state after its server stops)."""
+def delete_provisioned(clients: AwsClients, resources: ProvisionedResources) -> None:
+    """Delete one provisioned copy: queues, table (deletion protection off first), bucket and objects.
+
+    moto keeps state after its server stops, so every local copy is deleted when done.
+    """
     for url in {settings.url for settings in resources.queues.values()} | {
         settings.dlq_url for settings in resources.queues.values()
     }:
