@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infra.provision import ProvisionedResources
+from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.aws.lambda_sqs import process_sqs_event
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult

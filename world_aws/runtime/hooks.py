@@ -37,6 +37,7 @@ def check_token(token: str) -> str:
         raise BadInput(f"hook token: must be 1 to {MAX_TOKEN_BYTES} bytes in UTF-8, got {size}")
     return token
 
+
 DEFAULT_TOKEN_PREFIX = "whk_"
 
 
