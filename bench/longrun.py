@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=10_000)
     ns = parser.parse_args(argv)
     result = run(ns.steps)
-    for n, rate in enumerate(result["deliveries_per_second"], start=1):  # type: ignore[arg-type]
+    rates: list[float] = list(result["deliveries_per_second"])  # type: ignore[call-overload]
+    for n, rate in enumerate(rates, start=1):
         print(f"slice {n:2d}: {rate:8.1f} deliveries/s")
     print(f"last/first slice: {result['last_over_first']}")
     print(f"event items read: {result['event_items_read']} ({result['event_items_read_per_step']} per step)")
