@@ -18,10 +18,9 @@ import pytest
 
 from examples.hooks import app as hooks_app
 from world_aws.cli import main
-from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.local.memory import create_memory_world
-from world_aws.testing.harness import Harness, MemoryPump
+from world_aws.testing.harness import Harness
+from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 
 def run_example(module: str, workflow: str, *args: Any, world: str = "memory") -> dict[str, Any]:
@@ -149,14 +148,8 @@ def test_hooks_example_completes_on_the_embedded_default(fake_aws: None) -> None
 @pytest.fixture
 def harness() -> Iterator[Harness]:
     """The runtime suite's harness over an in-memory World on a ``ManualClock``."""
-    clock = ManualClock()
-    world = create_memory_world(clock=clock)
-    built = Harness("memory", world, clock, MemoryPump(world))
-    try:
+    with fresh_memory_harness() as built:
         yield built
-    finally:
-        built.close()
-        world.close()
 
 
 def test_hooks_example_publishes_the_reviews_it_was_resumed_with(harness: Harness) -> None:

@@ -25,6 +25,7 @@ from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.testing.factories import world_factories
 from world_aws.testing.harness import Harness, MemoryPump
+from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 
 def _kinds() -> list[str]:
@@ -51,14 +52,8 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
 @pytest.fixture
 def memory_harness() -> Iterator[Harness]:
     """A harness over a fresh in-memory World."""
-    clock = ManualClock()
-    world = create_memory_world(clock=clock)
-    built = Harness("memory", world, clock, MemoryPump(world))
-    try:
+    with fresh_memory_harness() as built:
         yield built
-    finally:
-        built.close()
-        world.close()
 
 
 def memory_world_of(h: Harness) -> MemoryWorld:

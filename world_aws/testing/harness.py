@@ -13,7 +13,8 @@ receives from SQS.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,7 +24,7 @@ from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName, World
 from world_aws.errors import BadInput
-from world_aws.local.memory import MemoryWorld
+from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.local.memory_queue import PendingMessage
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.handle import RunHandle
@@ -181,6 +182,19 @@ class Harness:
             return result
 
         return record
+
+
+@contextmanager
+def memory_harness() -> Iterator[Harness]:
+    """A harness over a fresh in-memory World on a fresh ``ManualClock``, closed on exit."""
+    clock = ManualClock()
+    world = create_memory_world(clock=clock)
+    built = Harness("memory", world, clock, MemoryPump(world))
+    try:
+        yield built
+    finally:
+        built.close()
+        world.close()
 
 
 def _parse(body: bytes) -> InvokePayload | HealthCheck | None:
