@@ -37,13 +37,12 @@ from world_aws.errors import (
     SerializationError,
     Throttled,
     TooEarly,
-    Transient,
 )
 from world_aws.runtime import context, ids, telemetry
 from world_aws.runtime.dispatch import StepDispatcher, resolve_step_input, run_context_of
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import Workflows
-from world_aws.runtime.retry import Backoff
+from world_aws.runtime.retry import Backoff, retry_in_process
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.serde_limits import Payload
 
@@ -269,21 +268,19 @@ class StepExecutor:
 
     def _record(self, run_id: str, request: EventRequest) -> int | str:
         """Write an outcome: its position when recorded, else why it was refused ("skipped" / "gone")."""
-        for attempt in range(RECORD_ATTEMPTS):
-            try:
-                result = self._world.events.create(run_id, request)
-                assert result.event is not None
-                return result.event.position
-            except Conflict:
-                return "skipped"
-            except RunExpired:
-                return "gone"
-            except (Transient, Throttled) as exc:
-                if attempt == RECORD_ATTEMPTS - 1:
-                    raise
-                backoff = exc.retry_after if isinstance(exc, Throttled) else 0.05 * 2**attempt
-                self._world.clock.sleep(min(2.0, backoff))
-        raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises
+        try:
+            result = retry_in_process(
+                lambda: self._world.events.create(run_id, request),
+                attempts=RECORD_ATTEMPTS,
+                clock=self._world.clock,
+                max_pause=2.0,
+            )
+        except Conflict:
+            return "skipped"
+        except RunExpired:
+            return "gone"
+        assert result.event is not None
+        return result.event.position
 
     def _refused(
         self, run_id: str, step_id: str, result: HandlerResult, outcome: str

@@ -18,8 +18,12 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
-from world_aws.errors import BadInput
+from world_aws.contract.clock import Clock
+from world_aws.errors import BadInput, Throttled, Transient
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,3 +72,22 @@ class Backoff:
 
 
 DEFAULT_BACKOFF = Backoff()
+
+
+def retry_in_process(call: Callable[[], T], *, attempts: int, clock: Clock, max_pause: float) -> T:
+    """``call``, tried up to ``attempts`` times while it fails with ``Transient`` or ``Throttled``.
+
+    For a World call whose failure the caller would rather absorb than hand to a
+    redelivery (recording an outcome, the wake-up after a recorded hook payload).
+    Between tries it pauses a throttle's ``retry_after``, else 50 ms doubling, at
+    most ``max_pause`` seconds. The last failure is raised.
+    """
+    for attempt in range(attempts):
+        try:
+            return call()
+        except (Transient, Throttled) as exc:
+            if attempt == attempts - 1:
+                raise
+            pause = exc.retry_after if isinstance(exc, Throttled) else 0.05 * 2**attempt
+            clock.sleep(min(max_pause, pause))
+    raise AssertionError("unreachable")  # pragma: no cover - the loop always returns or raises

@@ -40,6 +40,7 @@ from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import WorkflowFunction, Workflows
 from world_aws.runtime.replaycache import ReplayCache
+from world_aws.runtime.retry import retry_in_process
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.serde_limits import Payload
 from world_aws.runtime.telemetry import LOG
@@ -193,14 +194,12 @@ class Runtime:
         )
         # The payload is recorded: the run must hear of it. Retry the wake-up here
         # before giving the caller an error to retry with.
-        for attempt in range(WAKE_ATTEMPTS):
-            try:
-                self.orchestrator.wake(hook.run_id, delay_seconds=0, key=f"{resume_id}:wake")
-                break
-            except RetryLater as exc:
-                if attempt == WAKE_ATTEMPTS - 1:
-                    raise
-                self.world.clock.sleep(min(1.0, max(exc.retry_after, 0.05 * 2**attempt)))
+        retry_in_process(
+            lambda: self.orchestrator.wake(hook.run_id, delay_seconds=0, key=f"{resume_id}:wake"),
+            attempts=WAKE_ATTEMPTS,
+            clock=self.world.clock,
+            max_pause=1.0,
+        )
         return resume_id
 
     # --- the queue handler ------------------------------------------------------------
