@@ -32,6 +32,7 @@ from bench.chaos_workload import Executions, chaos_app
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import QueueName
 from world_aws.local.memory import create_memory_world
+from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.fault_plan import GROUPS, FaultPlan, rates_for
 from world_aws.testing.faulty_world import FaultyWorld
@@ -53,6 +54,7 @@ class ChaosConfig:
     visibility_seconds: float = 2.0
     max_sim_seconds: float = 900.0
     fanout: tuple[int, int] = (8, 24)  # the range of each run's fan-out width
+    max_inline: int = RuntimeConfig().max_inline_steps  # 0: every step dispatched (the kill switch)
 
 
 @dataclass
@@ -90,8 +92,9 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         setup_cm = memory_setup(plan, config.visibility_seconds)
     began = time.perf_counter()
     with setup_cm as setup:
-        runtime = setup.harness.runtime_for(app, world=setup.faulty)
-        copies = Runtime(setup.faulty, app)
+        runtime_config = RuntimeConfig(max_inline_steps=config.max_inline)
+        runtime = setup.harness.runtime_for(app, runtime_config, world=setup.faulty)
+        copies = Runtime(setup.faulty, app, runtime_config)
         driver = ChaosDriver(
             setup.harness,
             setup.faulty,
@@ -169,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--world", choices=("memory", "aws"), default="memory")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply every fault rate")
     parser.add_argument("--max-fanout", type=int, default=24, help="widest fan-out (narrowest: 8)")
+    parser.add_argument(
+        "--max-inline", type=int, default=RuntimeConfig().max_inline_steps, help="WORKFLOW_MAX_INLINE_STEPS"
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     logging.disable(logging.ERROR)  # the runtime logs every injected failure it survives
@@ -176,7 +182,15 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for group in groups:
         fanout = (min(8, args.max_fanout), args.max_fanout)
-        config = ChaosConfig(group, args.runs, args.seed, args.world, scale=args.scale, fanout=fanout)
+        config = ChaosConfig(
+            group,
+            args.runs,
+            args.seed,
+            args.world,
+            scale=args.scale,
+            fanout=fanout,
+            max_inline=args.max_inline,
+        )
         row = run_configuration(config)
         rows.append(row)
         print(table([row]).splitlines()[-1] if len(rows) > 1 else table([row]), flush=True)

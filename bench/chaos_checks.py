@@ -27,7 +27,7 @@ VIOLATIONS = (
     "after_terminal",  # an event after the terminal one that SPEC §3.1 does not allow
     "step_created",  # a step with other than one step_created
     "step_outcomes",  # a step with more than one outcome
-    "step_started_twice",  # a step's attempt counter is not its number of step_started
+    "step_started_twice",  # a step's attempt counter is not its number of starts (owned creates count)
     "hook_payload",  # a resumed hook's payload not received exactly once (or received unasked)
     "dead_letter",  # a message in a dead-letter queue
     "handler_error",  # a non-domain exception out of the queue handler
@@ -128,7 +128,7 @@ def _after_terminal(events: list[Event], end: int) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for event in events:
         if event.position < end:
-            if event.type is EventType.STEP_STARTED:
+            if event.type is EventType.STEP_STARTED or _owned_create(event):
                 running.add(event.correlation_id)
             elif event.type in _OUTCOMES or event.type is EventType.STEP_RETRYING:
                 running.discard(event.correlation_id)
@@ -140,11 +140,18 @@ def _after_terminal(events: list[Event], end: int) -> list[tuple[str, str]]:
     return found
 
 
+def _owned_create(event: Event) -> bool:
+    return event.type is EventType.STEP_CREATED and event.data.owner is not None
+
+
 def _steps(world: World, run_id: str, events: list[Event]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     created = Counter(e.correlation_id for e in events if e.type is EventType.STEP_CREATED)
     outcomes = Counter(e.correlation_id for e in events if e.type in _OUTCOMES)
-    started = Counter(e.correlation_id for e in events if e.type is EventType.STEP_STARTED)
+    # An owned (inline) step_created is also its step's first start.
+    started = Counter(
+        e.correlation_id for e in events if e.type is EventType.STEP_STARTED or _owned_create(e)
+    )
     found += [("step_created", f"{s}: {n} step_created") for s, n in created.items() if n != 1]
     found += [("step_outcomes", f"{s}: {n} outcomes") for s, n in outcomes.items() if n > 1]
     found += [("step_created", f"{s}: outcome without step_created") for s in outcomes if s not in created]

@@ -26,6 +26,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, cast
 
 from aws_lambda_powertools import Logger, Metrics
@@ -99,9 +100,16 @@ class Container:
         reconciler = Reconciler(observed, ReconcilerConfig.from_env(env))
         return cls(runtime, world, counts, logger, metrics, reconciler)
 
-    def process_sqs(self, event: Mapping[str, Any]) -> PartialBatchResponse:
-        """One SQS batch through ``Runtime.handle``; the partial batch response."""
+    def process_sqs(self, event: Mapping[str, Any], remaining_ms: int | None = None) -> PartialBatchResponse:
+        """One SQS batch through ``Runtime.handle``; the partial batch response.
+
+        ``remaining_ms`` is the Lambda context's remaining time: inline step execution
+        hands the run on by message before the invocation is stopped.
+        """
         self.counts.add(DELIVERIES, len(event.get("Records") or ()))
+        deadline = None
+        if remaining_ms is not None:
+            deadline = self.world.clock.now() + timedelta(milliseconds=remaining_ms)
         try:
             return process_sqs_event(
                 event,
@@ -111,6 +119,7 @@ class Container:
                 logger=self.logger,
                 on_malformed=lambda _reason: self.counts.add(DELIVERIES_REJECTED),
                 on_misconfigured=lambda _error: self.counts.add(MISCONFIGURATIONS),
+                deadline=deadline,
             )
         finally:
             self.counts.publish(self.metrics)

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
+from world_aws.runtime.config import RuntimeConfig
 from world_aws.testing.factories import world_factories
 from world_aws.testing.harness import Harness, MemoryPump
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
@@ -32,9 +33,18 @@ def _kinds() -> list[str]:
     return [kind for kind in world_factories() if kind in ("memory", "aws")]
 
 
+DISPATCHED = RuntimeConfig(max_inline_steps=0)
+
+
+def _configure(built: Harness, request: pytest.FixtureRequest) -> Harness:
+    if request.node.get_closest_marker("dispatched") is not None:
+        built.default_config = DISPATCHED
+    return built
+
+
 @pytest.fixture(params=_kinds())
 def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
-    """A harness over a fresh World of the parametrised kind."""
+    """A harness over a fresh World of the parametrised kind (``@pytest.mark.dispatched``: inline off)."""
     clock = ManualClock()
     with ExitStack() as stack:
         if request.param == "memory":
@@ -46,14 +56,14 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
 
             built = stack.enter_context(aws_harness(clock))
         stack.callback(built.close)
-        yield built
+        yield _configure(built, request)
 
 
 @pytest.fixture
-def memory_harness() -> Iterator[Harness]:
-    """A harness over a fresh in-memory World."""
+def memory_harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    """A harness over a fresh in-memory World (``@pytest.mark.dispatched``: inline off)."""
     with fresh_memory_harness() as built:
-        yield built
+        yield _configure(built, request)
 
 
 def memory_world_of(h: Harness) -> MemoryWorld:

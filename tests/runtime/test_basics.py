@@ -17,8 +17,9 @@ from world_aws.errors import SerializationError, UnknownWorkflow
 from world_aws.testing.harness import Harness
 
 MODES = {
-    "resilient": RuntimeConfig(resilient_step_dispatch=True),
-    "sequential": RuntimeConfig(resilient_step_dispatch=False),
+    "inline": RuntimeConfig(),
+    "resilient": RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=True),
+    "sequential": RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=False),
 }
 
 
@@ -90,9 +91,11 @@ def test_step_that_keeps_raising_fails_the_run_with_its_error_kept(
     assert caught.value.error_code == "USER_ERROR"
     assert "ValueError" in caught.value.error_message
     assert "card declined for o-9" in caught.value.error_message
-    # AND the step ran its 3 attempts before failing
-    types = harness.event_types(handle.run_id)
-    assert types.count(EventType.STEP_STARTED) == 3
+    # AND the step ran its 3 attempts before failing (an inline first attempt starts in its create)
+    events = harness.events(handle.run_id)
+    types = [e.type for e in events]
+    owned_creates = [e for e in events if e.type is EventType.STEP_CREATED and e.data.owner is not None]
+    assert types.count(EventType.STEP_STARTED) + len(owned_creates) == 3
     assert types.count(EventType.STEP_RETRYING) == 2
     assert types.count(EventType.STEP_FAILED) == 1
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from world_aws import Workflows
 from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
 from world_aws.runtime.replay import Completed, Suspended
@@ -16,6 +18,9 @@ from world_aws.testing.harness import Harness
 
 from .apps import RACE_QUOTES, race_app
 from .golden import renumbered, replay, run_from_log
+
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
 
 # moto's TransactWriteItems deep-copies the whole table for its rollback, so on the
 # AWS World each step event costs more as the run grows: 50 branches take over a

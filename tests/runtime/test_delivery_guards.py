@@ -26,6 +26,9 @@ from world_aws.local.memory import create_memory_world
 from world_aws.testing.harness import Harness, MemoryPump
 from world_aws.testing.spy import Call
 
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
+
 
 def stamping_app(ran: list[str]) -> Workflows:
     app = Workflows()
@@ -49,7 +52,9 @@ def test_message_delivered_more_than_the_cap_fails_the_run(harness: Harness) -> 
 
     harness.spy.inject("events.create", Transient("DynamoDB 500"), match=claim, times=1_000)
     ran: list[str] = []
-    runtime = harness.runtime_for(stamping_app(ran), RuntimeConfig(max_queue_deliveries=3))
+    runtime = harness.runtime_for(
+        stamping_app(ran), RuntimeConfig(max_inline_steps=0, max_queue_deliveries=3)
+    )
     # WHEN the run settles
     handle = runtime.start("stamp_doc", "d-1")
     assert harness.settle(handle) is RunStatus.FAILED
@@ -73,6 +78,7 @@ def affinity_harness() -> Iterator[Harness]:
         clock=clock, capabilities=WorldCapabilities(deployment_affinity=True), deployment_id="dpl_new"
     )
     built = Harness("memory", world, clock, MemoryPump(world))
+    built.default_config = RuntimeConfig(max_inline_steps=0)
     try:
         yield built
     finally:

@@ -58,6 +58,7 @@ def stamp_app(
     return app
 
 
+@pytest.mark.dispatched  # the step goes by message, so a second, cold handler continues the run
 def test_now_random_and_uuid4_repeat_on_every_replay(harness: Harness) -> None:
     # GIVEN a workflow that reads now(), random() and uuid4() before and after a step
     seen: list[tuple[str, datetime, float, uuid.UUID]] = []

@@ -24,6 +24,9 @@ from world_aws.local.memory import MemoryWorld
 from world_aws.runtime.handle import RunHandle
 from world_aws.testing.harness import Harness
 
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
+
 BRANCHES = 16
 
 

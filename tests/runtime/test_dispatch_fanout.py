@@ -14,6 +14,8 @@ import asyncio
 import threading
 from typing import Any
 
+import pytest
+
 from world_aws import Workflows
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, Run, RunStatus
@@ -23,6 +25,9 @@ from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
 
 from .conftest import memory_world_of
+
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
 
 BRANCHES = 64
 # The World calls that read the run item: the legacy prologue's and the last completer's.

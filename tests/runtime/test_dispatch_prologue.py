@@ -14,6 +14,7 @@ import asyncio
 from dataclasses import replace
 
 import cbor2
+import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -26,6 +27,9 @@ from world_aws.errors import Transient
 from world_aws.runtime import telemetry
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
+
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
 
 
 def labels_app(printed: list[str]) -> Workflows:

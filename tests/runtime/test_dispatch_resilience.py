@@ -33,9 +33,12 @@ from world_aws.errors import Conflict, RetryLater, Throttled, Transient
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call, Publish
 
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
+
 MODES = {
-    "resilient": RuntimeConfig(resilient_step_dispatch=True),
-    "sequential": RuntimeConfig(resilient_step_dispatch=False),
+    "resilient": RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=True),
+    "sequential": RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=False),
 }
 
 

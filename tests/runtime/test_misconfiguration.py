@@ -54,6 +54,7 @@ def test_misconfigured_step_create_fails_the_pass_and_the_run_completes_once_fix
     assert len(created) == len(set(created)) == 3
 
 
+@pytest.mark.dispatched  # about the step-message path
 def test_misconfigured_inline_continuation_hands_the_run_on_to_a_workflow_message(harness: Harness) -> None:
     # GIVEN the continuation after "extract" (inline, in its step delivery) cannot publish: missing queue
     ran: list[str] = []

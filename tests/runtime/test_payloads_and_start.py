@@ -49,6 +49,7 @@ def step_publishes(h: Harness) -> list[InvokePayload]:
     ]
 
 
+@pytest.mark.dispatched  # about the step-message path
 @pytest.mark.parametrize("create_fails", [False, True], ids=["created", "materialized"])
 def test_large_inputs_travel_by_claim_check(harness: Harness, create_fails: bool) -> None:
     # GIVEN a run whose input and second step input are above the inline limit

@@ -43,6 +43,10 @@ AFTER = 600
 CONFIG = ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=10)
 
 
+# About runs whose step messages were lost: the step-message path (inline execution off).
+pytestmark = pytest.mark.dispatched
+
+
 def two_steps_app() -> Workflows:
     app = Workflows()
 

@@ -9,6 +9,8 @@ its length, not with its square.
 
 from __future__ import annotations
 
+import pytest
+
 from world_aws import Workflows
 from world_aws.contract.records import RunStatus
 from world_aws.testing.harness import Harness
@@ -36,6 +38,7 @@ def counter_app(iterations: list[int]) -> Workflows:
     return app
 
 
+@pytest.mark.dispatched  # about the step-message path
 def test_two_hundred_step_run_reads_its_log_in_linear_total(memory_harness: Harness) -> None:
     # GIVEN a 200-step sequential workflow
     h = memory_harness

@@ -97,6 +97,7 @@ def test_fatal_error_fails_the_step_at_once_and_the_workflow_can_handle_it(harne
     assert types.count(EventType.STEP_FAILED) == 1
 
 
+@pytest.mark.dispatched  # about the step-message path
 def test_retryable_error_retry_after_is_honoured_even_against_an_early_delivery(harness: Harness) -> None:
     # GIVEN a step that asks to be retried no earlier than 5 s later
     app = Workflows()

@@ -26,6 +26,9 @@ from world_aws.runtime.retry import Backoff
 from .harness import Harness
 from .spy import Call, Publish
 
+# The dispatched-step path (inline execution off): what these tests are about.
+pytestmark = pytest.mark.dispatched
+
 
 class Crash(BaseException):
     """The invocation died inside a World call."""
@@ -100,7 +103,9 @@ def test_last_completer_dying_before_publishing_the_next_step_does_not_strand_th
     # GIVEN a run whose first step's inline continuation creates the second step and
     # then dies publishing its message (mechanism 1 of issue 11)
     ran: list[str] = []
-    runtime = harness.runtime_for(two_step_app(ran), RuntimeConfig(resilient_step_dispatch=resilient))
+    runtime = harness.runtime_for(
+        two_step_app(ran), RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=resilient)
+    )
     harness.spy.inject("queue.publish", Crash(), match=publishes_step("second"))
     # WHEN the queues settle (the finished step's message is redelivered)
     handle = runtime.start("chain", 4)
@@ -183,7 +188,7 @@ def test_retries_do_not_count_against_the_delivery_cap(harness: Harness) -> None
         except StepFailedError:
             return await fallback()
 
-    runtime = harness.runtime_for(app, RuntimeConfig(max_queue_deliveries=48))
+    runtime = harness.runtime_for(app, RuntimeConfig(max_inline_steps=0, max_queue_deliveries=48))
     # WHEN the queues settle
     handle = runtime.start(wf)
     # THEN all 61 attempts ran and the workflow's fallback ran (no MAX_DELIVERIES_EXCEEDED)

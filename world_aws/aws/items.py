@@ -133,7 +133,7 @@ def run_from_item(item: Item, reader: PayloadReader) -> Run:
 
 
 def step_item(step: Step, writer: PayloadWriter, *, position: int) -> Item:
-    return {
+    item: Item = {
         **keys.step_key(step.run_id, step.step_id),
         "step_id": step.step_id,
         "step_name": step.step_name,
@@ -144,6 +144,9 @@ def step_item(step: Step, writer: PayloadWriter, *, position: int) -> Item:
         "cpos": position,
         "ver": position,
     }
+    if step.started_at is not None:  # an owned (inline) step starts in its create
+        item["started_at"] = iso(step.started_at)
+    return item
 
 
 def step_from_item(run_id: str, item: Item, reader: PayloadReader) -> Step:
@@ -219,7 +222,7 @@ def wait_from_item(run_id: str, item: Item) -> Wait:
 # ----------------------------------------------------------------------------- events
 
 _PAYLOAD_FIELDS = ("output", "error", "input", "metadata", "payload")
-_TEXT_FIELDS = ("error_code", "reason", "step_name", "token", "resume_id", "conflicting_run_id")
+_TEXT_FIELDS = ("error_code", "reason", "step_name", "token", "resume_id", "conflicting_run_id", "owner")
 
 
 def encode_data(data: EventData, writer: PayloadWriter, *, limit: int = EVENT_INLINE_LIMIT) -> dict[str, Any]:

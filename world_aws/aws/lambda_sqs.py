@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from aws_lambda_powertools import Logger
@@ -81,6 +82,7 @@ def process_sqs_event(
     max_message_bytes: int = sqs_wire.SQS_SAFE_MESSAGE_BYTES,
     on_malformed: Callable[[str], None] | None = None,
     on_misconfigured: Callable[[Misconfigured], None] | None = None,
+    deadline: datetime | None = None,
 ) -> PartialBatchResponse:
     """Process one Lambda SQS event; returns the partial batch response.
 
@@ -96,6 +98,8 @@ def process_sqs_event(
         on_malformed: called with the reason for each record rejected as malformed
             (e.g. to count rejections in a metric).
         on_misconfigured: called for each record whose handling met a ``Misconfigured``.
+        deadline: when the invocation will be stopped (now + the Lambda context's remaining
+            time); each ``Delivery`` carries it, so inline work is handed on before it.
 
     Returns:
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``.
@@ -109,6 +113,7 @@ def process_sqs_event(
         max_message_bytes=max_message_bytes,
         on_malformed=on_malformed,
         on_misconfigured=on_misconfigured,
+        deadline=deadline,
     )
     records = event.get("Records")
     if not isinstance(records, list):
@@ -143,8 +148,10 @@ class _RecordConsumer:
         max_message_bytes: int,
         on_malformed: Callable[[str], None] | None = None,
         on_misconfigured: Callable[[Misconfigured], None] | None = None,
+        deadline: datetime | None = None,
     ) -> None:
         self._handler = handler
+        self._deadline = deadline
         self._sqs = sqs
         self._urls = queue_urls
         self._by_name = {url.rstrip("/").rsplit("/", 1)[-1]: name for name, url in queue_urls.items()}
@@ -238,6 +245,7 @@ class _RecordConsumer:
             message_id=str(origin or raw["messageId"]),
             attempt=_receive_count(raw),
             body=cbor_bytes,
+            deadline=self._deadline,
         )
         return delivery, due_at
 

@@ -76,15 +76,17 @@ class StepEvents:
         step = rules.new_step(run_id, request, now)
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
-            return [
+            actions = [
                 # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
                 # the first commit creates the step, the other fails here and gets Conflict.
                 self._table.put_action(
                     items.step_item(step, writer, position=position), condition="attribute_not_exists(sk)"
                 ),
-                # Until the outcome deletes it, the step counts as pending for the last completer.
-                self._table.put_action(keys.pending_key(run_id, step.step_id)),
             ]
+            if rules.counts_as_pending(request):
+                # Until the outcome deletes it, the step counts as pending for the last completer.
+                actions.append(self._table.put_action(keys.pending_key(run_id, step.step_id)))
+            return actions
 
         # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
         likely_duplicate = keys.step_key(run_id, step.step_id) if request.data.via_step_dispatch else None
@@ -160,9 +162,10 @@ class StepEvents:
                     values={**values, ":running": StepStatus.RUNNING.value},
                 ),
             ]
-            if status.terminal:
+            if status.terminal and request.data.owner is None:
                 # In the same transaction as the outcome: a last-completer check that
-                # follows this commit cannot see the step as pending.
+                # follows this commit cannot see the step as pending. An owned (inline)
+                # step never had a marker.
                 actions.append(self._table.delete_action(keys.pending_key(run_id, step_id)))
             return actions
 

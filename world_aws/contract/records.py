@@ -130,6 +130,10 @@ class EventData:
     input: bytes | None = None
     via_step_dispatch: bool = False
     retry_after: datetime | None = None
+    # Step events of an inline step: the delivery that runs its body ("<message id>#<receive
+    # count>"). An owned step_created also starts the step (attempt 1) and, having no message
+    # of its own, never counts for the last completer; an owned outcome has no marker to clear.
+    owner: str | None = None
     # hooks
     token: str | None = None
     metadata: bytes | None = None

@@ -51,6 +51,8 @@ def validate_request(request: EventRequest) -> None:
         raise BadInput("run_created needs creation data (workflow_name, deployment_id, input)")
     if etype is EventType.STEP_CREATED and (not data.step_name or data.input is None):
         raise BadInput("step_created needs step_name and input")
+    if data.owner is not None and not etype.is_step_event:
+        raise BadInput(f"{etype.value} takes no owner (only step events do)")
     if etype is EventType.HOOK_CREATED and not data.token:
         raise BadInput("hook_created needs a token")
     if etype is EventType.HOOK_RECEIVED and data.payload is None:
@@ -198,17 +200,29 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
 
 
 def new_step(run_id: str, request: EventRequest, now: datetime) -> Step:
+    """The step a ``step_created`` makes: pending, or running at attempt 1 when owned (an inline step)."""
     data = request.data
     assert request.correlation_id is not None and data.step_name is not None
+    owned = data.owner is not None
     return Step(
         run_id=run_id,
         step_id=request.correlation_id,
         step_name=data.step_name,
-        status=StepStatus.PENDING,
-        attempt=0,
+        status=StepStatus.RUNNING if owned else StepStatus.PENDING,
+        attempt=1 if owned else 0,
         input=data.input,
         created_at=now,
+        started_at=now if owned else None,
     )
+
+
+def counts_as_pending(request: EventRequest) -> bool:
+    """Whether a ``step_created`` makes a step the last-completer check waits for.
+
+    An owned (inline) step is not: the delivery that owns it continues the run itself
+    after recording its outcome, so no other branch needs to wait for it.
+    """
+    return request.type is EventType.STEP_CREATED and request.data.owner is None
 
 
 def apply_step_event(request: EventRequest, step: Step, now: datetime) -> Step:

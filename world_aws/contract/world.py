@@ -210,6 +210,9 @@ class Delivery:
     message_id: str
     attempt: int
     body: bytes
+    # When the handling invocation will be stopped (a Lambda's timeout), if it will be:
+    # work done inline (runtime/inline.py) is handed on by message before it.
+    deadline: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,7 +160,7 @@ class MemoryEventStore:
         record.steps[step_id] = new
         if new.status.terminal:
             record.pending_steps.discard(step_id)
-        else:
+        elif rules.counts_as_pending(request):
             record.pending_steps.add(step_id)
         return EventResult(event=self._append_request(record, request, now), step=new)
 

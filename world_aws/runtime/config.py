@@ -27,6 +27,17 @@ class RuntimeConfig:
             container does: ``world-aws run``, ``dev`` and the test kit use 0, so a workflow that is
             not deterministic fails there and not first in production.
         max_deployment_reroutes: re-routes before ``DEPLOYMENT_MISMATCH`` (SPEC §5.4).
+        max_inline_steps: steps of one wave the continuing invocation runs itself instead of
+            dispatching them over the step queue (``runtime/inline.py``): a sequential step, and up
+            to this many branches of a fan-out. ``WORKFLOW_MAX_INLINE_STEPS``, default 3; 0 turns
+            inline execution off (every step dispatched, the kill switch).
+        inline_lease_seconds: how long an inline step's owner may still be running its body: past
+            it, a continuation of another delivery may start the step again. At least the longest
+            invocation (Lambda's timeout; 900 s is Lambda's maximum and the queues' visibility
+            timeout). ``WORKFLOW_INLINE_LEASE_SECONDS``, default 900.
+        inline_margin_seconds: no inline step is started with less than this left before the
+            invocation's deadline; the run is handed on by message instead.
+            ``WORKFLOW_INLINE_MARGIN_SECONDS``, default 10.
     """
 
     resilient_step_dispatch: bool = True
@@ -35,6 +46,9 @@ class RuntimeConfig:
     log_cache_runs: int = 256
     replay_cache_runs: int = 256
     max_deployment_reroutes: int = 3
+    max_inline_steps: int = 3
+    inline_lease_seconds: int = 900
+    inline_margin_seconds: int = 10
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -42,6 +56,9 @@ class RuntimeConfig:
         return cls(
             resilient_step_dispatch=env.get("WORKFLOW_RESILIENT_STEP_DISPATCH", "1").strip() != "0",
             max_queue_deliveries=_int(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", DEFAULT_MAX_QUEUE_DELIVERIES),
+            max_inline_steps=_int(env, "WORKFLOW_MAX_INLINE_STEPS", 3, minimum=0),
+            inline_lease_seconds=_int(env, "WORKFLOW_INLINE_LEASE_SECONDS", 900),
+            inline_margin_seconds=_int(env, "WORKFLOW_INLINE_MARGIN_SECONDS", 10, minimum=0),
         )
 
 
@@ -87,7 +104,7 @@ class ReconcilerConfig:
         )
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
+def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int:
     raw = env.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -95,6 +112,6 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise BadInput(f"environment variable {name} must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise BadInput(f"environment variable {name} must be >= 1, got {value}")
+    if value < minimum:
+        raise BadInput(f"environment variable {name} must be >= {minimum}, got {value}")
     return value

@@ -18,9 +18,7 @@ strand the run.
 
 from __future__ import annotations
 
-import asyncio
 import math
-from datetime import timedelta
 
 from opentelemetry import trace
 from opentelemetry.trace import Span
@@ -32,19 +30,16 @@ from world_aws.errors import (
     Conflict,
     FatalError,
     NotFound,
-    RetryableError,
     RunExpired,
-    SerializationError,
     Throttled,
     TooEarly,
 )
-from world_aws.runtime import context, ids, telemetry
+from world_aws.runtime import ids, stepbody, telemetry
 from world_aws.runtime.dispatch import StepDispatcher, resolve_step_input, run_context_of
+from world_aws.runtime.inline import Owner
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import Workflows
-from world_aws.runtime.retry import Backoff, retry_in_process
 from world_aws.runtime.serde import encode_error
-from world_aws.runtime.serde_limits import Payload
 
 # In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
 # a failed record is an infrastructure error, never a step retry).
@@ -86,6 +81,7 @@ class StepExecutor:
     def _handle(self, payload: InvokePayload, delivery: Delivery, span: Span) -> tuple[HandlerResult, str]:
         run_id, step_id = payload.run_id, payload.step_id
         assert step_id is not None
+        owner = Owner.of(delivery)
         # 1. prologue
         run_context = payload.run_context
         if run_context is not None:
@@ -125,13 +121,13 @@ class StepExecutor:
             try:
                 step = self._claim(payload)
             except _ClaimRefused as refused:
-                return self._refused(run_id, step_id, refused.result, refused.outcome)
+                return self._refused(run_id, step_id, owner, refused.result, refused.outcome)
         except _ClaimRefused as refused:
-            return self._refused(run_id, step_id, refused.result, refused.outcome)
+            return self._refused(run_id, step_id, owner, refused.result, refused.outcome)
         span.set_attribute(telemetry.MATERIALIZED, materialized)
         span.set_attribute(telemetry.STEP_ATTEMPT, step.attempt)
         # 5. execute
-        return self._execute(payload, step)
+        return self._execute(payload, step, owner)
 
     def _claim(self, payload: InvokePayload) -> Step:
         assert payload.step_id is not None
@@ -166,41 +162,19 @@ class StepExecutor:
             return False
         return True
 
-    def _execute(self, payload: InvokePayload, step: Step) -> tuple[HandlerResult, str]:
-        run_id = payload.run_id
-        fn = self._app.get_step(step.step_name)
-        max_attempts = (fn.options.max_retries if fn is not None else 0) + 1
-        if fn is None:
-            error: BaseException = FatalError(f"step {step.step_name!r} is not registered in this deployment")
-            return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(error))
-        step_input = step.input
-        if step_input is None:
-            step_input = self._world.steps.get(run_id, step.step_id).input or b""
-        meta = context.StepMetadata(run_id, step.step_id, step.step_name, step.attempt)
-        token = context.set_step_metadata(meta)
-        try:
-            value = self._app.serializer.loads(step_input)
-            result = fn.run_body(tuple(value.get("args", ())), dict(value.get("kwargs", {})))
-            output = self._app.serializer.dumps(
-                result, context=f"result of step {step.step_name!r}", payload=Payload.STEP_RESULT
-            )
-        except FatalError as exc:
-            return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
-        except SerializationError as exc:
-            return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(exc))
-        except (Exception, asyncio.CancelledError) as exc:
-            # Any other failure of the body is retried (SPEC §8.2); CancelledError is a
-            # BaseException, but a step that cancels itself has failed, not the consumer.
-            failure = exc if isinstance(exc, Exception) else RuntimeError(f"step cancelled: {exc!r}")
-            if step.attempt >= max_attempts:
-                return self._record_terminal(run_id, step, EventType.STEP_FAILED, error=encode_error(failure))
-            return self._retry(payload, step, failure, fn.options.backoff)
-        finally:
-            context.reset_step_metadata(token)
-        return self._record_terminal(run_id, step, EventType.STEP_COMPLETED, output=output)
+    def _execute(self, payload: InvokePayload, step: Step, owner: Owner) -> tuple[HandlerResult, str]:
+        outcome = stepbody.run_step_body(self._world, self._app, step)
+        if outcome.etype is EventType.STEP_RETRYING:
+            return self._retry(payload, step, outcome, owner)
+        request = stepbody.outcome_request(step, outcome, owner=None)
+        recorded = stepbody.record(self._world, payload.run_id, request)
+        if isinstance(recorded, str):
+            return self._refused(payload.run_id, step.step_id, owner, Ack(), recorded)
+        label = "completed" if outcome.etype is EventType.STEP_COMPLETED else "failed"
+        return self._maybe_continue(payload.run_id, step.step_id, owner, recorded), label
 
     def _retry(
-        self, payload: InvokePayload, step: Step, exc: Exception, backoff: Backoff
+        self, payload: InvokePayload, step: Step, outcome: stepbody.BodyOutcome, owner: Owner
     ) -> tuple[HandlerResult, str]:
         """Record ``step_retrying`` and hand the next attempt to a fresh delayed message.
 
@@ -210,22 +184,16 @@ class StepExecutor:
         by the failed attempt, so retries never count against the delivery cap.
         """
         run_id = payload.run_id
-        if isinstance(exc, RetryableError) and exc.retry_after is not None:
-            delay = max(0.0, exc.retry_after)
-        else:
-            delay = backoff.delay(step.attempt)
-        retry_after = self._world.clock.now() + timedelta(seconds=delay)
-        request = EventRequest(
-            EventType.STEP_RETRYING, step.step_id, EventData(error=encode_error(exc), retry_after=retry_after)
-        )
-        recorded = self._record(run_id, request)
+        delay = stepbody.retry_delay(outcome, step.attempt)
+        request = stepbody.retrying_request(self._world, step, outcome, delay, owner=None)
+        recorded = stepbody.record(self._world, run_id, request)
         if recorded == "skipped":
             # Refused because the step is no longer running. A lost answer to our own
             # write looks the same (the write landed, the in-process retry of it is
             # refused): read the step to tell whether the retry is ours to hand on.
             current = self._world.steps.get(run_id, step.step_id, resolve_data=ResolveData.NONE)
             if current.status.terminal:
-                return self._refused(run_id, step.step_id, Ack(), "skipped")
+                return self._refused(run_id, step.step_id, owner, Ack(), "skipped")
             if current.status is not StepStatus.PENDING:
                 return Ack(), "skipped"  # running: the delivery that claimed it since owns it
             # Pending, at our attempt or a later one: nothing runs it, and the write that
@@ -234,10 +202,10 @@ class StepExecutor:
             # refused: so hand the retry on. If another delivery's write it was, its retry
             # message comes too (one of them is TooEarly or starts a spare attempt).
         elif isinstance(recorded, str):
-            return self._refused(run_id, step.step_id, Ack(), recorded)
+            return self._refused(run_id, step.step_id, owner, Ack(), recorded)
         seconds = max(1.0, float(math.ceil(delay)))
         retry = payload.model_copy(update={"step_input": None, "requested_at": self._world.clock.now()})
-        key = f"{ids.step_idempotency_key(step.step_id, step.step_name)}:retry{step.attempt}"
+        key = ids.retry_idempotency_key(step.step_id, step.step_name, step.attempt)
         try:
             self._dispatcher.republish(retry, delay_seconds=seconds, idempotency_key=key)
         except Exception:
@@ -250,40 +218,8 @@ class StepExecutor:
             return Redeliver(seconds), "retrying"
         return Ack(), "retrying"
 
-    def _record_terminal(
-        self,
-        run_id: str,
-        step: Step,
-        etype: EventType,
-        *,
-        output: bytes | None = None,
-        error: bytes | None = None,
-    ) -> tuple[HandlerResult, str]:
-        request = EventRequest(etype, step.step_id, EventData(output=output, error=error))
-        recorded = self._record(run_id, request)
-        if isinstance(recorded, str):
-            return self._refused(run_id, step.step_id, Ack(), recorded)
-        label = "completed" if etype is EventType.STEP_COMPLETED else "failed"
-        return self._maybe_continue(run_id, step.step_id, recorded), label
-
-    def _record(self, run_id: str, request: EventRequest) -> int | str:
-        """Write an outcome: its position when recorded, else why it was refused ("skipped" / "gone")."""
-        try:
-            result = retry_in_process(
-                lambda: self._world.events.create(run_id, request),
-                attempts=RECORD_ATTEMPTS,
-                clock=self._world.clock,
-                max_pause=2.0,
-            )
-        except Conflict:
-            return "skipped"
-        except RunExpired:
-            return "gone"
-        assert result.event is not None
-        return result.event.position
-
     def _refused(
-        self, run_id: str, step_id: str, result: HandlerResult, outcome: str
+        self, run_id: str, step_id: str, owner: Owner, result: HandlerResult, outcome: str
     ) -> tuple[HandlerResult, str]:
         """The claim or the outcome write was refused; ``result`` is what to answer.
 
@@ -296,10 +232,12 @@ class StepExecutor:
         that can continue the run: so do the check here too, as upstream does.
         """
         if outcome == "skipped":
-            return self._maybe_continue(run_id, step_id), outcome
+            return self._maybe_continue(run_id, step_id, owner), outcome
         return result, outcome
 
-    def _maybe_continue(self, run_id: str, step_id: str, position: int | None = None) -> HandlerResult:
+    def _maybe_continue(
+        self, run_id: str, step_id: str, owner: Owner, position: int | None = None
+    ) -> HandlerResult:
         """The last-completer check (SPEC §5.1 step 6).
 
         ``position`` is this branch's outcome. Branches that finish together may
@@ -335,8 +273,13 @@ class StepExecutor:
             span.set_attribute(telemetry.CONTINUATION, "run_terminal")
             return Ack()
         try:
-            return self._orchestrator.continue_run(run)
+            return self._orchestrator.continue_run(run, owner=owner)
         except Exception:
+            if self._orchestrator.runs_inline:
+                # Redelivered, not handed to a wake-up: inline steps this delivery started
+                # are owned by it, and its next delivery takes them over (runtime/inline.py).
+                telemetry.LOG.exception("continuation failed; redelivering", extra={"run_id": run_id})
+                return Redeliver(1.0)
             telemetry.LOG.exception("inline continuation failed; queueing it", extra={"run_id": run_id})
             self._orchestrator.wake(run_id, delay_seconds=0, key=None)
             return Ack()

@@ -48,3 +48,8 @@ def fnv1a32(text: str) -> int:
 def step_idempotency_key(step_id: str, step_name: str) -> str:
     """The key every producer of a step's messages uses (SPEC §4.4)."""
     return f"{step_id}:{fnv1a32(step_name):08x}"
+
+
+def retry_idempotency_key(step_id: str, step_name: str, attempt: int) -> str:
+    """The key of the message that carries a step's next attempt after ``attempt`` failed."""
+    return f"{step_idempotency_key(step_id, step_name)}:retry{attempt}"

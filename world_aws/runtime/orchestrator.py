@@ -22,15 +22,17 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, World
 from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
+from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.registry import Workflows
-from world_aws.runtime.replay import Completed, Failed, Replay, Suspended, WaitRequest
+from world_aws.runtime.replay import Completed, Failed, Replay, StepRequest, Suspended, WaitRequest
 from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.telemetry import LOG
 
 # Rounds of replay within one continuation: each round after the first follows
 # something the pass itself produced (a due wait completed, a hook conflict).
+# Rounds that ran inline steps are progress and do not count.
 MAX_ROUNDS = 16
 # A wait due within this many seconds is woken under a per-second key (see _wake_key).
 SHORT_WAKE_SECONDS = 2.0
@@ -45,6 +47,7 @@ class Orchestrator:
         logs: LogCache,
         pool: Executor,
         replays: ReplayCache | None = None,
+        inline: InlineSteps | None = None,
     ) -> None:
         self._world = world
         self._app = app
@@ -52,11 +55,16 @@ class Orchestrator:
         self._logs = logs
         self._pool = pool
         self._replays = replays if replays is not None else ReplayCache(0)
+        self._inline = inline
 
-    def continue_run(self, run: Run, *, redispatch_tag: str | None = None) -> HandlerResult:
+    def continue_run(
+        self, run: Run, *, redispatch_tag: str | None = None, owner: Owner | None = None
+    ) -> HandlerResult:
         """Replay ``run`` and record what it reached. ``run`` must carry its input.
 
         ``redispatch_tag`` (a reconciler's wake) re-keys the re-publish of undispatched steps.
+        ``owner`` is the delivery this continuation runs for: with it, ready steps run
+        here (``runtime/inline.py``) and the replay goes on after them, in this call.
         """
         try:
             workflow = self._app.get_workflow(run.workflow_name)
@@ -66,8 +74,11 @@ class Orchestrator:
         # A replay this handler left suspended continues from where it stopped (SPEC §8.3).
         replay = self._replays.take(run.run_id) or Replay(run, workflow, self._app.serializer)
         suspended = False
+        published: set[str] = set()  # steps this call dispatched: no need to re-publish them
+        ran: set[str] = set()  # steps whose body this call ran inline
+        rounds = 0
         try:
-            for _ in range(MAX_ROUNDS):
+            while True:
                 replay.feed(self._logs.read(run.run_id, after=replay.last_position))
                 outcome = replay.outcome()
                 if isinstance(outcome, Completed):
@@ -79,12 +90,30 @@ class Orchestrator:
                 if isinstance(outcome, Failed):
                     self.fail_run(run.run_id, outcome.error, outcome.error_code)
                     return Ack()
-                if not self._suspend(run, outcome, redispatch_tag):
+                plan = self._plan(outcome, owner, frozenset(ran))
+                outcome.undispatched_steps[:] = [
+                    s for s in outcome.undispatched_steps if s.step_id not in published
+                ]
+                again = self._suspend(run, outcome, plan.dispatch, redispatch_tag if not rounds else None)
+                published.update(s.step_id for s in [*plan.dispatch, *outcome.undispatched_steps])
+                if self._inline is not None:
+                    ran_now = self._inline.run(run, plan, owner)
+                    if ran_now:
+                        ran |= ran_now
+                        continue  # outcomes recorded: replay them (progress, not a round)
+                    # Every claim refused: another continuation's steps, or ours with a lost
+                    # answer. Another round (counted) shows whose they are.
+                    again = again or plan.runs_steps
+                if not again:
                     suspended = True
                     return Ack()
-            LOG.warning("continuation stopped after %d rounds", MAX_ROUNDS, extra={"run_id": run.run_id})
-            self.wake(run.run_id, delay_seconds=1, key=None)
-            return Ack()
+                rounds += 1
+                if rounds >= MAX_ROUNDS:
+                    LOG.warning(
+                        "continuation stopped after %d rounds", MAX_ROUNDS, extra={"run_id": run.run_id}
+                    )
+                    self.wake(run.run_id, delay_seconds=1, key=None)
+                    return Ack()
         except RunExpired:
             return Ack()  # the run ended while this pass ran: nothing more to do
         finally:
@@ -92,6 +121,16 @@ class Orchestrator:
                 self._replays.put(run.run_id, replay)
             else:
                 replay.close()
+
+    def _plan(self, outcome: Suspended, owner: Owner | None, ran: frozenset[str]) -> InlinePlan:
+        if self._inline is None:
+            return InlinePlan(dispatch=list(outcome.new_steps))
+        return self._inline.plan(outcome, owner, ran)
+
+    @property
+    def runs_inline(self) -> bool:
+        """Whether continuations run ready steps themselves (``WORKFLOW_MAX_INLINE_STEPS`` > 0)."""
+        return self._inline is not None and self._inline.enabled
 
     def close(self) -> None:
         """Close the suspended replays this handler kept."""
@@ -124,8 +163,10 @@ class Orchestrator:
         with contextlib.suppress(Conflict, NotFound, RunExpired):
             self._world.events.create(run_id, EventRequest(EventType.HOOK_DISPOSED, hook_id))
 
-    def _suspend(self, run: Run, outcome: Suspended, redispatch_tag: str | None = None) -> bool:
-        """Run one suspension pass. Returns True if the replay should go another round."""
+    def _suspend(
+        self, run: Run, outcome: Suspended, new_steps: list[StepRequest], redispatch_tag: str | None = None
+    ) -> bool:
+        """Run one suspension pass, dispatching ``new_steps``. True if the replay should go another round."""
         now = self._world.clock.now()
         again = False
         events = self._world.events
@@ -164,9 +205,7 @@ class Orchestrator:
             with contextlib.suppress(Conflict):
                 events.create(run.run_id, EventRequest(EventType.WAIT_COMPLETED, wait.wait_id))
         # 3. dispatch
-        self._dispatcher.dispatch(
-            run, outcome.new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag
-        )
+        self._dispatcher.dispatch(run, new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag)
         later = [w for w in outcome.pending_waits if w.resume_at > now]
         self._wake_for(run.run_id, later, now)
         return again or bool(due)

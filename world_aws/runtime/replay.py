@@ -57,6 +57,21 @@ class StepRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class OwnedStep:
+    """An open inline step: ``owner`` is the delivery that last wrote its state, at ``since``.
+
+    Running: the owner runs attempt ``attempt``. ``retrying``: that attempt failed and
+    the owner hands the next one to a delayed message (``runtime/inline.py``).
+    """
+
+    request: StepRequest
+    owner: str
+    since: datetime
+    attempt: int
+    retrying: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class HookRequest:
     hook_id: str
     token: str
@@ -90,6 +105,7 @@ class Suspended:
     new_waits: list[WaitRequest] = field(default_factory=list)
     pending_waits: list[WaitRequest] = field(default_factory=list)
     disposed_hooks: list[str] = field(default_factory=list)  # hook ids disposed in code, not yet in the log
+    owned_steps: list[OwnedStep] = field(default_factory=list)  # running inline steps (runtime/inline.py)
 
 
 Outcome = Completed | Failed | Suspended
@@ -117,6 +133,9 @@ class _LogIndex:
     step_inputs: dict[str, bytes | None] = field(default_factory=dict)
     steps_started: set[str] = field(default_factory=set)
     steps_done: set[str] = field(default_factory=set)
+    # Open inline steps: the owner of their latest write, when, and whether it was a retry.
+    owners: dict[str, tuple[str, datetime, bool]] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)  # starts recorded per step
     hooks: dict[str, str] = field(default_factory=dict)
     hooks_disposed: set[str] = field(default_factory=set)
     waits: dict[str, datetime] = field(default_factory=dict)
@@ -125,13 +144,8 @@ class _LogIndex:
     def add(self, event: Event) -> None:
         cid = event.correlation_id or ""
         etype = event.type
-        if etype is EventType.STEP_CREATED:
-            self.step_names.setdefault(cid, event.data.step_name or "")
-            self.step_inputs.setdefault(cid, event.data.input)
-        elif etype is EventType.STEP_STARTED:
-            self.steps_started.add(cid)
-        elif etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
-            self.steps_done.add(cid)
+        if etype.is_step_event:
+            self._add_step_event(event, cid)
         elif etype in (EventType.HOOK_CREATED, EventType.HOOK_CONFLICT):
             self.hooks.setdefault(cid, event.data.token or "")
         elif etype is EventType.HOOK_DISPOSED:
@@ -140,6 +154,28 @@ class _LogIndex:
             self.waits.setdefault(cid, event.data.resume_at)
         elif etype is EventType.WAIT_COMPLETED:
             self.waits_done.add(cid)
+
+    def _add_step_event(self, event: Event, cid: str) -> None:
+        etype = event.type
+        owner = event.data.owner
+        if etype is EventType.STEP_CREATED:
+            self.step_names.setdefault(cid, event.data.step_name or "")
+            self.step_inputs.setdefault(cid, event.data.input)
+            if owner is None:
+                return  # an owned create is also the step's first start: go on
+        if etype in (EventType.STEP_CREATED, EventType.STEP_STARTED):
+            self.steps_started.add(cid)
+            self.attempts[cid] = self.attempts.get(cid, 0) + 1
+            if owner is not None:
+                self.owners[cid] = (owner, event.created_at, False)
+                return
+        elif etype is EventType.STEP_RETRYING and owner is not None and cid in self.owners:
+            self.owners[cid] = (owner, event.created_at, True)  # its owner publishes the retry
+            return
+        elif etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED):
+            self.steps_done.add(cid)
+        # Started by a step message, retried by one, or settled: no longer inline.
+        self.owners.pop(cid, None)
 
 
 class Replay:
@@ -385,6 +421,7 @@ class Replay:
         index = self._index
         new_steps: list[StepRequest] = []
         undispatched: list[StepRequest] = []
+        owned: list[OwnedStep] = []
         for cid, call in list(self._open_steps.items()):
             if call.future.done():
                 del self._open_steps[cid]
@@ -394,6 +431,9 @@ class Replay:
                 new_steps.append(request)
             elif cid not in index.steps_started and cid not in index.steps_done:
                 undispatched.append(request)
+            elif cid in index.owners:
+                owner, since, retrying = index.owners[cid]
+                owned.append(OwnedStep(request, owner, since, index.attempts.get(cid, 1), retrying))
         new_hooks = [
             HookRequest(cid, hook.token, hook.metadata)
             for cid, hook in self._hooks.items()
@@ -412,4 +452,4 @@ class Replay:
         disposed = [
             cid for cid, hook in self._hooks.items() if hook.disposed and cid not in index.hooks_disposed
         ]
-        return Suspended(new_steps, undispatched, new_hooks, new_waits, pending_waits, disposed)
+        return Suspended(new_steps, undispatched, new_hooks, new_waits, pending_waits, disposed, owned)

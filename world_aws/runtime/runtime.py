@@ -36,6 +36,7 @@ from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.hooks import check_token
+from world_aws.runtime.inline import InlineSteps, Owner
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import WorkflowFunction, Workflows
@@ -63,8 +64,15 @@ class Runtime:
         )
         self.logs = LogCache(world, self.config.log_cache_runs)
         self.dispatcher = StepDispatcher(world, self.config, self._pool)
+        inline = InlineSteps(world, app, self.dispatcher, self.config, self._pool)
         self.orchestrator = Orchestrator(
-            world, app, self.dispatcher, self.logs, self._pool, ReplayCache(self.config.replay_cache_runs)
+            world,
+            app,
+            self.dispatcher,
+            self.logs,
+            self._pool,
+            ReplayCache(self.config.replay_cache_runs),
+            inline,
         )
         self.executor = StepExecutor(
             world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
@@ -243,7 +251,9 @@ class Runtime:
             run = self.world.runs.get(payload.run_id)
         if run.status is not RunStatus.RUNNING:
             return Ack()
-        return self.orchestrator.continue_run(run, redispatch_tag=payload.reconcile_tag)
+        return self.orchestrator.continue_run(
+            run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery)
+        )
 
     def _run_input(self, creation: RunCreation) -> RunInput:
         if len(creation.input) <= MAX_INLINE_PAYLOAD_BYTES:

@@ -70,6 +70,9 @@ class Harness:
         self._current: DeliveryRecord | None = None
         self.spy = SpyWorld(world, self._current_index)
         self._runtimes: list[Runtime] = []
+        # What ``runtime_for`` uses when given no config (a suite about dispatched steps
+        # sets ``RuntimeConfig(max_inline_steps=0)``).
+        self.default_config = RuntimeConfig()
 
     # --- runtimes -------------------------------------------------------------------
 
@@ -77,7 +80,7 @@ class Harness:
         self, app: Workflows, config: RuntimeConfig | None = None, *, world: World | None = None
     ) -> Runtime:
         """A runtime for ``app`` over the spied World (or ``world``); the latest one handles deliveries."""
-        runtime = Runtime(world or self.spy, app, config or RuntimeConfig())
+        runtime = Runtime(world or self.spy, app, config or self.default_config)
         self._runtimes.append(runtime)
         return runtime
 
@@ -185,10 +188,13 @@ class Harness:
 
 
 @contextmanager
-def memory_harness() -> Iterator[Harness]:
-    """A harness over a fresh in-memory World on a fresh ``ManualClock``, closed on exit."""
+def memory_harness(visibility_timeout_seconds: float = 0.0) -> Iterator[Harness]:
+    """A harness over a fresh in-memory World on a fresh ``ManualClock``, closed on exit.
+
+    ``visibility_timeout_seconds``: how long a message whose handler raised stays invisible.
+    """
     clock = ManualClock()
-    world = create_memory_world(clock=clock)
+    world = create_memory_world(clock=clock, visibility_timeout_seconds=visibility_timeout_seconds)
     built = Harness("memory", world, clock, MemoryPump(world))
     try:
         yield built

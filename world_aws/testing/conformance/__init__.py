@@ -17,6 +17,7 @@ from collections.abc import Callable
 AREAS = (
     "runs",
     "steps",
+    "owned_steps",
     "fence",
     "hooks",
     "waits",

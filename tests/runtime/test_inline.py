@@ -1,0 +1,257 @@
+"""Inline step execution (issue 12): the continuing invocation runs ready steps itself.
+
+On both Worlds: a sequential run completes in its first workflow delivery with no
+step message; a fan-out runs ``max_inline_steps`` branches inline and dispatches
+the rest; the kill switch dispatches every step. Ownership: a crash inside an
+inline step is taken over by the owner's own redelivery (a new attempt), never by
+a wake of another message while the owner may still run it; a retry goes by a
+delayed step message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+
+from world_aws import Workflows
+from world_aws.contract.records import EventType, RunStatus, StepStatus
+from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
+from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
+from world_aws.testing.harness import Harness
+from world_aws.testing.harness import memory_harness as fresh_memory_harness
+
+from .spy import Call
+
+
+class Crash(BaseException):
+    """The invocation died inside a World call."""
+
+
+def survive_crashes(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+    try:
+        return handle(delivery)
+    except Crash as crash:
+        raise RuntimeError("the invocation crashed") from crash
+
+
+def chain_app(ran: list[str]) -> Workflows:
+    app = Workflows()
+
+    @app.step(name="add")
+    def add(x: int, y: int) -> int:
+        ran.append(f"add {x}+{y}")
+        return x + y
+
+    @app.workflow
+    async def chain(n: int) -> int:
+        total = 0
+        for i in range(n):
+            total = await add(total, i)
+        return total
+
+    return app
+
+
+def fan_app(ran: list[str]) -> Workflows:
+    app = Workflows()
+
+    @app.step(name="square")
+    def square(x: int) -> int:
+        ran.append(f"square {x}")
+        return x * x
+
+    @app.workflow
+    async def fan(n: int) -> list[int]:
+        return list(await asyncio.gather(*(square(i) for i in range(n))))
+
+    return app
+
+
+def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_messages(
+    harness: Harness,
+) -> None:
+    # GIVEN inline execution on (the default)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    # WHEN a 4-step sequential run settles
+    handle = runtime.start("chain", 4)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN it completed with the right result, in one workflow delivery and no step message
+    assert handle.result(timeout=0) == 6
+    assert harness.step_deliveries() == []
+    workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert len(workflow) == 1
+    # AND each step was created owned by that delivery (started in its create), then completed
+    events = harness.events(handle.run_id)
+    created = [e for e in events if e.type is EventType.STEP_CREATED]
+    assert [e.data.owner for e in created] == [f"{workflow[0].message_id}#1"] * 4
+    assert EventType.STEP_STARTED not in [e.type for e in events]
+    steps = [harness.world.steps.get(handle.run_id, str(e.correlation_id)) for e in created]
+    assert [(s.status, s.attempt) for s in steps] == [(StepStatus.COMPLETED, 1)] * 4
+    assert ran == ["add 0+0", "add 0+1", "add 1+2", "add 3+3"]
+
+
+def test_fan_out_runs_max_inline_steps_branches_inline_and_dispatches_the_rest(harness: Harness) -> None:
+    # GIVEN at most 3 inline steps, and a 5-way gather
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(max_inline_steps=3))
+    # WHEN it settles
+    handle = runtime.start("fan", 5)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the results are in call order; 3 branches ran inline, 2 by step message
+    assert handle.result(timeout=0) == [0, 1, 4, 9, 16]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(5))
+    created = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_CREATED]
+    assert len(created) == 5
+    assert len([e for e in created if e.data.owner is not None]) == 3
+    assert len({d.step_id for d in harness.step_deliveries()}) == 2
+
+
+def test_kill_switch_dispatches_every_step_by_message(harness: Harness) -> None:
+    # GIVEN WORKFLOW_MAX_INLINE_STEPS=0
+    ran: list[str] = []
+    config = RuntimeConfig.from_env({"WORKFLOW_MAX_INLINE_STEPS": "0"})
+    assert config.max_inline_steps == 0
+    runtime = harness.runtime_for(chain_app(ran), config)
+    # WHEN a 3-step run settles
+    handle = runtime.start("chain", 3)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN every step went by message and none is owned
+    assert handle.result(timeout=0) == 3
+    assert len(harness.step_deliveries()) == 3
+    events = harness.events(handle.run_id)
+    assert all(e.data.owner is None for e in events)
+    assert [e.type for e in events].count(EventType.STEP_STARTED) == 3
+
+
+def test_crash_inside_an_inline_step_is_taken_over_by_the_owners_redelivery(harness: Harness) -> None:
+    # GIVEN the invocation running the second inline step dies writing its outcome
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    seen = {"outcomes": 0}
+
+    def second_outcome(call: Call) -> bool:
+        if getattr(call.detail, "type", None) is not EventType.STEP_COMPLETED:
+            return False
+        seen["outcomes"] += 1
+        return seen["outcomes"] == 2
+
+    harness.spy.inject("events.create", Crash(), match=second_outcome)  # type: ignore[arg-type]
+    # WHEN the queues settle (the workflow message comes back after its visibility timeout)
+    handle = runtime.start("chain", 3)
+    assert harness.settle(handle, intercept=survive_crashes) is RunStatus.COMPLETED
+    # THEN the run completed; the step's body ran again, as a new attempt of the same owner's message
+    assert handle.result(timeout=0) == 3
+    assert ran == ["add 0+0", "add 0+1", "add 0+1", "add 1+2"]
+    workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert [d.attempt for d in workflow] == [1, 2]
+    assert workflow[0].message_id == workflow[1].message_id
+    restarts = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_STARTED]
+    assert [e.data.owner for e in restarts] == [f"{workflow[0].message_id}#2"]
+    assert harness.step_deliveries() == []
+
+
+def test_a_wake_of_another_message_never_starts_an_inline_step_its_owner_may_still_run() -> None:
+    with fresh_memory_harness(visibility_timeout_seconds=900) as harness:
+        _wake_during_an_inline_step(harness)
+
+
+def _wake_during_an_inline_step(harness: Harness) -> None:
+    # GIVEN an inline step left running by an owner that crashed (its message not yet back)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    harness.spy.inject(
+        "events.create",
+        Crash(),
+        match=lambda call: getattr(call.detail, "type", None) is EventType.STEP_COMPLETED,
+    )
+    handle = runtime.start("chain", 2)
+    harness.drain(intercept=survive_crashes)
+    assert ran == ["add 0+0"]
+    # WHEN another message continues the run meanwhile (a wake-up, a reconciler's pass)
+    runtime.orchestrator.wake(handle.run_id, delay_seconds=0, key="another")
+    harness.drain(intercept=survive_crashes)
+    # THEN it did not start the step's body, and the run is still running
+    assert ran == ["add 0+0"]
+    assert harness.status(handle.run_id) is RunStatus.RUNNING
+    # AND the owner's redelivery takes the step over and completes the run
+    assert harness.settle(handle, intercept=survive_crashes) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 1
+    assert ran == ["add 0+0", "add 0+0", "add 0+1"]
+
+
+def test_a_failing_inline_step_is_retried_by_a_delayed_step_message(memory_harness: Harness) -> None:
+    # GIVEN a step that fails on its first attempt
+    harness = memory_harness
+    app = Workflows()
+    attempts: list[int] = []
+
+    @app.step(name="flaky")
+    def flaky() -> str:
+        from world_aws import get_step_metadata
+
+        attempts.append(get_step_metadata().attempt)
+        if len(attempts) == 1:
+            raise ValueError("first attempt fails")
+        return "ok"
+
+    @app.workflow
+    async def wf() -> str:
+        return await flaky()
+
+    runtime = harness.runtime_for(app)
+    # WHEN it settles
+    handle = runtime.start("wf")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN attempt 1 ran inline, attempt 2 by a step message after the backoff
+    assert handle.result(timeout=0) == "ok"
+    assert attempts == [1, 2]
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_RETRYING) == 1
+    assert types.count(EventType.STEP_STARTED) == 1
+    assert [d.attempt for d in harness.step_deliveries()] == [1]
+
+
+# --- planning (unit) ---------------------------------------------------------------------
+
+
+def _suspended(owned: list[OwnedStep], new: list[StepRequest]) -> Suspended:
+    return Suspended(new_steps=new, owned_steps=owned)
+
+
+def _planner(harness: Harness, config: RuntimeConfig) -> InlineSteps:
+    runtime = harness.runtime_for(Workflows(), config)
+    return InlineSteps(harness.world, runtime.app, runtime.dispatcher, config, runtime.orchestrator._pool)
+
+
+@pytest.mark.parametrize(
+    ("owner_tag", "age", "expected"),
+    [
+        ("m-1#1", 10, "left"),  # another message's owner, within the lease
+        ("m-2#1", 10, "reclaim"),  # an earlier delivery of our own message
+        ("m-2#2", 10, "left"),  # ourselves: never taken over from ourselves
+        ("m-1#1", 901, "reclaim"),  # past the lease: anyone may
+    ],
+)
+def test_owned_steps_are_taken_over_only_from_a_gone_owner(
+    memory_harness: Harness, owner_tag: str, age: int, expected: str
+) -> None:
+    planner = _planner(memory_harness, RuntimeConfig())
+    since = memory_harness.clock.now() - timedelta(seconds=age)
+    owned = OwnedStep(StepRequest("step_1", "add", b""), owner_tag, since, attempt=1)
+    plan = planner.plan(_suspended([owned], []), Owner("m-2", 2))
+    assert (plan.reclaim == [owned.request]) is (expected == "reclaim")
+
+
+def test_no_inline_step_starts_when_the_deadline_is_within_the_margin(memory_harness: Harness) -> None:
+    planner = _planner(memory_harness, RuntimeConfig(inline_margin_seconds=10))
+    new = [StepRequest(f"step_{i}", "add", b"") for i in range(2)]
+    now = memory_harness.clock.now()
+    near = planner.plan(_suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=9)))
+    far = planner.plan(_suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=60)))
+    assert near == InlinePlan(dispatch=new)
+    assert far.create == new and far.dispatch == []

@@ -1,0 +1,230 @@
+"""Inline step execution: the invocation that continues a run runs its ready steps itself.
+
+A continuation that reaches a suspension with new steps runs up to
+``max_inline_steps`` of them in this invocation, in parallel, instead of
+publishing a message per step; the orchestrator then replays again and goes on,
+until the run ends or waits (a sleep, a hook, a wider fan-out's dispatched
+branches, a retry's delay) or the invocation's deadline comes near. Each inline
+step is *owned* by the delivery that runs it: its ``step_created`` names the
+owner (``<message id>#<receive count>``) and also starts it, so an inline step
+costs two events (created, outcome) and no message, no claim, no marker.
+
+Ownership (who may start an inline step's body):
+* a continuation of another delivery (a wake, a hook's resume, a reconciler's
+  pass, a step message's last completer) leaves an owned step alone while its
+  owner may still run it: for ``inline_lease_seconds`` after the owner's write;
+* the owner's own message, delivered again (a higher receive count), means the
+  invocation that ran the body is gone (a redelivery comes only after the
+  visibility timeout, longer than any invocation): it starts the step again
+  (``step_started`` naming itself: a new attempt);
+* past the lease anyone may, for an owner whose message never comes back.
+A failed attempt is retried by a delayed step message (``step_retrying`` with the
+owner, then the publish, keyed by the attempt); if the owner died between the
+two, the same rules re-publish it. Because the owner continues the run itself
+after recording its outcomes, an owned step never counts for the last-completer
+check of dispatched branches (``rules.counts_as_pending``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Run, Step, StepStatus
+from world_aws.contract.world import Delivery, World
+from world_aws.errors import Conflict, RunExpired, TooEarly
+from world_aws.runtime import stepbody, telemetry
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.dispatch import StepDispatcher, run_parallel
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The delivery a continuation runs for: who owns the inline steps it starts."""
+
+    message_id: str
+    attempt: int
+    deadline: datetime | None = None
+
+    @classmethod
+    def of(cls, delivery: Delivery) -> Owner:
+        return cls(delivery.message_id, delivery.attempt, delivery.deadline)
+
+    @property
+    def tag(self) -> str:
+        return f"{self.message_id}#{self.attempt}"
+
+    def succeeds(self, tag: str) -> bool:
+        """Whether ``tag`` names an earlier delivery of this same message (so it is gone)."""
+        message_id, _, attempt = tag.rpartition("#")
+        return message_id == self.message_id and attempt.isdigit() and int(attempt) < self.attempt
+
+
+@dataclass(slots=True)
+class InlinePlan:
+    """What a suspension pass runs here and what it dispatches."""
+
+    create: list[StepRequest] = field(default_factory=list)  # new steps this delivery runs
+    reclaim: list[StepRequest] = field(default_factory=list)  # owned steps whose owner is gone
+    adopt: list[OwnedStep] = field(default_factory=list)  # ours already, whose claim's answer was lost
+    republish: list[OwnedStep] = field(default_factory=list)  # their retries, never published
+    dispatch: list[StepRequest] = field(default_factory=list)  # new steps that go by message
+
+    @property
+    def runs_steps(self) -> bool:
+        return bool(self.create or self.reclaim or self.adopt)
+
+
+class InlineSteps:
+    """Plans and runs the inline part of a suspension pass."""
+
+    def __init__(
+        self, world: World, app: Workflows, dispatcher: StepDispatcher, config: RuntimeConfig, pool: Executor
+    ) -> None:
+        self._world = world
+        self._app = app
+        self._dispatcher = dispatcher
+        self._config = config
+        self._pool = pool
+
+    @property
+    def enabled(self) -> bool:
+        return self._config.max_inline_steps > 0
+
+    def plan(self, outcome: Suspended, owner: Owner | None, ran: frozenset[str] = frozenset()) -> InlinePlan:
+        """Split ``outcome``'s new steps into inline and dispatched ones; find owned steps to take over.
+
+        ``ran``: the steps whose body this continuation already ran. A step owned by this
+        very delivery that is not among them was claimed here with a lost answer (the
+        write landed, its retry was refused): it is ours to run.
+        """
+        now = self._world.clock.now()
+        plan = InlinePlan()
+        for owned in outcome.owned_steps:
+            if owner is not None and owned.owner == owner.tag:
+                if not owned.retrying and owned.request.step_id not in ran:
+                    plan.adopt.append(owned)
+                continue
+            if not self._owner_gone(owned, owner, now):
+                continue  # its owner may still be running it: leave it alone
+            if owned.retrying:
+                plan.republish.append(owned)
+            else:
+                plan.reclaim.append(owned.request)
+        if owner is None or not self.time_left(owner):
+            # No delivery to own them, or too little time: hand them all on by message.
+            plan.dispatch = list(outcome.new_steps) + plan.reclaim
+            plan.reclaim = []
+            return plan
+        room = max(0, self._config.max_inline_steps - len(plan.reclaim) - len(plan.adopt))
+        plan.create = list(outcome.new_steps[:room])
+        plan.dispatch = list(outcome.new_steps[room:])
+        return plan
+
+    def time_left(self, owner: Owner) -> bool:
+        """Whether an inline step may still start before ``owner``'s invocation is stopped."""
+        if not self.enabled:
+            return False
+        if owner.deadline is None:
+            return True
+        margin = timedelta(seconds=self._config.inline_margin_seconds)
+        return self._world.clock.now() + margin < owner.deadline
+
+    def run(self, run: Run, plan: InlinePlan, owner: Owner | None) -> set[str]:
+        """Re-publish lost retries, then claim and run ``plan``'s inline steps; the ids of those run.
+
+        A claim refused as a duplicate (another continuation's step, or our own whose answer
+        was lost) runs nothing now: the next round's replay shows whose it is.
+
+        Raises:
+            WorldAwsError: a claim or a write failed; the delivery is redelivered and its
+                next attempt takes over whatever this one left owned.
+        """
+        for owned in plan.republish:
+            self._publish_retry(run, owned.request, owned.attempt)
+        if owner is None or not plan.runs_steps:
+            return set()
+        claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in plan.create]
+        claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
+        claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
+        claimed = _values(run_parallel(self._pool, claims))
+        started = [(step, request) for step, request in claimed if step is not None]
+        _values(run_parallel(self._pool, [partial(self._attempt, run, s, r, owner) for s, r in started]))
+        return {step.step_id for step, _ in started}
+
+    # --- internals ------------------------------------------------------------------
+
+    def _owner_gone(self, owned: OwnedStep, owner: Owner | None, now: datetime) -> bool:
+        if owner is not None and owner.succeeds(owned.owner):
+            return True
+        return now - owned.since >= timedelta(seconds=self._config.inline_lease_seconds)
+
+    def _create(self, run: Run, request: StepRequest, owner: Owner) -> tuple[Step | None, StepRequest]:
+        data = EventData(step_name=request.step_name, input=request.input, owner=owner.tag)
+        try:
+            result = self._world.events.create(
+                run.run_id, EventRequest(EventType.STEP_CREATED, request.step_id, data)
+            )
+        except (Conflict, RunExpired):
+            return None, request  # another continuation has it, or the run ended
+        return result.step, request
+
+    def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> tuple[Step | None, StepRequest]:
+        data = EventData(step_name=request.step_name, owner=owner.tag)
+        try:
+            result = self._world.events.create(
+                run.run_id, EventRequest(EventType.STEP_STARTED, request.step_id, data)
+            )
+        except (Conflict, RunExpired, TooEarly):
+            return None, request  # settled, handed to a retry message, or the run ended
+        return result.step, request
+
+    def _adopt(self, run: Run, owned: OwnedStep) -> tuple[Step | None, StepRequest]:
+        step = self._world.steps.get(run.run_id, owned.request.step_id, resolve_data=ResolveData.NONE)
+        if step.status is not StepStatus.RUNNING:
+            return None, owned.request
+        return step, owned.request
+
+    def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> None:
+        outcome = stepbody.run_step_body(self._world, self._app, step, request.input)
+        if outcome.etype is not EventType.STEP_RETRYING:
+            stepbody.record(self._world, run.run_id, stepbody.outcome_request(step, outcome, owner.tag))
+            return
+        delay = stepbody.retry_delay(outcome, step.attempt)
+        retrying = stepbody.retrying_request(self._world, step, outcome, delay, owner.tag)
+        recorded = stepbody.record(self._world, run.run_id, retrying)
+        if recorded == "gone":
+            return
+        if recorded == "skipped":
+            # Refused: the step is no longer running. A lost answer to our own write looks
+            # the same (it landed; its in-process retry was refused): pending means ours.
+            current = self._world.steps.get(run.run_id, step.step_id, resolve_data=ResolveData.NONE)
+            if current.status is not StepStatus.PENDING:
+                return
+        self._publish_retry(run, request, step.attempt, delay)
+
+    def _publish_retry(self, run: Run, request: StepRequest, attempt: int, delay: float = 0) -> None:
+        """The message of the next attempt (keyed by the failed one, so re-publishes collapse)."""
+        seconds = max(1.0, float(math.ceil(delay)))
+        self._dispatcher.publish(
+            run, request, with_input=False, delay_seconds=seconds, key_tag=f"retry{attempt}"
+        )
+        telemetry.LOG.info(
+            "inline step retrying by message",
+            extra={"run_id": run.run_id, "step_id": request.step_id, "attempt": attempt},
+        )
+
+
+def _values(results: list[Any]) -> list[Any]:
+    """The results of ``run_parallel``, raising the first exception after all calls have ended."""
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return results

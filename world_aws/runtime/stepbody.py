@@ -1,0 +1,120 @@
+"""One attempt of a step's body, and the writes of its outcome (SPEC §8.2).
+
+Shared by the step consumer (``runtime/executor.py``, a step delivered by message)
+and inline execution (``runtime/inline.py``, a step run by the invocation that
+continues its run): running the body and recording what it ended in are the
+same on both paths; only who claims the step and what happens next differ.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import timedelta
+
+from world_aws.contract.records import EventData, EventRequest, EventType, Step
+from world_aws.contract.world import World
+from world_aws.errors import Conflict, FatalError, RetryableError, RunExpired, SerializationError
+from world_aws.runtime import context
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.retry import Backoff, retry_in_process
+from world_aws.runtime.serde import encode_error
+from world_aws.runtime.serde_limits import Payload
+
+# In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
+# a failed record is an infrastructure error, never a step retry).
+RECORD_ATTEMPTS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class BodyOutcome:
+    """What one attempt ended in: ``etype`` is the event to record.
+
+    ``STEP_COMPLETED`` carries ``output``, ``STEP_FAILED`` ``error``; ``STEP_RETRYING``
+    carries the ``failure`` and the ``backoff`` its delay comes from (``retry_delay``).
+    """
+
+    etype: EventType
+    output: bytes | None = None
+    error: bytes | None = None
+    failure: Exception | None = None
+    backoff: Backoff | None = None
+
+
+def run_step_body(world: World, app: Workflows, step: Step, step_input: bytes | None = None) -> BodyOutcome:
+    """Run one attempt of ``step`` (already claimed: running at ``step.attempt``) on this thread.
+
+    ``step_input`` is the serialized input when the caller has it; else the step's own
+    (read back from the World when the claim's answer left it out).
+    """
+    fn = app.get_step(step.step_name)
+    if fn is None:
+        error = FatalError(f"step {step.step_name!r} is not registered in this deployment")
+        return BodyOutcome(EventType.STEP_FAILED, error=encode_error(error))
+    max_attempts = fn.options.max_retries + 1
+    if step_input is None:
+        step_input = step.input
+    if step_input is None:
+        step_input = world.steps.get(step.run_id, step.step_id).input or b""
+    meta = context.StepMetadata(step.run_id, step.step_id, step.step_name, step.attempt)
+    token = context.set_step_metadata(meta)
+    try:
+        value = app.serializer.loads(step_input)
+        result = fn.run_body(tuple(value.get("args", ())), dict(value.get("kwargs", {})))
+        output = app.serializer.dumps(
+            result, context=f"result of step {step.step_name!r}", payload=Payload.STEP_RESULT
+        )
+    except (FatalError, SerializationError) as exc:
+        return BodyOutcome(EventType.STEP_FAILED, error=encode_error(exc))
+    except (Exception, asyncio.CancelledError) as exc:
+        # Any other failure of the body is retried (SPEC §8.2); CancelledError is a
+        # BaseException, but a step that cancels itself has failed, not the consumer.
+        failure = exc if isinstance(exc, Exception) else RuntimeError(f"step cancelled: {exc!r}")
+        if step.attempt >= max_attempts:
+            return BodyOutcome(EventType.STEP_FAILED, error=encode_error(failure))
+        return BodyOutcome(EventType.STEP_RETRYING, failure=failure, backoff=fn.options.backoff)
+    finally:
+        context.reset_step_metadata(token)
+    return BodyOutcome(EventType.STEP_COMPLETED, output=output)
+
+
+def retry_delay(outcome: BodyOutcome, attempt: int) -> float:
+    """Seconds until the next attempt: the error's ``retry_after`` if it gave one, else the backoff's."""
+    exc = outcome.failure
+    if isinstance(exc, RetryableError) and exc.retry_after is not None:
+        return max(0.0, exc.retry_after)
+    assert outcome.backoff is not None
+    return outcome.backoff.delay(attempt)
+
+
+def retrying_request(
+    world: World, step: Step, outcome: BodyOutcome, delay: float, owner: str | None
+) -> EventRequest:
+    """The ``step_retrying`` of a failed attempt whose next one is due in ``delay`` seconds."""
+    assert outcome.failure is not None
+    retry_after = world.clock.now() + timedelta(seconds=delay)
+    data = EventData(error=encode_error(outcome.failure), retry_after=retry_after, owner=owner)
+    return EventRequest(EventType.STEP_RETRYING, step.step_id, data)
+
+
+def outcome_request(step: Step, outcome: BodyOutcome, owner: str | None) -> EventRequest:
+    """The ``step_completed`` / ``step_failed`` of a finished attempt."""
+    data = EventData(output=outcome.output, error=outcome.error, owner=owner)
+    return EventRequest(outcome.etype, step.step_id, data)
+
+
+def record(world: World, run_id: str, request: EventRequest) -> int | str:
+    """Write an outcome: its position when recorded, else why it was refused ("skipped" / "gone")."""
+    try:
+        result = retry_in_process(
+            lambda: world.events.create(run_id, request),
+            attempts=RECORD_ATTEMPTS,
+            clock=world.clock,
+            max_pause=2.0,
+        )
+    except Conflict:
+        return "skipped"
+    except RunExpired:
+        return "gone"
+    assert result.event is not None
+    return result.event.position
