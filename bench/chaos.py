@@ -55,6 +55,9 @@ class ChaosConfig:
     max_sim_seconds: float = 900.0
     fanout: tuple[int, int] = (8, 24)  # the range of each run's fan-out width
     max_inline: int = RuntimeConfig().max_inline_steps  # 0: every step dispatched (the kill switch)
+    # An inline step's lease: no simulated handler outlives it (900 s, the default, is the
+    # whole simulation: a message held for it would come back after the run is judged).
+    inline_lease_seconds: int = 60
 
 
 @dataclass
@@ -92,7 +95,9 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         setup_cm = memory_setup(plan, config.visibility_seconds)
     began = time.perf_counter()
     with setup_cm as setup:
-        runtime_config = RuntimeConfig(max_inline_steps=config.max_inline)
+        runtime_config = RuntimeConfig(
+            max_inline_steps=config.max_inline, inline_lease_seconds=config.inline_lease_seconds
+        )
         runtime = setup.harness.runtime_for(app, runtime_config, world=setup.faulty)
         copies = Runtime(setup.faulty, app, runtime_config)
         driver = ChaosDriver(

@@ -19,6 +19,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import pytest
+
 from world_aws import Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
@@ -34,6 +36,7 @@ def creates(etype: EventType) -> Any:
     return lambda call: isinstance(call, Call) and call.detail.type is etype
 
 
+@pytest.mark.dispatched  # a step message delivered twice: the step-message path
 def test_a_stale_attempts_lost_step_retrying_while_a_newer_attempt_runs_still_delivers_the_retry(
     harness: Harness,
 ) -> None:

@@ -40,14 +40,21 @@ def resources(embedded: EmbeddedAws) -> ProvisionedResources:
 
 
 @pytest.fixture
-def function_env(embedded: EmbeddedAws, resources: ProvisionedResources) -> dict[str, str]:
-    """The environment template.yaml gives a function, for this test's resources."""
+def function_env(
+    embedded: EmbeddedAws, resources: ProvisionedResources, request: pytest.FixtureRequest
+) -> dict[str, str]:
+    """The environment template.yaml gives a function, for this test's resources.
+
+    ``@pytest.mark.dispatched``: inline step execution off (``WORKFLOW_MAX_INLINE_STEPS=0``).
+    """
+    dispatched = request.node.get_closest_marker("dispatched") is not None
     return {
         **embedded.env(),
         **resources.to_env(),
         "WORKFLOW_APP": APP,
         "POWERTOOLS_SERVICE_NAME": "world_aws",
         "POWERTOOLS_METRICS_NAMESPACE": "WorldAws",
+        "WORKFLOW_MAX_INLINE_STEPS": "0" if dispatched else "3",
     }
 
 

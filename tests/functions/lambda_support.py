@@ -21,6 +21,10 @@ class Context:
     memory_limit_in_mb = 1024
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:world-aws-test"
     aws_request_id = "00000000-0000-4000-8000-00000000abcd"
+    remaining_ms = 150_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
 
 
 CONTEXT: Any = Context()

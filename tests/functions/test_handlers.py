@@ -67,6 +67,10 @@ def start_sample_run(sample_event: SampleEvent) -> None:
     }
 
 
+# About the step-message path (inline execution off).
+pytestmark = pytest.mark.dispatched
+
+
 @pytest.mark.usefixtures("deployed")
 def test_workflow_event_starts_its_run_and_dispatches_the_first_step(
     sample_event: SampleEvent,

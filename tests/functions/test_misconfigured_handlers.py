@@ -75,6 +75,10 @@ class Operator:
         assert self.metrics()["Misconfigurations"] == deliveries
 
 
+# About the step-message path (inline execution off).
+pytestmark = pytest.mark.dispatched
+
+
 @pytest.fixture
 def operator(
     deploy: Deploy, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture

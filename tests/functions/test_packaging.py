@@ -51,6 +51,10 @@ class Context:
     memory_limit_in_mb = 1024
     invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:world-aws-bundle"
     aws_request_id = "bundle-request-1"
+    remaining_ms = 150_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
 
 
 with open(plan_file) as f:

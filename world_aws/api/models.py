@@ -116,6 +116,10 @@ class EventRow(BaseModel):
     correlation_id: str | None = None
     step_name: str | None = None
     token: str | None = Field(default=None, description="the hook's token, on hook events")
+    owner: str | None = Field(
+        default=None,
+        description="an inline step's events: the delivery that ran it; its step_created also starts it",
+    )
     created_at: datetime
     error: ErrorView | None = Field(
         default=None, description="the attempt's error, on step_retrying and step_failed"

@@ -149,6 +149,7 @@ def event_rows(events: list[Event], *, names: dict[str, str] | None = None) -> l
             correlation_id=event.correlation_id,
             step_name=names.get(event.correlation_id or ""),
             token=event.data.token if event.type.is_hook_event else None,
+            owner=event.data.owner,
             created_at=event.created_at,
             error=_event_error(event),
         )

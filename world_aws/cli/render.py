@@ -114,8 +114,8 @@ def timeline(events: list[Event]) -> list[dict[str, Any]]:
 def timeline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per event: position, event, step (or hook token), attempt, and a duration where one ends.
 
-    ``attempt`` is the step's attempt number on its ``step_started`` and outcome
-    events (the count of its ``step_started`` so far); ``duration_s`` is the time
+    ``attempt`` is the step's attempt number on the events that start an attempt
+    (``step_started``, an inline step's ``step_created``) and on outcomes; ``duration_s`` is the time
     since the step started (for an outcome), the run started (for its end), the
     wait was created, or the hook was created or last received.
 
@@ -135,13 +135,14 @@ def timeline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         at = _parse_time(row.get("created_at"))
         duration = None
         attempt = None
-        if kind is EventType.STEP_STARTED:
+        starts = kind is EventType.STEP_STARTED or (kind is EventType.STEP_CREATED and row.get("owner"))
+        if starts:  # an inline step's create is also its first start
             attempts[cid] = attempt = attempts.get(cid, 0) + 1
         elif kind in _STEP_OUTCOMES:
             attempt = attempts.get(cid)
         if kind in _CLOSES and cid in opened and at is not None:
             duration = (at - opened[cid]).total_seconds()
-        if (kind in _OPENS or kind is EventType.HOOK_RECEIVED) and at is not None:
+        if (kind in _OPENS or starts or kind is EventType.HOOK_RECEIVED) and at is not None:
             opened[cid] = at
         out.append(
             {

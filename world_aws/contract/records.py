@@ -131,8 +131,9 @@ class EventData:
     via_step_dispatch: bool = False
     retry_after: datetime | None = None
     # Step events of an inline step: the delivery that runs its body ("<message id>#<receive
-    # count>"). An owned step_created also starts the step (attempt 1) and, having no message
-    # of its own, never counts for the last completer; an owned outcome has no marker to clear.
+    # count>#<handling>", runtime/inline.py). An owned step_created also starts the step
+    # (attempt 1) and, having no message of its own, never counts for the last completer;
+    # an owned outcome has no marker to clear.
     owner: str | None = None
     # hooks
     token: str | None = None
@@ -172,6 +173,14 @@ class Event:
     correlation_id: str | None
     created_at: datetime
     data: EventData = field(default_factory=EventData)
+
+    @property
+    def starts_attempt(self) -> bool:
+        """Whether this event starts an attempt of its step: a ``step_started``, or an owned
+        (inline) ``step_created``, which is also its step's first start."""
+        return self.type is EventType.STEP_STARTED or (
+            self.type is EventType.STEP_CREATED and self.data.owner is not None
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ publishing a message per step; the orchestrator then replays again and goes on,
 until the run ends or waits (a sleep, a hook, a wider fan-out's dispatched
 branches, a retry's delay) or the invocation's deadline comes near. Each inline
 step is *owned* by the delivery that runs it: its ``step_created`` names the
-owner (``<message id>#<receive count>``) and also starts it, so an inline step
+owner (``Owner.tag``) and also starts it, so an inline step
 costs two events (created, outcome) and no message, no claim, no marker.
 
 Ownership (who may start an inline step's body):
@@ -28,6 +28,7 @@ check of dispatched branches (``rules.counts_as_pending``).
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -47,11 +48,17 @@ from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """The delivery a continuation runs for: who owns the inline steps it starts."""
+    """The delivery a continuation runs for: who owns the inline steps it starts.
+
+    Its ``tag`` (``<message id>#<receive count>#<handling>``) names the message, which
+    delivery of it, and this handling of that delivery: SQS may hand one delivery to two
+    consumers at once, and those two must not take each other's steps for their own.
+    """
 
     message_id: str
     attempt: int
     deadline: datetime | None = None
+    handling: str = field(default_factory=lambda: secrets.token_hex(4))
 
     @classmethod
     def of(cls, delivery: Delivery) -> Owner:
@@ -59,12 +66,14 @@ class Owner:
 
     @property
     def tag(self) -> str:
-        return f"{self.message_id}#{self.attempt}"
+        return f"{self.message_id}#{self.attempt}#{self.handling}"
 
     def succeeds(self, tag: str) -> bool:
         """Whether ``tag`` names an earlier delivery of this same message (so it is gone)."""
-        message_id, _, attempt = tag.rpartition("#")
-        return message_id == self.message_id and attempt.isdigit() and int(attempt) < self.attempt
+        parts = tag.rsplit("#", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            return False
+        return parts[0] == self.message_id and int(parts[1]) < self.attempt
 
 
 @dataclass(slots=True)
@@ -127,6 +136,22 @@ class InlineSteps:
         plan.create = list(outcome.new_steps[:room])
         plan.dispatch = list(outcome.new_steps[room:])
         return plan
+
+    def hold(self, outcome: Suspended, owner: Owner | None) -> float | None:
+        """Seconds to keep the message for, if another handling of this same delivery owns a step.
+
+        SQS may give one delivery to two consumers; if the other one dies inside its inline
+        step, nothing brings the message back once this one acks it. So this one does not
+        ack: the message comes back after the lease, when the other is surely done, and
+        that delivery (a higher receive count) takes over whatever it left.
+        """
+        if owner is None:
+            return None
+        for owned in outcome.owned_steps:
+            parts = owned.owner.rsplit("#", 2)
+            if parts[:2] == [owner.message_id, str(owner.attempt)] and owned.owner != owner.tag:
+                return float(self._config.inline_lease_seconds)
+        return None
 
     def time_left(self, owner: Owner) -> bool:
         """Whether an inline step may still start before ``owner``'s invocation is stopped."""

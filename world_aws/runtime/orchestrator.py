@@ -19,7 +19,7 @@ from world_aws.contract.clock import epoch_ms
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
 from world_aws.contract.transport import encode_payload
-from world_aws.contract.world import Ack, HandlerResult, QueueName, World
+from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
 from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
@@ -106,7 +106,8 @@ class Orchestrator:
                     again = again or plan.runs_steps
                 if not again:
                     suspended = True
-                    return Ack()
+                    hold = self._inline.hold(outcome, owner) if self._inline is not None else None
+                    return Ack() if hold is None else Redeliver(hold)
                 rounds += 1
                 if rounds >= MAX_ROUNDS:
                     LOG.warning(

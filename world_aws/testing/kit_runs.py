@@ -136,7 +136,7 @@ def step_calls(events: list[Event], serializer: Serializer) -> list[StepCall]:
         if event.type is EventType.STEP_CREATED and event.data.input is not None:
             value = serializer.loads(event.data.input)
             call.args, call.kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
-        elif event.type is EventType.STEP_STARTED:
+        if event.starts_attempt:  # a step_started, or an inline step's create
             call.attempts += 1
             call.status = StepStatus.RUNNING
         elif event.type is EventType.STEP_RETRYING:
