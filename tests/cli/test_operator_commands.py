@@ -49,8 +49,12 @@ def test_inspect_json_gives_the_run_its_events_and_the_timeline(dev: Dev) -> Non
     document = json.loads(inspected.out)
     assert document["run"]["result"] == {"order": "order-2", "status": "auto-approved"}
     assert [row["type"] for row in document["events"]][:2] == ["run_created", "run_started"]
-    started_rows = [row for row in document["timeline"] if row["event"] == "step_started"]
-    assert [(row["step"], row["attempt"]) for row in started_rows] == [("quote", 1)]
+    # quote ran inline: its step_created is its first attempt's start
+    started_rows = [row for row in document["timeline"] if row["attempt"] is not None]
+    assert [(row["event"], row["step"], row["attempt"]) for row in started_rows] == [
+        ("step_created", "quote", 1),
+        ("step_completed", "quote", 1),
+    ]
 
 
 def test_cancel_stops_a_waiting_run_and_a_second_cancel_is_refused(dev: Dev) -> None:

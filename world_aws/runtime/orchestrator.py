@@ -100,6 +100,11 @@ class Orchestrator:
                     ran_now = self._inline.run(run, plan, owner)
                     if ran_now:
                         ran |= ran_now
+                        if not self._replays.keeps_replays:
+                            # Replaying cold after every step, as a new container would, is
+                            # what catches a workflow that is not deterministic (local runs).
+                            replay.close()
+                            replay = Replay(run, workflow, self._app.serializer)
                         continue  # outcomes recorded: replay them (progress, not a round)
                     # Every claim refused: another continuation's steps, or ours with a lost
                     # answer. Another round (counted) shows whose they are.

@@ -26,6 +26,11 @@ class ReplayCache:
         self._replays: OrderedDict[str, Replay] = OrderedDict()
         self._lock = threading.Lock()
 
+    @property
+    def keeps_replays(self) -> bool:
+        """False when every continuation replays cold (``replay_cache_runs`` = 0: local runs)."""
+        return self._max_runs > 0
+
     def take(self, run_id: str) -> Replay | None:
         """The suspended replay of ``run_id``, now owned by the caller; None if there is none."""
         with self._lock:
