@@ -110,10 +110,12 @@ class ApiClient:
                 return rows
             after = int(page["next_after"])
 
-    def steps(self, run_id: str) -> list[Any]:
-        """The run's step rows (``abandoned`` for a step without outcome of an ended run)."""
-        listed = self.call("GET", f"/runs/{_segment(run_id)}/steps")
-        return list(listed["steps"])
+    def step_list(self, run_id: str) -> Any:
+        """``{run_id, steps, summary}``: the run's step rows with their attempts, and its stats.
+
+        A step without outcome of an ended run reads ``abandoned``.
+        """
+        return self.call("GET", f"/runs/{_segment(run_id)}/steps")
 
     def cancel(self, run_id: str, reason: str | None) -> Any:
         return self.call("POST", f"/runs/{_segment(run_id)}/cancel", body={"reason": reason})
