@@ -31,7 +31,7 @@ from world_aws.api.models import (
     StepList,
     WorkflowList,
 )
-from world_aws.contract.records import ResolveData, RunStatus
+from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, UnknownWorkflow
 from world_aws.runtime.runtime import Runtime
 
@@ -87,12 +87,12 @@ def list_events(request: Request, params: Params, runtime: Runtime) -> Response:
     query = parse_query(ListEventsQuery, request.query)
     run_id = params["run_id"]
     runtime.world.runs.get(run_id, resolve_data=ResolveData.NONE)  # 404 for an unknown run
-    # The whole log is read so that a page's rows still name steps created on earlier pages.
-    events = runtime.world.events.list(run_id, resolve_data=ResolveData.ALL)  # the attempts' errors
-    page = [e for e in events if e.position > query.after][: query.limit]
-    more = bool(page) and page[-1].position < events[-1].position
+    # Only the log after ``after`` (a polling client reads each event once), with the attempts' errors.
+    events = runtime.world.events.list(run_id, after=query.after, resolve_data=ResolveData.ALL)
+    page = events[: query.limit]
+    more = len(events) > len(page)
     serializer = runtime.app.serializer if query.payloads else None
-    rows = views.event_rows(page, names=views.step_names(events), serializer=serializer)
+    rows = views.event_rows(page, names=_step_names(run_id, page, runtime), serializer=serializer)
     listed = EventList(run_id=run_id, events=rows, next_after=page[-1].position if more else None)
     return json_response(200, _dump(listed))
 
@@ -104,12 +104,25 @@ def get_event(_request: Request, params: Params, runtime: Runtime) -> Response:
         raise BadInput(f"position: expected a positive integer, got {raw[:40]!r}")
     position = int(raw)
     runtime.world.runs.get(run_id, resolve_data=ResolveData.NONE)  # 404 for an unknown run
-    events = runtime.world.events.list(run_id, resolve_data=ResolveData.NONE)
-    names = views.step_names(events)
+    # The protocol reads a log from a position on: the events after this one come along, unused.
     found = runtime.world.events.list(run_id, after=position - 1, resolve_data=ResolveData.ALL)[:1]
     if not found or found[0].position != position:
         raise NotFound(f"run {run_id!r} has no event at position {position}")
+    names = _step_names(run_id, found, runtime)
     return json_response(200, _dump(views.event_detail(found[0], runtime.app.serializer, names=names)))
+
+
+def _step_names(run_id: str, events: list[Event], runtime: Runtime) -> dict[str, str]:
+    """correlation id → step name for ``events``, a part of the log.
+
+    A step's outcome events do not carry its name: when ``events`` lack the step's
+    ``step_created``/``step_started``, the step rows (no payloads) name it.
+    """
+    names = views.step_names(events)
+    if any(e.type.is_step_event and (e.correlation_id or "") not in names for e in events):
+        steps = runtime.world.steps.list(run_id, resolve_data=ResolveData.NONE)
+        names = {step.step_id: step.step_name for step in steps} | names
+    return names
 
 
 def list_steps(_request: Request, params: Params, runtime: Runtime) -> Response:
