@@ -13,7 +13,6 @@ answer. ``GET /runs/{run_id}/timeline``, ``GET /runs/{run_id}/steps`` and
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from world_aws.api.models import AttemptView, RunStats, SpanView, Timeline
@@ -25,19 +24,6 @@ _STEP_ENDS = {
     EventType.STEP_RETRYING: "retrying",
     EventType.STEP_FAILED: "failed",
 }
-
-
-@dataclass
-class _Span:
-    kind: str
-    id: str
-    name: str
-    created_at: datetime
-    status: str
-    ended_at: datetime | None = None
-    resume_at: datetime | None = None
-    attempts: list[AttemptView] = field(default_factory=list)
-    received_at: list[datetime] = field(default_factory=list)
 
 
 def timeline(run: Run, events: list[Event], *, as_of: datetime) -> Timeline:
@@ -53,20 +39,6 @@ def timeline(run: Run, events: list[Event], *, as_of: datetime) -> Timeline:
     if ended is not None:
         for span in spans:
             _cut(span, ended)
-    views = [
-        SpanView(
-            kind=s.kind,
-            id=s.id,
-            name=s.name,
-            status=s.status,
-            created_at=s.created_at,
-            ended_at=s.ended_at,
-            resume_at=s.resume_at,
-            attempts=s.attempts,
-            received_at=s.received_at,
-        )
-        for s in spans
-    ]
     return Timeline(
         run_id=run.run_id,
         status=run.status,
@@ -74,8 +46,8 @@ def timeline(run: Run, events: list[Event], *, as_of: datetime) -> Timeline:
         created_at=run.created_at,
         started_at=run.started_at,
         completed_at=run.completed_at,
-        summary=stats(run, views, as_of=as_of),
-        spans=views,
+        summary=stats(run, spans, as_of=as_of),
+        spans=spans,
     )
 
 
@@ -97,9 +69,9 @@ def stats(run: Run, spans: list[SpanView], *, as_of: datetime) -> RunStats:
     )
 
 
-def _spans(events: list[Event]) -> list[_Span]:
+def _spans(events: list[Event]) -> list[SpanView]:
     names = step_names(events)
-    spans: dict[str, _Span] = {}
+    spans: dict[str, SpanView] = {}
     for event in events:
         cid = event.correlation_id
         if cid is None:
@@ -107,11 +79,17 @@ def _spans(events: list[Event]) -> list[_Span]:
         span = spans.get(cid)
         kind, at = event.type, event.created_at
         if kind is EventType.STEP_CREATED:
-            spans[cid] = _Span("step", cid, names.get(cid, ""), at, "pending")
+            spans[cid] = SpanView(
+                kind="step", id=cid, name=names.get(cid, ""), status="pending", created_at=at
+            )
         elif kind is EventType.WAIT_CREATED:
-            spans[cid] = _Span("wait", cid, "sleep", at, "waiting", resume_at=event.data.resume_at)
+            resume_at = event.data.resume_at
+            spans[cid] = SpanView(
+                kind="wait", id=cid, name="sleep", status="waiting", created_at=at, resume_at=resume_at
+            )
         elif kind is EventType.HOOK_CREATED:
-            spans[cid] = _Span("hook", cid, event.data.token or "", at, "waiting")
+            token = event.data.token or ""
+            spans[cid] = SpanView(kind="hook", id=cid, name=token, status="waiting", created_at=at)
         elif span is None:
             continue  # an event of an entity this log never created (not expected)
         elif kind is EventType.STEP_STARTED:
@@ -128,14 +106,14 @@ def _spans(events: list[Event]) -> list[_Span]:
     return list(spans.values())
 
 
-def _start_attempt(span: _Span, at: datetime) -> None:
+def _start_attempt(span: SpanView, at: datetime) -> None:
     if span.attempts and span.attempts[-1].outcome == "running":
         span.attempts[-1] = span.attempts[-1].model_copy(update={"outcome": "interrupted", "ended_at": at})
     span.attempts.append(AttemptView(attempt=len(span.attempts) + 1, started_at=at, outcome="running"))
     span.status = "running"
 
 
-def _end_attempt(span: _Span, event: Event) -> None:
+def _end_attempt(span: SpanView, event: Event) -> None:
     outcome = _STEP_ENDS[event.type]
     if not span.attempts or span.attempts[-1].outcome != "running":  # no logged start (not expected)
         span.attempts.append(
@@ -153,7 +131,7 @@ def _end_attempt(span: _Span, event: Event) -> None:
         span.ended_at = event.created_at
 
 
-def _cut(span: _Span, ended: datetime) -> None:
+def _cut(span: SpanView, ended: datetime) -> None:
     """Close what the run's end left open: a running attempt is abandoned, a sleep or hook ends."""
     if span.attempts and span.attempts[-1].outcome == "running":
         span.attempts[-1] = span.attempts[-1].model_copy(update={"outcome": "abandoned", "ended_at": ended})
