@@ -9,6 +9,7 @@
   const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
   const PAGE_SIZE = 20;
   const LONG_JSON_CHARS = 120;
+  const MAX_GANTT_ROWS = 400; // redrawn 4 times a second while the run runs: a long run shows its first ones
   const main = document.getElementById("main");
   let current = null; // the page shown: {stop()}
 
@@ -141,7 +142,8 @@
       h("td", { text: run.workflow }),
       h("td", {}, badge(run.status)),
       h("td", { text: when(run.created_at) }),
-      h("td", { class: "num", text: Number.isNaN(end) ? "" : duration((end - start) / 1000) }));
+      // a running run's age on this browser's clock, marked as still going
+      h("td", { class: "num", text: Number.isNaN(end) ? (TERMINAL.has(run.status) ? "" : `${duration(Math.max(Date.now() - start, 0) / 1000)}…`) : duration((end - start) / 1000) }));
   }
 
   function startForm(workflowSelect, selected) {
@@ -276,7 +278,7 @@
       const rows = [ganttRow("run", "run", "run", run.status,
         place(h("div", { class: `bar run${run.completed_at ? "" : " open"}` }), run.started_at || run.created_at, run.completed_at),
         took(run.started_at || run.created_at, run.completed_at))];
-      for (const span of timeline.spans) {
+      for (const span of timeline.spans.slice(0, MAX_GANTT_ROWS)) {
         const track = [place(h("div", { class: `bar ${span.kind}${span.ended_at ? "" : " open"}` }), span.created_at, span.ended_at)];
         for (const a of span.attempts) {
           const label = `attempt ${a.attempt}: ${a.outcome} ${took(a.started_at, a.ended_at)}` +
@@ -289,6 +291,8 @@
         const name = span.kind === "step" ? shortName(span.name) : span.name;
         rows.push(ganttRow(span.kind, name, span.name, span.status, track, took(span.created_at, span.ended_at), span.attempts.length));
       }
+      const hidden = timeline.spans.length - MAX_GANTT_ROWS;
+      if (hidden > 0) rows.push(h("p", { class: "muted", text: `… and ${hidden} more (the event log below has them all)` }));
       gantt.replaceChildren(h("div", { class: "axis" }, h("span"), h("span", {}, h("span", { text: "0" }), h("span", { text: duration(total / 1000) })), h("span")), ...rows);
     }
 
