@@ -144,3 +144,22 @@ def test_workflows_lists_every_registered_workflow_with_its_parameters(api: Api)
     assert names == sorted(app.workflow_names)
     greet = next(w for w in body["workflows"] if w["name"] == "greet")
     assert greet["parameters"] == ["name: str", "punctuation: str = '!'"]
+
+
+def test_an_inline_steps_create_is_its_first_attempts_start(api: Api) -> None:
+    # GIVEN a step run inline by the workflow's delivery: its step_created names the owner, no step_started
+    run_id = _run_through_retry_and_nap(api)
+    events = api.world.events.list(run_id)
+    created = next(e for e in events if e.type is EventType.STEP_CREATED)
+    first_start = next(e for e in events if e.type is EventType.STEP_STARTED)
+    retried = next(e for e in events if e.type is EventType.STEP_RETRYING)
+    assert created.data.owner and first_start.position > retried.position
+    # WHEN its timeline is read THEN attempt 1 ran from the create to the retry, attempt 2 from the start
+    (step,) = [s for s in _spans(api, run_id)["spans"] if s["kind"] == "step"]
+    first, second = step["attempts"]
+    assert (first["started_at"], first["ended_at"]) == (_at(created), _at(retried))
+    assert second["started_at"] == _at(first_start)
+
+
+def _at(event: Any) -> str:
+    return str(event.created_at.isoformat().replace("+00:00", "Z"))

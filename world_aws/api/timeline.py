@@ -2,7 +2,8 @@
 
 One pass over the log (in position order, read with payloads so that failed
 attempts carry their errors) builds a span per step, sleep and hook. A step's
-attempts run from each ``step_started`` to the outcome that ended it; a start
+attempts run from each ``step_started`` (or the ``step_created`` of an inline step,
+which also starts it) to the outcome that ended it; a start
 that follows another without an outcome marks the earlier attempt
 ``interrupted``; an attempt, sleep or hook still open when the run ended is cut
 at the run's end (``abandoned`` for an attempt). While the run goes on, open
@@ -82,6 +83,8 @@ def _spans(events: list[Event]) -> list[SpanView]:
             spans[cid] = SpanView(
                 kind="step", id=cid, name=names.get(cid, ""), status="pending", created_at=at
             )
+            if event.data.owner:  # an inline step: its create is also its first start
+                _start_attempt(spans[cid], at)
         elif kind is EventType.WAIT_CREATED:
             resume_at = event.data.resume_at
             spans[cid] = SpanView(
