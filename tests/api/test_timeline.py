@@ -163,3 +163,15 @@ def test_an_inline_steps_create_is_its_first_attempts_start(api: Api) -> None:
 
 def _at(event: Any) -> str:
     return str(event.created_at.isoformat().replace("+00:00", "Z"))
+
+
+def test_a_page_holding_only_a_steps_outcome_still_names_the_step(api: Api) -> None:
+    # GIVEN a run whose step completed; WHEN a page of its log holds only the step_completed
+    run_id = _run_through_retry_and_nap(api)
+    rows = api.call("GET", f"/runs/{run_id}/events").body["events"]
+    completed = next(r for r in rows if r["type"] == "step_completed")
+    query = {"after": str(completed["position"] - 1), "limit": "1"}
+    page = api.call("GET", f"/runs/{run_id}/events", query=query).body
+    # THEN its row names the step (outcome events do not carry the name: the step's row does)
+    assert [(r["type"], r["step_name"]) for r in page["events"]] == [("step_completed", flaky.name)]
+    assert page["next_after"] == completed["position"]
