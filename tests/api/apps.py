@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 
-from world_aws import FatalError, Workflows, create_hook
+from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, sleep
 
 app = Workflows()
 
@@ -47,3 +47,18 @@ async def wait_for_approval(order_id: str) -> dict[str, object]:
 @app.workflow
 async def power_of_two(bits: int, sign: int = 1) -> dict[str, object]:
     return {"n": sign * (1 << bits), "small": 1 << 64}
+
+
+@app.step(max_retries=2)
+def flaky(name: str) -> str:
+    if get_step_metadata().attempt == 1:
+        raise RetryableError(f"{name}: busy", retry_after=2)
+    return name
+
+
+@app.workflow
+async def retry_then_nap(name: str, blob: str = "") -> str:
+    first = await flaky(name)
+    await sleep("5s")
+    await create_hook(token=f"nap:{name}")
+    return first + blob

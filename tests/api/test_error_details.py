@@ -56,8 +56,8 @@ class _ApiClient:
     def events(self, run_id: str) -> list[Any]:
         return list(self._api.call("GET", f"/runs/{run_id}/events").body["events"])
 
-    def steps(self, run_id: str) -> list[Any]:
-        return list(self._api.call("GET", f"/runs/{run_id}/steps").body["steps"])
+    def step_list(self, run_id: str) -> Any:
+        return self._api.call("GET", f"/runs/{run_id}/steps").body
 
 
 def test_inspect_prints_the_cause_with_its_traceback_and_each_failed_attempt(

@@ -77,3 +77,28 @@ def test_to_event_builds_a_v2_event_like_api_gateway() -> None:
     assert (event["body"], event["isBase64Encoded"]) == ('{"payload": 1}', False)
     binary = to_event("POST", "/runs", {}, b"\xff\xfe")
     assert (binary["body"], binary["isBase64Encoded"]) == ("//4=", True)
+
+
+def test_the_root_redirects_to_the_ui_and_the_ui_files_are_served(server: ApiServer) -> None:
+    status, headers, _ = _request(server, "GET", "/")
+    assert status == 302 and headers["location"] == "/ui/"
+    status, headers, raw = _request(server, "GET", "/ui/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b'<script src="/ui/app.js">' in raw
+    status, headers, raw = _request(server, "GET", "/ui/app.js")
+    assert status == 200 and headers["content-type"].startswith("text/javascript")
+    assert b"fetch(" in raw and b"http://" not in raw and b"https://" not in raw  # no network beyond the API
+
+
+@pytest.mark.parametrize(
+    "target", ["/ui/missing.js", "/ui/../app.py", "/ui/static/app.js", "/ui/.hidden.css"]
+)
+def test_only_the_ui_files_are_served_under_ui(server: ApiServer, target: str) -> None:
+    status, headers, raw = _request(server, "GET", target)
+    assert status == 404 and headers["content-type"] == "application/json"
+    assert json.loads(raw)["error"]["kind"] == "NotFound"
+
+
+def test_the_api_is_still_answered_beside_the_ui(api: Api, server: ApiServer) -> None:
+    status, _, raw = _request(server, "GET", "/workflows")
+    assert status == 200 and "greet" in [w["name"] for w in json.loads(raw)["workflows"]]

@@ -96,8 +96,8 @@ def test_an_unknown_workflow_is_a_400_listing_the_known_ones(api: Api) -> None:
     answer = api.call("POST", "/runs", body={"workflow": "nope"})
     assert answer.status == 400
     assert (
-        answer.message
-        == "workflow: unknown workflow 'nope' (registered: explode, greet, power_of_two, wait_for_approval)"
+        answer.message == "workflow: unknown workflow 'nope' "
+        "(registered: explode, greet, power_of_two, retry_then_nap, wait_for_approval)"
     )
 
 

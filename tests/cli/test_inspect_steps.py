@@ -75,8 +75,12 @@ def test_inspect_shows_the_steps_an_ended_run_abandoned(served: Served) -> None:
     # THEN the steps section shows each step's status, the three without outcome as abandoned
     section = text.split("steps:\n", 1)[1].split("\n\n", 1)[0].splitlines()
     assert section[0].split() == ["step", "status", "attempt", "step", "id"]
-    shown = {row.split()[-1]: (row.split()[1], int(row.split()[2])) for row in section[1:]}
+    step_lines = [row for row in section[1:] if row.split()[0] != "attempt"]
+    shown = {row.split()[-1]: (row.split()[1], int(row.split()[2])) for row in step_lines}
     assert shown == expected
+    # AND each attempt is listed under its step: the one running when the run ended is abandoned
+    attempts = sorted(row.split()[1:3] for row in section[1:] if row.split()[0] == "attempt")
+    assert attempts == [["1", "abandoned"], ["1", "completed"], ["1", "retrying"]]
     # AND --json carries the same rows, as GET /runs/{run_id}/steps answers them
     document = json.loads(served.inspect(run_id, "--json"))
     rows = {row["step_id"]: (row["step_name"], row["status"]) for row in document["steps"]}

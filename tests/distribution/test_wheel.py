@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import urllib.request
 import venv
 import zipfile
 from collections.abc import Iterator
@@ -96,6 +97,14 @@ def test_the_wheel_installs_only_world_aws_with_the_template(wheel: Path) -> Non
     assert b"AWS::DynamoDB::Table" in zipfile.ZipFile(wheel).read("world_aws/aws/infra/template.yaml")
 
 
+def test_the_wheel_ships_the_web_ui(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    static = REPO / "world_aws" / "api" / "static"
+    shipped = {f"world_aws/api/static/{path.name}" for path in static.iterdir()}
+    assert shipped >= {"world_aws/api/static/index.html", "world_aws/api/static/app.js"}
+    assert shipped <= names
+
+
 def test_the_installed_wheel_runs_the_demo_from_another_directory(installed: Path, tmp_path: Path) -> None:
     done = _in(tmp_path, str(installed / "world-aws"), "demo", "--json")
     assert done.returncode == 0, done.stderr
@@ -113,6 +122,10 @@ def test_the_installed_wheel_runs_a_user_module_and_serves_dev(installed: Path, 
     assert json.loads(done.stdout)["result"] == "hello ada"
     python = str(installed / "python")
     with dev_process("shop:app", "--port", "0", python=python, cwd=tmp_path) as (proc, lines):
+        (ui,) = [line.split()[-1] for line in lines if line.strip().startswith("web UI")]
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: no proxy
+        with opener.open(ui + "app.js", timeout=10) as answer:  # the installed package's file
+            assert b"/timeline" in answer.read()
         proc.send_signal(signal.SIGINT)
     assert proc.returncode == 0, lines
     assert any(line.startswith("export WORLD_AWS_API=http://127.0.0.1:") for line in lines), lines

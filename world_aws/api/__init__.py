@@ -13,7 +13,10 @@ route                                       answer
 ``GET /runs?status=&workflow=&limit=``      200 ``{runs, cursor}``
 ``GET /runs/{run_id}``                      200 the run, its result or error
 ``GET /runs/{run_id}/events?after=``        200 ``{run_id, events, next_after}``
-``GET /runs/{run_id}/steps``                200 ``{run_id, steps}`` (``abandoned``: see models)
+``GET /runs/{run_id}/events/{position}``    200 the event, its payloads decoded
+``GET /runs/{run_id}/steps``                200 ``{run_id, steps, summary}`` (attempts, ``abandoned``)
+``GET /runs/{run_id}/timeline``             200 ``{run_id, status, as_of, summary, spans}``
+``GET /workflows``                          200 ``{workflows}``: name, parameters
 ``POST /runs/{run_id}/cancel``              200, or 409 if the run had ended
 ``POST /hooks/{token}/resume``              202 ``{token, resume_id}``
 ==========================================  ======================================

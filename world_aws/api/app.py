@@ -43,8 +43,9 @@ def handle_http(
     """Answer one API Gateway HTTP API (payload format 2.0) event.
 
     Routes: ``POST /runs``, ``GET /runs``, ``GET /runs/{run_id}``,
-    ``GET /runs/{run_id}/events``, ``GET /runs/{run_id}/steps``, ``POST /runs/{run_id}/cancel``,
-    ``POST /hooks/{token}/resume``.
+    ``GET /runs/{run_id}/events``, ``GET /runs/{run_id}/events/{position}``,
+    ``GET /runs/{run_id}/steps``, ``GET /runs/{run_id}/timeline``, ``GET /workflows``,
+    ``POST /runs/{run_id}/cancel``, ``POST /hooks/{token}/resume``.
 
     Args:
         event: the event API Gateway passes to the Lambda function.
@@ -136,6 +137,8 @@ def _dispatch(request: Request, runtime: Runtime) -> Response:
 
 def _not_found_message(params: dict[str, str], exc: NotFound) -> str:
     """A stable message for a 404, whichever World produced it."""
+    if "position" in params and "no event" in str(exc):
+        return str(exc)
     if "run_id" in params:
         return f"run {params['run_id']!r} not found"
     if "token" in params:

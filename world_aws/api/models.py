@@ -62,10 +62,14 @@ class ListRunsQuery(_Strict):
 
 
 class ListEventsQuery(_Strict):
-    """``GET /runs/{run_id}/events?after=&limit=``: a page of the log after position ``after``."""
+    """``GET /runs/{run_id}/events?after=&limit=&payloads=``: a page of the log after position ``after``.
+
+    ``payloads=true`` puts each row's small payloads, decoded, in its ``data``.
+    """
 
     after: int = Field(default=0, ge=0)
     limit: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
+    payloads: bool = False
 
 
 # --- responses -----------------------------------------------------------------------
@@ -109,7 +113,7 @@ class RunList(BaseModel):
 
 
 class EventRow(BaseModel):
-    """One event of a run's log, without payloads."""
+    """One event of a run's log: its payloads' size, and (``payloads=true``) the small ones decoded."""
 
     position: int
     type: str
@@ -124,6 +128,11 @@ class EventRow(BaseModel):
     error: ErrorView | None = Field(
         default=None, description="the attempt's error, on step_retrying and step_failed"
     )
+    payload_bytes: int = Field(default=0, description="the size of the event's payloads, encoded")
+    data: dict[str, Any] | None = Field(
+        default=None,
+        description="with payloads=true, the decoded payloads if small (else GET .../events/{position})",
+    )
 
 
 class EventList(BaseModel):
@@ -132,6 +141,23 @@ class EventList(BaseModel):
     run_id: str
     events: list[EventRow]
     next_after: int | None = None
+
+
+class AttemptView(BaseModel):
+    """One attempt of a step: from its ``step_started`` to the outcome that ended it.
+
+    ``outcome``: ``running`` (no outcome yet), ``completed``, ``retrying`` (failed, retried
+    after ``retry_after``), ``failed`` (the step's last), ``interrupted`` (a later attempt
+    started without an outcome of this one: its delivery was lost) or ``abandoned`` (the
+    run ended first). ``ended_at`` is absent while it runs.
+    """
+
+    attempt: int
+    started_at: datetime
+    ended_at: datetime | None = None
+    outcome: str
+    error: ErrorView | None = None
+    retry_after: datetime | None = None
 
 
 class StepRow(BaseModel):
@@ -149,13 +175,98 @@ class StepRow(BaseModel):
     created_at: datetime
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    attempts: list[AttemptView] = Field(default_factory=list, description="each start, with its error")
+
+
+class RunStats(BaseModel):
+    """A run in one line: its steps, attempts and retries, how long it took and how long it waited.
+
+    ``duration_s`` runs from ``run_started`` (else ``run_created``) to the run's end, or to
+    the answer's ``as_of`` while it runs. ``waiting_s`` is the time covered by its sleeps
+    and hooks (overlaps counted once), open ones up to the end or ``as_of``.
+    """
+
+    steps: int
+    attempts: int
+    retries: int
+    failed_steps: int
+    waits: int
+    hooks: int
+    duration_s: float | None = None
+    waiting_s: float = 0.0
 
 
 class StepList(BaseModel):
-    """``GET /runs/{run_id}/steps``: every step of the run, in creation order."""
+    """``GET /runs/{run_id}/steps``: every step of the run, in creation order, and the run's stats."""
 
     run_id: str
     steps: list[StepRow]
+    summary: RunStats | None = None
+
+
+class SpanView(BaseModel):
+    """One bar of a run's Gantt: a step (with its attempts), a sleep or a hook.
+
+    ``ended_at`` is absent while it is open (a running step, a pending sleep, a hook
+    waiting for its first payload). A hook's bar runs from its creation to its last
+    payload (``received_at``) or its disposal; a sleep's from its creation to its wake-up.
+    """
+
+    kind: str = Field(description="step, wait or hook")
+    id: str = Field(description="the correlation id: step, wait or hook id")
+    name: str = Field(description="the step's name, the hook's token, or 'sleep'")
+    status: str
+    created_at: datetime
+    ended_at: datetime | None = None
+    resume_at: datetime | None = Field(default=None, description="a sleep's due time")
+    attempts: list[AttemptView] = Field(default_factory=list)
+    received_at: list[datetime] = Field(default_factory=list, description="a hook's payload arrivals")
+
+
+class Timeline(BaseModel):
+    """``GET /runs/{run_id}/timeline``: the run's spans in creation order, its stats, and ``as_of``.
+
+    ``as_of`` is the server's time when it answered: open spans extend to it.
+    """
+
+    run_id: str
+    status: RunStatus
+    as_of: datetime
+    created_at: datetime
+    started_at: datetime | None = None
+    completed_at: datetime | None = None
+    summary: RunStats
+    spans: list[SpanView]
+
+
+class WorkflowView(BaseModel):
+    """One registered workflow: its name and parameters (``name: type = default``)."""
+
+    name: str
+    parameters: list[str]
+    signature: str
+
+
+class WorkflowList(BaseModel):
+    """``GET /workflows``: the workflows this deployment can start, by name."""
+
+    workflows: list[WorkflowView]
+
+
+class EventDetail(BaseModel):
+    """``GET /runs/{run_id}/events/{position}``: one event with its payloads decoded.
+
+    ``data`` maps each payload field the event carries (``input``, ``output``, ``payload``,
+    ``metadata``, ``error``, ...) to its decoded, JSON-safe value, fetched from S3 when it
+    was stored there.
+    """
+
+    position: int
+    type: str
+    correlation_id: str | None = None
+    step_name: str | None = None
+    created_at: datetime
+    data: dict[str, Any]
 
 
 class StartedRun(BaseModel):

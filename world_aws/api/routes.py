@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from world_aws.api import views
+from world_aws.api import timeline, views
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.models import (
     CancelledRun,
@@ -29,8 +29,9 @@ from world_aws.api.models import (
     StartedRun,
     StartRunRequest,
     StepList,
+    WorkflowList,
 )
-from world_aws.contract.records import ResolveData, RunStatus
+from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, UnknownWorkflow
 from world_aws.runtime.runtime import Runtime
 
@@ -82,25 +83,69 @@ def get_run(_request: Request, params: Params, runtime: Runtime) -> Response:
 
 
 def list_events(request: Request, params: Params, runtime: Runtime) -> Response:
-    """``GET /runs/{run_id}/events?after=&limit=`` → 200 the timeline rows (each failed attempt's error)."""
+    """``GET /runs/{run_id}/events?after=&limit=&payloads=`` → 200 the log's rows (see ListEventsQuery)."""
     query = parse_query(ListEventsQuery, request.query)
     run_id = params["run_id"]
     runtime.world.runs.get(run_id, resolve_data=ResolveData.NONE)  # 404 for an unknown run
-    # The whole log is read so that a page's rows still name steps created on earlier pages.
-    events = runtime.world.events.list(run_id, resolve_data=ResolveData.ALL)  # the attempts' errors
-    page = [e for e in events if e.position > query.after][: query.limit]
-    more = bool(page) and page[-1].position < events[-1].position
-    rows = views.event_rows(page, names=views.step_names(events))
+    # Only the log after ``after`` (a polling client reads each event once), with the attempts' errors.
+    events = runtime.world.events.list(run_id, after=query.after, resolve_data=ResolveData.ALL)
+    page = events[: query.limit]
+    more = len(events) > len(page)
+    serializer = runtime.app.serializer if query.payloads else None
+    rows = views.event_rows(page, names=_step_names(run_id, page, runtime), serializer=serializer)
     listed = EventList(run_id=run_id, events=rows, next_after=page[-1].position if more else None)
     return json_response(200, _dump(listed))
 
 
+def get_event(_request: Request, params: Params, runtime: Runtime) -> Response:
+    """``GET /runs/{run_id}/events/{position}`` → 200 the event with every payload decoded."""
+    run_id, raw = params["run_id"], params["position"]
+    if not raw.isdigit() or int(raw) < 1:
+        raise BadInput(f"position: expected a positive integer, got {raw[:40]!r}")
+    position = int(raw)
+    runtime.world.runs.get(run_id, resolve_data=ResolveData.NONE)  # 404 for an unknown run
+    # The protocol reads a log from a position on: the events after this one come along, unused.
+    found = runtime.world.events.list(run_id, after=position - 1, resolve_data=ResolveData.ALL)[:1]
+    if not found or found[0].position != position:
+        raise NotFound(f"run {run_id!r} has no event at position {position}")
+    names = _step_names(run_id, found, runtime)
+    return json_response(200, _dump(views.event_detail(found[0], runtime.app.serializer, names=names)))
+
+
+def _step_names(run_id: str, events: list[Event], runtime: Runtime) -> dict[str, str]:
+    """correlation id → step name for ``events``, a part of the log.
+
+    A step's outcome events do not carry its name: when ``events`` lack the step's
+    ``step_created``/``step_started``, the step rows (no payloads) name it.
+    """
+    names = views.step_names(events)
+    if any(e.type.is_step_event and (e.correlation_id or "") not in names for e in events):
+        steps = runtime.world.steps.list(run_id, resolve_data=ResolveData.NONE)
+        names = {step.step_id: step.step_name for step in steps} | names
+    return names
+
+
 def list_steps(_request: Request, params: Params, runtime: Runtime) -> Response:
-    """``GET /runs/{run_id}/steps`` → 200 the run's steps, without payloads (``abandoned`` once it ended)."""
+    """``GET /runs/{run_id}/steps`` → 200 the steps with their attempts, and the run's stats."""
     run = runtime.world.runs.get(params["run_id"], resolve_data=ResolveData.NONE)
     steps = runtime.world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
-    listed = StepList(run_id=run.run_id, steps=views.step_rows(run, steps))
-    return json_response(200, _dump(listed))
+    events = runtime.world.events.list(run.run_id, resolve_data=ResolveData.ALL)  # the attempts' errors
+    shown = timeline.timeline(run, events, as_of=runtime.world.clock.now())
+    attempts = {span.id: span.attempts for span in shown.spans if span.kind == "step"}
+    rows = views.step_rows(run, steps, attempts=attempts)
+    return json_response(200, _dump(StepList(run_id=run.run_id, steps=rows, summary=shown.summary)))
+
+
+def get_timeline(_request: Request, params: Params, runtime: Runtime) -> Response:
+    """``GET /runs/{run_id}/timeline`` → 200 the run's spans (steps, sleeps, hooks) and its stats."""
+    run = runtime.world.runs.get(params["run_id"], resolve_data=ResolveData.NONE)
+    events = runtime.world.events.list(run.run_id, resolve_data=ResolveData.ALL)  # the attempts' errors
+    return json_response(200, _dump(timeline.timeline(run, events, as_of=runtime.world.clock.now())))
+
+
+def list_workflows(_request: Request, _params: Params, runtime: Runtime) -> Response:
+    """``GET /workflows`` → 200 the registered workflows with their parameters."""
+    return json_response(200, _dump(WorkflowList(workflows=views.workflow_views(runtime.app))))
 
 
 def cancel_run(request: Request, params: Params, runtime: Runtime) -> Response:
@@ -146,7 +191,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs",), list_runs),
     Route("GET", ("runs", "{run_id}"), get_run),
     Route("GET", ("runs", "{run_id}", "events"), list_events),
+    Route("GET", ("runs", "{run_id}", "events", "{position}"), get_event),
     Route("GET", ("runs", "{run_id}", "steps"), list_steps),
+    Route("GET", ("runs", "{run_id}", "timeline"), get_timeline),
+    Route("GET", ("workflows",), list_workflows),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
     Route("POST", ("hooks", "{token}", "resume"), resume_hook),
 )

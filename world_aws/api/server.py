@@ -1,10 +1,15 @@
-"""A local HTTP server for the API: real HTTP on 127.0.0.1, translated into v2.0 events.
+"""A local HTTP server for the API and the web UI: real HTTP on 127.0.0.1.
 
 ``serve_api(runtime, port=...)`` starts a stdlib ``ThreadingHTTPServer`` on the
 loopback interface only (nothing outside this machine may reach a dev stack)
 in a background thread. Each request becomes the event API Gateway would send
 (payload format 2.0) and goes through :func:`world_aws.api.handle_http`, so the
 local API and the deployed one run the same code.
+
+``GET /`` and ``GET /ui/...`` are the web UI's static files
+(:mod:`world_aws.api.assets`), answered by this server itself: the deployed API
+serves no UI. ``serve_backend(backend, port=...)`` serves the UI in front of any
+other backend, e.g. ``world-aws ui``'s signing proxy to a deployed API.
 """
 
 from __future__ import annotations
@@ -14,11 +19,13 @@ import logging
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import BufferedIOBase
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from world_aws.api import assets
 from world_aws.api.app import handle_http
 from world_aws.api.http import error_response
 from world_aws.runtime.runtime import Runtime
@@ -31,13 +38,31 @@ DISCARD_LIMIT_BYTES = 64 * 1024 * 1024
 
 ACCESS_LOG = logging.getLogger("world_aws.api.access")
 
+# method, request target (path and query), headers, body → a Lambda proxy response
+# ({"statusCode", "headers", "body", "isBase64Encoded"}).
+Backend = Callable[[str, str, dict[str, str], bytes], dict[str, Any]]
+
+
+def runtime_backend(runtime: Runtime) -> Backend:
+    """The API of ``runtime``: each request as a v2.0 event through :func:`handle_http`."""
+
+    def answer(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+        return handle_http(to_event(method, target, headers, body), runtime)
+
+    return answer
+
 
 class ApiServer:
-    """The API served on ``127.0.0.1:<port>`` in a background thread. Stop it with :meth:`stop`."""
+    """The API (and the UI) served on ``127.0.0.1:<port>`` in a background thread; :meth:`stop` stops it.
 
-    def __init__(self, runtime: Runtime, *, port: int = 0) -> None:
+    Args:
+        backend: what answers the API's requests (:func:`runtime_backend` for a local runtime).
+        port: 0 picks a free one (read it from ``.port`` or ``.url``).
+    """
+
+    def __init__(self, backend: Backend, *, port: int = 0) -> None:
         self._httpd = _Server((LOOPBACK, port), _Handler)
-        self._httpd.runtime = runtime
+        self._httpd.backend = backend
         host, bound = self._httpd.server_address[:2]
         self.port = int(bound)
         self.url = f"http://{host!s}:{self.port}"
@@ -64,17 +89,26 @@ class ApiServer:
 
 
 def serve_api(runtime: Runtime, *, port: int = 0) -> ApiServer:
-    """Serve ``runtime``'s HTTP API on ``127.0.0.1:port`` (0: a free port); see :class:`ApiServer`.
+    """Serve ``runtime``'s HTTP API and the UI on ``127.0.0.1:port`` (0: a free port); see :class:`ApiServer`.
 
     Raises:
         OSError: the port cannot be bound (e.g. already in use).
     """
-    return ApiServer(runtime, port=port)
+    return ApiServer(runtime_backend(runtime), port=port)
+
+
+def serve_backend(backend: Backend, *, port: int = 0) -> ApiServer:
+    """Serve the UI, and ``backend`` for every other request, on ``127.0.0.1:port``.
+
+    Raises:
+        OSError: the port cannot be bound.
+    """
+    return ApiServer(backend, port=port)
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    runtime: Runtime
+    backend: Backend
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -119,20 +153,41 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self.rfile.read(length) if length > 0 else b""
-        event = to_event(self.command, self.path, dict(self.headers.items()), body)
-        self._send(handle_http(event, self.server.runtime))
+        if self.command in ("GET", "HEAD") and self._send_asset():
+            return
+        self._send(self.server.backend(self.command, self.path, dict(self.headers.items()), body))
 
-    def _send(self, response: dict[str, Any]) -> None:
-        """Write a Lambda proxy response as API Gateway would."""
-        body = response.get("body") or ""
-        data = base64.b64decode(body) if response.get("isBase64Encoded") else body.encode("utf-8")
-        self.send_response(int(response["statusCode"]))
-        for name, value in (response.get("headers") or {}).items():
+    def _send_asset(self) -> bool:
+        """Answer ``/`` (a redirect) and ``/ui/<file>`` from the UI's files; False for any other path."""
+        path = urlsplit(self.path).path
+        if path == "/":
+            self._send_raw(302, {"location": "/ui/"}, b"")
+            return True
+        if path != "/ui" and not path.startswith("/ui/"):
+            return False
+        found = assets.read(path.removeprefix("/ui").lstrip("/") or "index.html")
+        if found is None:
+            missing = error_response(404, "NotFound", f"no such file of the UI: {path}")
+            self._send(missing.to_event_response())
+        else:
+            content, content_type = found
+            self._send_raw(200, {"content-type": content_type, "cache-control": "no-cache"}, content)
+        return True
+
+    def _send_raw(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
             self.send_header(name, value)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def _send(self, response: dict[str, Any]) -> None:
+        """Write a Lambda proxy response as API Gateway would."""
+        body = response.get("body") or ""
+        data = base64.b64decode(body) if response.get("isBase64Encoded") else body.encode("utf-8")
+        self._send_raw(int(response["statusCode"]), dict(response.get("headers") or {}), data)
 
     def log_message(self, format: str, *args: Any) -> None:
         ACCESS_LOG.info("%s %s", self.address_string(), format % args)

@@ -8,12 +8,25 @@ payloads, only a failed attempt's error (``step_retrying``, ``step_failed``).
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+from world_aws.api import payloads
 from world_aws.api.jsonable import to_jsonable
-from world_aws.api.models import ErrorView, EventRow, RunDetail, RunSummary, StepRow
+from world_aws.api.models import (
+    AttemptView,
+    ErrorView,
+    EventDetail,
+    EventRow,
+    RunDetail,
+    RunSummary,
+    StepRow,
+    WorkflowView,
+)
+from world_aws.api.payloads import error_view
 from world_aws.contract.records import Event, EventType, Run, RunStatus, Step
 from world_aws.errors import SerializationError
-from world_aws.runtime.serde import ErrorInfo, Serializer, decode_error
+from world_aws.runtime.registry import Workflows
+from world_aws.runtime.serde import Serializer, decode_error
 
 LOG = logging.getLogger("world_aws.api")
 
@@ -63,8 +76,11 @@ def step_status(step: Step, run: Run) -> str:
     return step.status.value
 
 
-def step_rows(run: Run, steps: list[Step]) -> list[StepRow]:
-    """One row per step of ``run``, oldest first."""
+def step_rows(
+    run: Run, steps: list[Step], *, attempts: dict[str, list[AttemptView]] | None = None
+) -> list[StepRow]:
+    """One row per step of ``run``, oldest first, with its attempts (step id → attempts) if given."""
+    attempts = attempts or {}
     return [
         StepRow(
             step_id=step.step_id,
@@ -74,6 +90,7 @@ def step_rows(run: Run, steps: list[Step]) -> list[StepRow]:
             created_at=step.created_at,
             started_at=step.started_at,
             completed_at=step.completed_at,
+            attempts=attempts.get(step.step_id, []),
         )
         for step in sorted(steps, key=_created)
     ]
@@ -101,13 +118,7 @@ def _error(run: Run) -> ErrorView:
     return error_view(info, code=run.error_code)
 
 
-def error_view(info: ErrorInfo, *, code: str | None = None) -> ErrorView:
-    """A stored error as the API shows it, with its traceback and its chain of causes."""
-    cause = error_view(info.cause) if info.cause is not None else None
-    return ErrorView(type=info.type, message=info.message, code=code, stack=info.stack, cause=cause)
-
-
-def _event_error(event: Event) -> ErrorView | None:
+def event_error(event: Event) -> ErrorView | None:
     if event.type not in (EventType.STEP_RETRYING, EventType.STEP_FAILED) or not event.data.error:
         return None
     try:
@@ -133,13 +144,17 @@ def step_names(events: list[Event]) -> dict[str, str]:
     return names
 
 
-def event_rows(events: list[Event], *, names: dict[str, str] | None = None) -> list[EventRow]:
+def event_rows(
+    events: list[Event], *, names: dict[str, str] | None = None, serializer: Serializer | None = None
+) -> list[EventRow]:
     """One row per event (position, type, correlation id, step name, hook token, created_at).
 
     Args:
         events: events of one run, in position order.
         names: correlation id → step name; by default taken from ``events`` themselves
             (pass the whole log's when ``events`` is a page of it).
+        serializer: the app's; when given, each row carries its payloads decoded in ``data``
+            if they are small (:data:`~world_aws.api.payloads.INLINE_PAYLOAD_BYTES`).
     """
     names = step_names(events) if names is None else names
     return [
@@ -151,7 +166,49 @@ def event_rows(events: list[Event], *, names: dict[str, str] | None = None) -> l
             token=event.data.token if event.type.is_hook_event else None,
             owner=event.data.owner,
             created_at=event.created_at,
-            error=_event_error(event),
+            error=event_error(event),
+            payload_bytes=payloads.payload_size(event),
+            data=_inline_data(event, serializer),
         )
         for event in events
     ]
+
+
+def _inline_data(event: Event, serializer: Serializer | None) -> dict[str, Any] | None:
+    if serializer is None or payloads.payload_size(event) > payloads.INLINE_PAYLOAD_BYTES:
+        return None
+    return payloads.decoded_payloads(event, serializer) or None
+
+
+def event_detail(event: Event, serializer: Serializer, *, names: dict[str, str]) -> EventDetail:
+    """One event with every payload decoded, however large."""
+    return EventDetail(
+        position=event.position,
+        type=event.type.value,
+        correlation_id=event.correlation_id,
+        step_name=names.get(event.correlation_id or ""),
+        created_at=event.created_at,
+        data=payloads.decoded_payloads(event, serializer),
+    )
+
+
+def workflow_views(app: Workflows) -> list[WorkflowView]:
+    """The app's registered workflows, by name, with their parameters (resolved annotations)."""
+    views = []
+    for name in app.workflow_names:
+        workflow = app.get_workflow(name)
+        signature = workflow.signature.replace(
+            parameters=[
+                p.replace(annotation=workflow.hints.get(p.name, p.annotation))
+                for p in workflow.signature.parameters.values()
+            ],
+            return_annotation=workflow.hints.get("return", workflow.signature.return_annotation),
+        )
+        views.append(
+            WorkflowView(
+                name=name,
+                parameters=[str(p) for p in signature.parameters.values()],
+                signature=str(signature),
+            )
+        )
+    return views

@@ -10,7 +10,8 @@ passed, 130 Ctrl-C.
 ``world-aws dev [MODULE:APP]`` serves an app on the embedded stack with its HTTP
 API on 127.0.0.1 until Ctrl-C (:mod:`world_aws.cli.dev`). The operator commands
 ``start``, ``ls``, ``inspect``, ``cancel`` and ``resume`` talk to that API, or a
-deployed one (:mod:`world_aws.cli.operate`).
+deployed one (:mod:`world_aws.cli.operate`). ``world-aws ui --api URL`` serves the web UI
+on 127.0.0.1 for a deployed API, its requests signed (:mod:`world_aws.cli.ui`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from world_aws.cli import dev, operate
+from world_aws.cli import dev, operate, ui
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
 from world_aws.errors import BadInput
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the bundled order-pipeline example")
     _add_run_options(demo, with_args=False)
     dev.add_command(sub)
+    ui.add_command(sub)
     operate.add_commands(sub)
     return parser
 

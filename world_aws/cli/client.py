@@ -110,10 +110,12 @@ class ApiClient:
                 return rows
             after = int(page["next_after"])
 
-    def steps(self, run_id: str) -> list[Any]:
-        """The run's step rows (``abandoned`` for a step without outcome of an ended run)."""
-        listed = self.call("GET", f"/runs/{_segment(run_id)}/steps")
-        return list(listed["steps"])
+    def step_list(self, run_id: str) -> Any:
+        """``{run_id, steps, summary}``: the run's step rows with their attempts, and its stats.
+
+        A step without outcome of an ended run reads ``abandoned``.
+        """
+        return self.call("GET", f"/runs/{_segment(run_id)}/steps")
 
     def cancel(self, run_id: str, reason: str | None) -> Any:
         return self.call("POST", f"/runs/{_segment(run_id)}/cancel", body={"reason": reason})
@@ -136,25 +138,48 @@ class ApiClient:
             Unreachable: no answer.
         """
         params = {k: v for k, v in (query or {}).items() if v is not None}
-        url = self.base_url + path + (f"?{urlencode(params)}" if params else "")
-        data = b"" if body is None else json.dumps(body).encode("utf-8")
-        headers = {"accept": "application/json"}
-        if body is not None:
-            headers["content-type"] = "application/json"
-        if self._should_sign():
-            from world_aws.aws.sigv4 import sigv4_headers  # botocore only when signing
-
-            headers = sigv4_headers(method, url, body=data, headers=headers)
-        request = urllib.request.Request(url, data=data if body is not None else None, method=method)
-        for name, value in headers.items():
-            request.add_header(name, value)
+        target = path + (f"?{urlencode(params)}" if params else "")
+        data = None if body is None else json.dumps(body).encode("utf-8")
         try:
-            with self._opener.open(request, timeout=self._timeout) as answer:
+            with self._open(method, target, data, "application/json") as answer:
                 return self._decode(answer.status, answer.read())
         except urllib.error.HTTPError as exc:
             raise self._error(exc.code, exc.read(), exc.reason) from None
         except (urllib.error.URLError, OSError) as exc:
             raise Unreachable(self._unreachable(exc)) from None
+
+    def forward(
+        self, method: str, target: str, body: bytes, content_type: str | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request passed through as it is (signed when this client signs): status, headers, body.
+
+        An error status is an answer like any other here, not an exception.
+
+        Raises:
+            Unreachable: no answer.
+        """
+        data = body if body or method in ("POST", "PUT", "PATCH") else None
+        try:
+            with self._open(method, target, data, content_type) as answer:
+                return answer.status, dict(answer.headers.items()), answer.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, dict(exc.headers.items()), exc.read()
+        except (urllib.error.URLError, OSError) as exc:
+            raise Unreachable(self._unreachable(exc)) from None
+
+    def _open(self, method: str, target: str, data: bytes | None, content_type: str | None) -> Any:
+        url = self.base_url + target
+        headers = {"accept": "application/json"}
+        if data is not None and content_type:
+            headers["content-type"] = content_type
+        if self._should_sign():
+            from world_aws.aws.sigv4 import sigv4_headers  # botocore only when signing
+
+            headers = sigv4_headers(method, url, body=data or b"", headers=headers)
+        request = urllib.request.Request(url, data=data, method=method)
+        for name, value in headers.items():
+            request.add_header(name, value)
+        return self._opener.open(request, timeout=self._timeout)
 
     def _should_sign(self) -> bool:
         return self._sign if self._sign is not None else signs_by_default(self.base_url)

@@ -5,7 +5,8 @@ consuming both queues, the reconciler ticking on a background thread
 (``WORKFLOW_RECONCILE_*``), and the HTTP API on ``127.0.0.1:--port``. It prints the
 API URL, the moto endpoint and the variables to export in another shell so the
 operator commands (``world-aws start``, ``ls``, ``inspect``, ``cancel``,
-``resume``) and AWS tools reach it. SIGINT or SIGTERM stops the HTTP server, the
+``resume``) and AWS tools reach it, and the web UI (``/ui/``, :mod:`world_aws.api.assets`) on
+the same port. SIGINT or SIGTERM stops the HTTP server, the
 consumers and moto, in that order.
 """
 
@@ -63,7 +64,7 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         err.write(f"world-aws: error: {exc}\n")
         return 2
     stop = threading.Event()
-    with _stop_on_signals(stop), _access_log(out):
+    with stop_on_signals(stop), _access_log(out):
         where = "moto" if ns.world == "embedded" else "the in-memory World"
         out.write(f"world-aws dev: starting {ns.app} on {where}...\n")
         out.flush()
@@ -79,6 +80,7 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             return 2
         try:
             out.write(f"\n  HTTP API   {dev.url}\n")
+            out.write(f"  web UI     {dev.url}/ui/\n")
             if dev.endpoint_url:
                 out.write(f"  moto       {dev.endpoint_url}\n")
             out.write(f"  workflows  {', '.join(app.workflow_names)}\n")
@@ -103,7 +105,7 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """Set ``stop`` on SIGINT/SIGTERM; a second signal falls back to the default (e.g. KeyboardInterrupt)."""
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 

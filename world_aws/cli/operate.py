@@ -115,9 +115,16 @@ def _ls(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     run = client.get_run(ns.run_id)
     rows = client.events(ns.run_id)
-    steps = client.steps(ns.run_id)
+    listed = client.step_list(ns.run_id)
+    steps = list(listed["steps"])
     if ns.json:
-        document = {"run": run, "steps": steps, "events": rows, "timeline": render.timeline_rows(rows)}
+        document = {
+            "run": run,
+            "summary": listed.get("summary"),
+            "steps": steps,
+            "events": rows,
+            "timeline": render.timeline_rows(rows),
+        }
         out.write(json.dumps(document, indent=2) + "\n")
         return 0
     out.write(f"run       {run['run_id']}\n")
@@ -126,6 +133,8 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     for label in ("created", "started", "completed"):
         if run.get(f"{label}_at"):
             out.write(f"{label:<9} {run[f'{label}_at']}\n")
+    if listed.get("summary"):
+        out.write(f"summary   {render.summary_line(listed['summary'])}\n")
     if run["status"] == RunStatus.COMPLETED.value:
         out.write(f"result    {json.dumps(run.get('result'), indent=2)}\n")
     elif run.get("error"):

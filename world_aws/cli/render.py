@@ -17,6 +17,7 @@ from world_aws.contract.records import Event, EventType
 from world_aws.runtime.serde import decode_error
 
 __all__ = [
+    "attempt_line",
     "events_json",
     "print_attempt_errors",
     "print_error",
@@ -27,6 +28,7 @@ __all__ = [
     "progress_line",
     "short_name",
     "step_names",
+    "summary_line",
     "timeline",
     "timeline_rows",
     "to_jsonable",
@@ -173,12 +175,56 @@ def print_rows_timeline(rows: list[dict[str, Any]], out: TextIO) -> None:
 
 
 def print_steps(steps: list[dict[str, Any]], out: TextIO) -> None:
-    """A table of a run's steps as ``GET /runs/{run_id}/steps`` returns them (status, attempts)."""
+    """A table of a run's steps as ``GET /runs/{run_id}/steps`` returns them, each attempt under its step.
+
+    An attempt line shows its number, outcome, duration and, for a failed one, its error's
+    first line (``print_attempt_errors`` prints the tracebacks).
+    """
     out.write(f"  {'step':<24} {'status':<10} {'attempt':>7}  step id\n")
     for step in steps:
         name = short_name(str(step.get("step_name", "")))
         status, attempt = step.get("status", ""), step.get("attempt", "")
         out.write(f"  {name:<24} {status:<10} {attempt:>7}  {step.get('step_id', '')}\n")
+        for row in step.get("attempts") or []:
+            out.write(f"      {ATTEMPT_MARK} {attempt_line(row)}\n")
+
+
+ATTEMPT_MARK = "attempt"
+
+
+def attempt_line(attempt: dict[str, Any]) -> str:
+    """``2  retrying     12 ms  ConnectionError: unavailable``: one attempt of ``GET .../steps``."""
+    started, ended = _parse_time(attempt.get("started_at")), _parse_time(attempt.get("ended_at"))
+    took = _duration((ended - started).total_seconds()) if started and ended else ""
+    line = f"{attempt.get('attempt', ''):>2}  {attempt.get('outcome', ''):<11} {took:>8}"
+    error = attempt.get("error")
+    if error:
+        line += f"  {short_name(str(error.get('type', '')))}: {_first_line(str(error.get('message', '')))}"
+    return line.rstrip()
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """The run in one line, from a ``summary`` of the API (steps, retries, duration, waiting time).
+
+    E.g. ``3 steps, 5 attempts (2 retries, 1 failed); 6.4 s, 5.5 s of it waiting (1 sleep, 1 hook)``.
+    """
+    steps, attempts = summary.get("steps", 0), summary.get("attempts", 0)
+    retries, failed = summary.get("retries", 0), summary.get("failed_steps", 0)
+    line = f"{_count(steps, 'step')}, {_count(attempts, 'attempt')} ({_count(retries, 'retry', 'retries')}"
+    line += f", {failed} failed)" if failed else ")"
+    if summary.get("duration_s") is not None:
+        line += f"; {_duration(float(summary['duration_s']))}"
+    waits, hooks = summary.get("waits", 0), summary.get("hooks", 0)
+    if waits or hooks:
+        kinds = ", ".join(
+            k for k in (_count(waits, "sleep") if waits else "", _count(hooks, "hook") if hooks else "") if k
+        )
+        line += f", {_duration(float(summary.get('waiting_s') or 0))} of it waiting ({kinds})"
+    return line
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def print_runs(runs: list[dict[str, Any]], out: TextIO) -> None:

@@ -1,6 +1,6 @@
 """``world-aws run`` and ``world-aws demo``: one workflow run to its end on a local World.
 
-Progress lines as the log grows, then the status, the result (or the error with
+Progress lines as the log grows, then the status, a summary line, the result (or the error with
 its cause and traceback), the timeline and each failed attempt. Exit codes: 0 the
 run completed, 1 it failed or was cancelled, 2 bad arguments, 3 ``--timeout``
 passed first (the run is left running), 130 Ctrl-C (the run is left where it was).
@@ -11,9 +11,11 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from datetime import datetime
 from typing import Any, TextIO
 
-from world_aws.api.views import error_view
+from world_aws.api.payloads import error_view
+from world_aws.api.timeline import timeline
 from world_aws.cli import render
 from world_aws.contract.records import Event, ResolveData, Run, RunStatus
 from world_aws.errors import BadInput
@@ -83,6 +85,8 @@ def run_workflow(
 
 def _print(run: Run, result: Any, error: dict[str, Any] | None, events: list[Event], out: TextIO) -> None:
     out.write(f"\nstatus: {run.status.value}{_took(run)}\n")
+    as_of = run.completed_at or (events[-1].created_at if events else run.created_at)
+    out.write(f"summary: {render.summary_line(_summary(run, events, as_of))}\n")
     if error is None:
         shown = json.dumps(render.to_jsonable(result), indent=2)
         if len(shown) > MAX_SHOWN_RESULT_CHARS:
@@ -94,6 +98,11 @@ def _print(run: Run, result: Any, error: dict[str, Any] | None, events: list[Eve
     rows = render.events_json(events)
     render.print_rows_timeline(rows, out)
     render.print_attempt_errors(rows, out)
+
+
+def _summary(run: Run, events: list[Event], as_of: datetime) -> dict[str, Any]:
+    summary = timeline(run, events, as_of=as_of).summary
+    return summary.model_dump(mode="json")
 
 
 def _took(run: Run) -> str:

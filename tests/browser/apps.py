@@ -1,0 +1,64 @@
+"""The app the browser tests serve: steps the test releases one by one, a failing step, hooks, a retry.
+
+``gated`` blocks its consumer thread until the test sets the gate named by its
+argument (:func:`release`), so a test can watch a step run and then finish
+without waiting on a clock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, sleep
+
+app = Workflows()
+
+# Set by the test; read by the step bodies in the dev stack's consumer threads.
+GATES: defaultdict[str, threading.Event] = defaultdict(threading.Event)
+GATE_TIMEOUT_SECONDS = 60.0  # a test that forgets a gate does not hang the stack's shutdown forever
+
+
+def release(name: str) -> None:
+    GATES[name].set()
+
+
+def release_all() -> None:
+    for gate in list(GATES.values()):
+        gate.set()
+
+
+@app.step
+def gated(gate: str) -> str:
+    GATES[gate].wait(GATE_TIMEOUT_SECONDS)
+    return f"passed {gate}"
+
+
+@app.step
+def charge_card(card: str) -> str:
+    raise FatalError(f"card {card} was declined")
+
+
+@app.step(max_retries=2)
+def flaky_quote(item: str) -> int:
+    if get_step_metadata().attempt == 1:
+        raise RetryableError("quote service busy", retry_after=0)
+    return 4200
+
+
+@app.workflow
+async def three_gates(key: str) -> list[str]:
+    return [await gated(f"{key}:{i}") for i in range(3)]
+
+
+@app.workflow
+async def declined(card: str) -> str:
+    return await charge_card(card)
+
+
+@app.workflow
+async def approval(order: str) -> dict[str, object]:
+    cents = await flaky_quote(order)
+    await sleep(0.2)
+    decision = await create_hook(token=f"approve:{order}")
+    return {"order": order, "cents": cents, "decision": decision}

@@ -1,0 +1,157 @@
+"""The web UI in a real browser against a real dev stack: list, live Gantt, stacks, cancel, resume, start.
+
+Every check is one of Playwright's auto-waiting expectations (the page polls the
+API, so each eventually holds); none measures time.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from playwright.sync_api import expect
+
+from world_aws.local.dev import DevStack
+
+from .apps import charge_card, release
+from .conftest import OUT
+
+
+def _key() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+def _start(dev: DevStack, workflow: str, *args: Any) -> str:
+    return dev.stack.runtime.start(workflow, *args).run_id
+
+
+def _open_run(page: Any, dev: DevStack, run_id: str) -> None:
+    page.goto(f"{dev.url}/ui/#/runs/{run_id}")
+
+
+def _steps(page: Any) -> Any:
+    return page.get_by_test_id("gantt-row").and_(page.locator("[data-kind=step]"))
+
+
+def test_the_list_shows_a_started_run_and_follows_its_status(page: Any, dev: DevStack) -> None:
+    key = _key()
+    run_id = _start(dev, "three_gates", key)
+    page.goto(f"{dev.url}/ui/")
+    row = page.locator(f"[data-testid=run-row][data-run-id='{run_id}']")
+    expect(row).to_contain_text("three_gates")
+    expect(row.get_by_test_id("status")).to_have_text("running")
+    for i in range(3):
+        release(f"{key}:{i}")
+    expect(row.get_by_test_id("status")).to_have_text("completed")  # live, without a reload
+
+
+def test_the_list_filters_by_status_and_workflow(page: Any, dev: DevStack) -> None:
+    failed = _start(dev, "declined", "4000")
+    page.goto(f"{dev.url}/ui/")
+    page.get_by_test_id("filter-workflow").select_option("declined")
+    expect(page).to_have_url(f"{dev.url}/ui/#/?workflow=declined")
+    expect(page.locator(f"[data-run-id='{failed}']")).to_be_visible()
+    expect(page.locator("[data-testid=run-row]:not([data-status=failed])")).to_have_count(0)
+    page.get_by_test_id("filter-status").select_option("completed")
+    expect(page.locator("[data-testid=runs]")).to_contain_text("no runs")
+
+
+def test_the_list_pages_through_runs_newest_first(page: Any, dev: DevStack) -> None:
+    started = [_start(dev, "declined", f"page-{i}") for i in range(21)]
+    page.goto(f"{dev.url}/ui/#/?workflow=declined")
+    rows = page.get_by_test_id("run-row")
+    expect(rows).to_have_count(20)
+    expect(rows.first).to_have_attribute("data-run-id", started[-1])  # the newest first
+    page.get_by_role("button", name="Older ›").click()
+    expect(page.get_by_role("button", name="‹ Newer")).to_be_enabled()
+    expect(page.locator(f"[data-run-id='{started[-1]}']")).to_have_count(0)
+    page.get_by_role("button", name="‹ Newer").click()
+    expect(rows.first).to_have_attribute("data-run-id", started[-1])
+
+
+def test_the_gantt_gains_a_bar_as_each_step_finishes(page: Any, dev: DevStack) -> None:
+    key = _key()
+    run_id = _start(dev, "three_gates", key)
+    _open_run(page, dev, run_id)
+    steps = _steps(page)
+    expect(steps).to_have_count(1)
+    running = steps.first.get_by_test_id("attempt")
+    expect(running).to_have_attribute("data-outcome", "running")
+    width = running.get_attribute("style")
+    expect(running).not_to_have_attribute("style", width)  # the running bar grows, live
+    for i in range(3):
+        release(f"{key}:{i}")
+        expect(steps.nth(i).get_by_test_id("attempt")).to_have_attribute("data-outcome", "completed")
+    expect(steps).to_have_count(3)
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    expect(page.get_by_test_id("result")).to_contain_text(f"passed {key}:2")
+
+
+def test_a_failed_steps_stack_is_on_the_run_page(page: Any, dev: DevStack) -> None:
+    run_id = _start(dev, "declined", "4111")
+    _open_run(page, dev, run_id)
+    error = page.get_by_test_id("run-error")
+    expect(error).to_contain_text("card 4111 was declined")
+    expect(error.get_by_test_id("error-stack").last).to_contain_text(
+        'raise FatalError(f"card {card} was declined")'
+    )
+    expect(page.get_by_test_id("failed-attempt")).to_contain_text(
+        f"{charge_card.name.rsplit('.', 1)[-1]} attempt 1"
+    )
+    expect(_steps(page).first).to_have_attribute("data-status", "failed")
+
+
+def test_cancel_from_the_page_ends_the_run_and_abandons_its_running_step(page: Any, dev: DevStack) -> None:
+    key = _key()
+    run_id = _start(dev, "three_gates", key)
+    _open_run(page, dev, run_id)
+    expect(_steps(page).first.get_by_test_id("attempt")).to_have_attribute("data-outcome", "running")
+    page.get_by_test_id("cancel-reason").fill("customer left")
+    page.get_by_test_id("cancel").click()
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("cancelled")
+    expect(page.get_by_test_id("run-error")).to_contain_text("customer left")
+    expect(_steps(page).first.get_by_test_id("attempt")).to_have_attribute("data-outcome", "abandoned")
+    expect(page.get_by_test_id("cancel")).to_have_count(0)
+    release(f"{key}:0")
+    assert dev.stack.runtime.get_run(run_id).status().value == "cancelled"
+
+
+def test_resume_from_the_page_completes_the_run_and_a_screenshot_is_kept(page: Any, dev: DevStack) -> None:
+    order = f"o-{_key()}"
+    run_id = _start(dev, "approval", order)
+    _open_run(page, dev, run_id)
+    form = page.locator(f"[data-testid=resume-form][data-token='approve:{order}']")
+    form.get_by_test_id("resume-payload").fill(json.dumps({"approved": True, "by": "ada"}))
+    form.get_by_role("button", name="Resume").click()
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    expect(page.get_by_test_id("result")).to_contain_text('"by": "ada"')
+    expect(page.locator("[data-kind=hook]")).to_have_attribute("data-status", "received")
+    expect(page.locator("[data-kind=wait]")).to_have_attribute("data-status", "completed")
+    outcomes = _steps(page).first.get_by_test_id("attempt")
+    expect(outcomes).to_have_count(2)  # the retried quote: both attempts on its bar
+    expect(page.get_by_test_id("summary")).to_contain_text("1 retry")
+    OUT.mkdir(parents=True, exist_ok=True)
+    shot = OUT / "ui-run-page.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 10_000
+
+
+def test_a_large_payload_is_loaded_on_demand(page: Any, dev: DevStack) -> None:
+    card = "9" * 3000  # over the inline size: the event list carries its size only
+    run_id = _start(dev, "declined", card)
+    _open_run(page, dev, run_id)
+    created = page.locator("[data-testid=event-row][data-type=run_created]")
+    created.get_by_test_id("load-payload").click()
+    expect(created.get_by_test_id("payload-json")).to_contain_text(card)
+
+
+def test_start_a_registered_workflow_from_the_list_page(page: Any, dev: DevStack) -> None:
+    page.goto(f"{dev.url}/ui/")
+    form = page.get_by_test_id("start-form")
+    form.get_by_test_id("start-workflow").select_option("declined")
+    form.get_by_test_id("start-args").fill('["5555"]')
+    form.get_by_role("button", name="Start").click()
+    expect(page).to_have_url(re.compile(r"/ui/#/runs/wrun_\w+$"))
+    expect(page.get_by_test_id("run-error")).to_contain_text("card 5555 was declined")
