@@ -16,6 +16,8 @@ LOG = logging.getLogger("world_aws")
 
 # Span attribute names (SPEC §5.3).
 RUN_ID = "workflow.run_id"
+# The run's workflow, on the start and continuation spans (world-aws's own; see runtime/tracing.py).
+WORKFLOW_NAME = "workflow.name"
 STEP_ID = "workflow.step.id"
 STEP_NAME = "workflow.step.name"
 STEP_ATTEMPT = "workflow.step.attempt"
