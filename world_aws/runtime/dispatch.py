@@ -44,6 +44,7 @@ def run_context_of(run: Run) -> RunContext:
         spec_version=run.spec_version,
         started_at=epoch_ms(started),
         root_run_id=run.root_run_id,
+        workflow_name=run.workflow_name,
     )
 
 
