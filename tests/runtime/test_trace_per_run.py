@@ -13,11 +13,12 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from world_aws import RetryableError, Workflows, create_hook, get_step_metadata, sleep
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunStatus
-from world_aws.contract.world import QueueName
+from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.runtime import telemetry, tracing
 from world_aws.runtime.reconciler import Reconciler
 
@@ -181,6 +182,29 @@ def test_a_reconciler_wake_finds_the_run_root_on_the_run_record(
     flows = sorted(named(found, tracing.WORKFLOW_SPAN), key=lambda s: s.start_time or 0)
     assert [parent_id(s) for s in flows[:2]] == [span_id(root), span_id(root)]
     assert len(named(found, tracing.STEP_SPAN)) == 2  # the first message of the first step was dropped
+
+
+def test_a_host_span_around_each_delivery_is_linked_not_made_the_parent(
+    memory_harness: Harness, spans: InMemorySpanExporter
+) -> None:
+    # GIVEN a host that wraps every delivery in a span of its own (as an instrumented Lambda does)
+    host = trace.get_tracer("host")
+
+    def in_host_span(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        with host.start_as_current_span("invocation"):
+            return handle(delivery)
+
+    runtime = memory_harness.runtime_for(traced_app())
+    handle = runtime.start("tr.flow", 1)
+    # WHEN the run goes through it
+    assert memory_harness.settle(handle, intercept=in_host_span) is RunStatus.COMPLETED
+    # THEN the run's spans are still one tree, and each delivery's span links its host span
+    found = of_run(spans, handle.run_id)
+    the_root(found)
+    invocations = {span_id(s) for s in spans.get_finished_spans() if s.name == "invocation"}
+    delivered = [s for s in found if s.name != tracing.START_SPAN and s.kind is not SpanKind.INTERNAL]
+    assert len(delivered) == len(invocations)
+    assert {link.context.span_id for s in delivered for link in s.links} == invocations
 
 
 def test_without_an_sdk_no_message_or_run_carries_trace_context(

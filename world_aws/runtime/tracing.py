@@ -127,11 +127,9 @@ def _parent(given: SpanContext, root: SpanContext) -> tuple[Context | None, list
     else:
         return None, None
     ambient = trace.get_current_span().get_span_context()
-    links = [
-        Link(other)
-        for other in (given, ambient)
-        if other.is_valid and other.trace_id != chosen.trace_id and other is not chosen
-    ]
-    if len(links) == 2 and links[0].context.span_id == links[1].context.span_id:
-        links = links[:1]
+    links: list[Link] = []
+    for other in (given, ambient):
+        foreign = other.is_valid and other.trace_id != chosen.trace_id
+        if foreign and all(link.context.span_id != other.span_id for link in links):
+            links.append(Link(other))
     return trace.set_span_in_context(NonRecordingSpan(chosen)), links or None
