@@ -94,37 +94,88 @@ def the_root(found: list[ReadableSpan]) -> ReadableSpan:
     return roots[0]
 
 
-def test_every_span_of_a_run_is_in_its_one_trace_with_the_parents_that_caused_it(
-    harness: Harness, spans: InMemorySpanExporter
-) -> None:
-    # GIVEN a run with two sequential steps, a 3-way fan-out, a durable sleep and a retried step
+def run_traced(harness: Harness, spans: InMemorySpanExporter) -> list[ReadableSpan]:
+    """Run tr.flow to its end; its spans, checked to be one tree whose every message carried its trace."""
     runtime = harness.runtime_for(traced_app())
     handle = runtime.start("tr.flow", 1)
-    # WHEN it runs to its end
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result() == 2 * (3 * 4 + 3)
     found = of_run(spans, handle.run_id)
-    # THEN its spans form one tree in one trace, rooted at start()'s span
     root = the_root(found)
-    by_id = {span_id(s): s for s in found}
-    steps, flows = named(found, tracing.STEP_SPAN), named(found, tracing.WORKFLOW_SPAN)
-    assert len(steps) == 5 + 2 and len(found) == 1 + len(steps) + len(flows)
-    # AND the run record keeps the root's context, which every delivered message carried
+    # the run record keeps the root's context, which every delivered message carried
     stored = tracing.run_carrier(runtime.world.runs.get(handle.run_id))
     assert stored["traceparent"].split("-")[1] == f"{trace_id(root):032x}"
     payloads = [d.payload for d in harness.deliveries if isinstance(d.payload, InvokePayload)]
     carried = {p.trace_carrier["traceparent"].split("-")[1] for p in payloads}
     assert payloads and carried == {f"{trace_id(root):032x}"}
-    # AND the first continuation is the root's child; a step, of the continuation that dispatched it
-    first = min(flows, key=lambda s: s.start_time or 0)
+    # the first continuation is the root's child; continuations follow the root, a step or a
+    # continuation (a wake-up it scheduled); steps follow the continuation that ran or
+    # dispatched them, or the inline attempt whose retry message they are
+    by_id = {span_id(s): s for s in found}
+    first = min(named(found, tracing.WORKFLOW_SPAN), key=lambda s: s.start_time or 0)
     assert parent_id(first) == span_id(root)
-    assert all(by_id[parent_id(s) or 0].name == tracing.WORKFLOW_SPAN for s in steps)
-    # AND continuations after the first follow a step (inline, the last completer) or a wake-up's scheduler
-    parents_of_later = {by_id[parent_id(s) or 0].name for s in flows if s is not first}
-    assert parents_of_later == {tracing.STEP_SPAN, tracing.WORKFLOW_SPAN}
+    for span in found:
+        allowed = {
+            tracing.WORKFLOW_SPAN: {tracing.START_SPAN, tracing.STEP_SPAN, tracing.WORKFLOW_SPAN},
+            tracing.STEP_SPAN: {tracing.WORKFLOW_SPAN, tracing.STEP_SPAN},
+        }.get(span.name, set())
+        assert span is root or by_id[parent_id(span) or 0].name in allowed
+    return found
+
+
+def attr(span: ReadableSpan, name: str) -> object:
+    assert span.attributes is not None
+    return span.attributes.get(name)
+
+
+def parent_of(found: list[ReadableSpan], span: ReadableSpan) -> ReadableSpan:
+    return next(s for s in found if span_id(s) == parent_id(span))
+
+
+def test_a_run_with_inline_steps_is_one_trace_with_the_parents_that_caused_it(
+    harness: Harness, spans: InMemorySpanExporter
+) -> None:
+    # GIVEN a run with two sequential steps, a 3-way fan-out, a durable sleep and a retried step,
+    # run inline (the default)
+    # WHEN it runs to its end THEN its spans are one tree in one trace, rooted at start()'s span
+    found = run_traced(harness, spans)
+    flows = sorted(named(found, tracing.WORKFLOW_SPAN), key=lambda s: s.start_time or 0)
+    steps = named(found, tracing.STEP_SPAN)
+    # AND the first continuation ran the five steps before the sleep inline, each a child of its span
+    inline = [s for s in steps if attr(s, telemetry.INLINE) is True]
+    before_sleep = [s for s in inline if attr(s, telemetry.STEP_NAME) == "tr.add"]
+    assert len(before_sleep) == 5 and {parent_id(s) for s in before_sleep} == {span_id(flows[0])}
+    # AND the sleep's wake-up continuation is a child of the continuation that scheduled it
+    (flaky_inline,) = [s for s in inline if attr(s, telemetry.STEP_NAME) == "tr.flaky"]
+    woken = parent_of(found, flaky_inline)
+    assert woken.name == tracing.WORKFLOW_SPAN and parent_id(woken) == span_id(flows[0])
+    # AND the failed inline attempt's retry message made the next attempt its child
+    (retried,) = [s for s in steps if attr(s, telemetry.INLINE) is None]
+    assert attr(flaky_inline, telemetry.OUTCOME) == "retrying"
+    assert (attr(retried, telemetry.STEP_NAME), attr(retried, telemetry.OUTCOME)) == ("tr.flaky", "completed")
+    assert parent_id(retried) == span_id(flaky_inline)
+
+
+@pytest.mark.dispatched
+def test_a_run_with_dispatched_steps_is_one_trace_with_the_parents_that_caused_it(
+    harness: Harness, spans: InMemorySpanExporter
+) -> None:
+    # GIVEN the same run with every step dispatched by message (inline off)
+    # WHEN it runs to its end THEN its spans are one tree in one trace, rooted at start()'s span
+    found = run_traced(harness, spans)
+    steps, flows = named(found, tracing.STEP_SPAN), named(found, tracing.WORKFLOW_SPAN)
+    assert len(steps) == 5 + 2
+    # AND every step is a child of the continuation that dispatched it
+    assert {parent_of(found, s).name for s in steps} == {tracing.WORKFLOW_SPAN}
+    # AND later continuations follow a step (inline, the last completer) or a wake-up's scheduler
+    first = min(flows, key=lambda s: s.start_time or 0)
+    assert {parent_of(found, s).name for s in flows if s is not first} == {
+        tracing.STEP_SPAN,
+        tracing.WORKFLOW_SPAN,
+    }
     # AND both attempts of the retried step hang under the same continuation
-    flaky = [s for s in steps if s.attributes is not None and s.attributes[telemetry.STEP_NAME] == "tr.flaky"]
-    assert [s.attributes[telemetry.OUTCOME] for s in flaky if s.attributes] == ["retrying", "completed"]
+    flaky = [s for s in steps if attr(s, telemetry.STEP_NAME) == "tr.flaky"]
+    assert [attr(s, telemetry.OUTCOME) for s in flaky] == ["retrying", "completed"]
     assert len({parent_id(s) for s in flaky}) == 1
 
 
@@ -166,6 +217,7 @@ def test_a_hook_resumed_from_another_trace_wakes_the_run_under_its_root(
     assert [link.context.span_id for link in woken.links] == [caller.get_span_context().span_id]
 
 
+@pytest.mark.dispatched
 def test_a_reconciler_wake_finds_the_run_root_on_the_run_record(
     harness: Harness, spans: InMemorySpanExporter
 ) -> None:

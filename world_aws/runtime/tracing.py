@@ -8,7 +8,9 @@ carries that span's context (:func:`current_carrier`), so:
 
 * a step delivery's span (``world_aws.step``) is a child of the continuation that
   dispatched the step; its retries and re-routes copy the message, so every
-  attempt is a sibling under the same continuation;
+  attempt is a sibling under the same continuation; a step run inline is a
+  ``world_aws.step`` span (``workflow.step.inline``) inside the continuation's, and
+  the message of its retry carries the failed attempt's span;
 * a continuation's span (``world_aws.workflow``) is a child of what woke it: the
   root (first message), the workflow span that scheduled a wait's wake-up, or the
   last completer's step span (inline continuation);
@@ -34,7 +36,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, Link, NonRecordingSpan, Span, SpanContext, SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from world_aws.contract.records import Run
+from world_aws.contract.records import EventType, Run, Step
 from world_aws.runtime import telemetry
 
 W3C = TraceContextTextMapPropagator()
@@ -85,6 +87,28 @@ def step_span(carrier: Mapping[str, str], attributes: dict[str, str]) -> Iterato
         STEP_SPAN, context=parent, kind=SpanKind.CONSUMER, links=links, attributes=attributes
     ) as span:
         yield span
+
+
+@contextmanager
+def inline_step_span(step: Step) -> Iterator[Span]:
+    """The span of one inline attempt of ``step``: a child of the continuation running it."""
+    attributes: dict[str, str | int | bool] = {
+        telemetry.RUN_ID: step.run_id,
+        telemetry.STEP_ID: step.step_id,
+        telemetry.STEP_NAME: step.step_name,
+        telemetry.STEP_ATTEMPT: step.attempt,
+        telemetry.INLINE: True,
+    }
+    with telemetry.TRACER.start_as_current_span(
+        STEP_SPAN, kind=SpanKind.INTERNAL, attributes=attributes
+    ) as span:
+        yield span
+
+
+def record_step_outcome(etype: EventType) -> None:
+    """Name the outcome of the current inline attempt on its span: completed, failed or retrying."""
+    label = {EventType.STEP_COMPLETED: "completed", EventType.STEP_FAILED: "failed"}.get(etype, "retrying")
+    trace.get_current_span().set_attribute(telemetry.OUTCOME, label)
 
 
 @contextmanager
