@@ -23,22 +23,52 @@ from world_aws.local.embedded import EmbeddedAws
 SampleEvent = Callable[[str], dict[str, Any]]
 
 
+RUN_AND_STEP_COUNTS = {
+    "RunsStarted",
+    "RunsCompleted",
+    "RunsFailed",
+    "StepsStarted",
+    "StepsCompleted",
+    "StepsFailed",
+    "StepsRetried",
+}
+
+
+def start_checkout(
+    sample_event: SampleEvent, capsys: pytest.CaptureFixture[str]
+) -> dict[str | None, dict[str, float]]:
+    """The first message of a run of checkout through the workflow function; the metrics it printed."""
+    assert workflow_handler.handler(sample_event("sqs_workflow_event.json"), CONTEXT) == {
+        "batchItemFailures": []
+    }
+    return metrics_by_workflow(capsys.readouterr().out)
+
+
 @pytest.mark.usefixtures("deployed")
-def test_run_and_step_counts_are_also_counted_under_their_workflow(
+def test_a_workflow_invocation_counts_its_run_and_inline_steps_under_the_workflow(
+    sample_event: SampleEvent, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # WHEN the workflow function starts a run of checkout, running its first steps inline
+    counted = start_checkout(sample_event, capsys)
+    # THEN every run and step count is also counted under checkout, equal to its total
+    totals = {name: value for name, value in counted[None].items() if name in RUN_AND_STEP_COUNTS}
+    assert totals["RunsStarted"] == 1 and totals["StepsCompleted"] >= 1
+    assert counted["checkout"] == totals
+    # AND the delivery itself is only in the totals
+    assert counted[None]["Deliveries"] == 1
+
+
+def test_a_step_invocation_counts_under_the_workflow_its_message_names(
+    deploy: Callable[..., None],
     sample_event: SampleEvent,
     embedded: EmbeddedAws,
     resources: ProvisionedResources,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # GIVEN the first message of a run of checkout, handled by the workflow function
-    assert workflow_handler.handler(sample_event("sqs_workflow_event.json"), CONTEXT) == {
-        "batchItemFailures": []
-    }
-    started = metrics_by_workflow(capsys.readouterr().out)
-    # THEN its start is counted in the totals and under checkout; deliveries only in the totals
-    assert started[None]["RunsStarted"] == 1 and started[None]["Deliveries"] == 1
-    assert started["checkout"] == {"RunsStarted": 1}
-    # WHEN the step function runs the dispatched step (its message names the workflow)
+    # GIVEN steps dispatched by message (inline off) and a started run of checkout
+    deploy(WORKFLOW_MAX_INLINE_STEPS="0")
+    assert start_checkout(sample_event, capsys)["checkout"] == {"RunsStarted": 1}
+    # WHEN the step function runs the dispatched step, whose message names the workflow
     event = receive(embedded, resources, QueueName.STEP)
     payload = decode_body(event["Records"][0]["body"])
     assert isinstance(payload, InvokePayload) and payload.run_context is not None
