@@ -156,6 +156,9 @@ class Container:
         keys: dict[str, str] = {}
         if isinstance(payload, InvokePayload):
             keys["run_id"] = payload.run_id
+            workflow = _workflow_of(payload)
+            if workflow is not None:
+                self.counts.learn(payload.run_id, workflow)
             if payload.step_id is not None:
                 keys["step_id"] = payload.step_id
                 # The kind of prologue the message asks for (SPEC §5.1): run identity carried or not.
@@ -170,6 +173,15 @@ class Container:
             raise
         finally:
             self.logger.remove_keys(list(keys))
+
+
+def _workflow_of(payload: InvokePayload) -> str | None:
+    """The run's workflow, if the message names it (a first message, a step message)."""
+    if payload.run_input is not None:
+        return payload.run_input.workflow_name
+    if payload.run_context is not None:
+        return payload.run_context.workflow_name
+    return None
 
 
 def _error_kind(response: Mapping[str, Any]) -> str | None:

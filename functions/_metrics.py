@@ -9,6 +9,13 @@ its event store, so the runtime needs no hook of its own.
 Counts are collected in an ``EventCounts`` (thread-safe: the runtime writes from
 its dispatch threads) and handed to Powertools ``Metrics`` once per invocation,
 from the handler's thread, as CloudWatch EMF.
+
+The run and step counts of a run whose workflow the invocation knows without a
+read are also emitted per workflow (dimensions ``service`` and ``workflow``, one
+EMF document per workflow): the name comes from the message (``run_input``,
+``run_context.workflow_name``), the creation data of ``run_created`` /
+``run_started``, or the run an event returned. The totals (dimension ``service``)
+stay whole either way.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import threading
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from aws_lambda_powertools.metrics import EphemeralMetrics
+
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
 from world_aws.contract.world import EventStore, ForwardingWorld, World
 
@@ -24,6 +33,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics
 
 # Metric names (namespace: POWERTOOLS_METRICS_NAMESPACE, dimension: service).
+# The dimension of the per-workflow copies of the run and step counts.
+WORKFLOW_DIMENSION = "workflow"
 RUNS_CREATED = "RunsCreated"
 RUNS_STARTED = "RunsStarted"
 RUNS_COMPLETED = "RunsCompleted"
@@ -66,26 +77,56 @@ _OVER_DELIVERY_CAP = "MAX_DELIVERIES_EXCEEDED"
 
 
 class EventCounts:
-    """Counts by metric name, safe to add to from any thread."""
+    """Counts by metric name (and by workflow, for runs it was told of), safe to add to from any thread."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._by_workflow: Counter[tuple[str, str]] = Counter()
+        self._workflows: dict[str, str] = {}  # run id -> workflow name, for this invocation
 
-    def add(self, name: str, value: int = 1) -> None:
+    def learn(self, run_id: str, workflow_name: str) -> None:
+        """Note ``run_id``'s workflow, so its counts in this invocation are also counted per workflow."""
+        with self._lock:
+            self._workflows[run_id] = workflow_name
+
+    def add(self, name: str, value: int = 1, *, run_id: str | None = None) -> None:
         with self._lock:
             self._counts[name] += value
+            workflow = self._workflows.get(run_id) if run_id is not None else None
+            if workflow is not None:
+                self._by_workflow[(workflow, name)] += value
 
     def drain(self) -> dict[str, int]:
         """The counts so far, which start again from zero."""
-        with self._lock:
-            counts, self._counts = dict(self._counts), Counter()
-        return counts
+        return self._drain()[0]
 
     def publish(self, metrics: Metrics) -> None:
-        """Move the counts into ``metrics`` (flushed as EMF by ``@metrics.log_metrics``)."""
-        for name, value in sorted(self.drain().items()):
+        """Move the counts into ``metrics`` (flushed as EMF by ``@metrics.log_metrics``).
+
+        The per-workflow counts are printed here, one EMF document per workflow.
+        """
+        totals, by_workflow = self._drain()
+        for name, value in sorted(totals.items()):
             metrics.add_metric(name=name, unit="Count", value=value)
+        documents: dict[str, EphemeralMetrics] = {}
+        for (workflow, name), value in sorted(by_workflow.items()):
+            document = documents.get(workflow)
+            if document is None:
+                document = documents[workflow] = EphemeralMetrics(
+                    namespace=metrics.namespace, service=metrics.service
+                )
+                document.add_dimension(name=WORKFLOW_DIMENSION, value=workflow)
+            document.add_metric(name=name, unit="Count", value=value)
+        for document in documents.values():
+            document.flush_metrics()
+
+    def _drain(self) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+        with self._lock:
+            counts, self._counts = dict(self._counts), Counter()
+            by_workflow, self._by_workflow = dict(self._by_workflow), Counter()
+            self._workflows.clear()
+        return counts, by_workflow
 
 
 class CountingEventStore:
@@ -96,11 +137,15 @@ class CountingEventStore:
         self._counts = counts
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
+        if request.data.creation is not None:
+            self._counts.learn(run_id, request.data.creation.workflow_name)
         result = self._inner.create(run_id, request)
+        if result.run is not None:
+            self._counts.learn(run_id, result.run.workflow_name)
         name = _BY_EVENT.get(request.type)
         # result.event is None only for run_started on a running run: accepted, nothing changed.
         if name is not None and result.event is not None:
-            self._counts.add(name)
+            self._counts.add(name, run_id=run_id)
             if request.type is EventType.RUN_FAILED and request.data.error_code == _OVER_DELIVERY_CAP:
                 self._counts.add(DELIVERIES_DEAD_LETTERED)
         return result

@@ -79,6 +79,9 @@ class RunContext(_Model):
     spec_version: StrictInt
     started_at: StrictInt | None = None  # epoch milliseconds
     root_run_id: StrictStr | None = None
+    # world-aws's own (not in SPEC §4.2): the run's workflow, so a step consumer can label its
+    # metrics with it without reading the run (functions/_metrics.py).
+    workflow_name: StrictStr | None = None
 
 
 class RunInput(_Model):

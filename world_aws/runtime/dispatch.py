@@ -18,6 +18,7 @@ so redundant publishes of one step collapse (SPEC §4.4).
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from functools import partial
@@ -30,7 +31,7 @@ from world_aws.contract.records import EventData, EventRequest, EventType, Run
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import SPEC_VERSION_BINARY_TRANSPORT, BlobRef, QueueName, World
 from world_aws.errors import Conflict, RetryLater
-from world_aws.runtime import ids
+from world_aws.runtime import ids, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.replay import StepRequest
 
@@ -43,6 +44,7 @@ def run_context_of(run: Run) -> RunContext:
         spec_version=run.spec_version,
         started_at=epoch_ms(started),
         root_run_id=run.root_run_id,
+        workflow_name=run.workflow_name,
     )
 
 
@@ -50,8 +52,9 @@ def run_parallel(pool: Executor, calls: Sequence[Callable[[], Any]]) -> list[Any
     """Run ``calls`` on ``pool``; each result is the return value or the exception raised."""
     if not calls:
         return []
-    # The calling thread runs the first call itself: one hand-off fewer per batch.
-    futures = [pool.submit(_capture, call) for call in calls[1:]]
+    # The calling thread runs the first call itself: one hand-off fewer per batch. The others
+    # run in a copy of its context, so a publish carries the current span (runtime/tracing.py).
+    futures = [pool.submit(contextvars.copy_context().run, _capture, call) for call in calls[1:]]
     first = _capture(calls[0])
     return [first, *(f.result() for f in futures)]
 
@@ -158,6 +161,7 @@ class StepDispatcher:
             run_context=run_context_of(run),
             requested_at=self._world.clock.now(),
             deployment_mismatch_retry_count=reroutes,
+            trace_carrier=tracing.current_carrier(),
         )
         return self._world.queue.publish(
             QueueName.STEP,

@@ -34,7 +34,7 @@ from world_aws.errors import (
     Throttled,
     TooEarly,
 )
-from world_aws.runtime import ids, stepbody, telemetry
+from world_aws.runtime import ids, stepbody, telemetry, tracing
 from world_aws.runtime.dispatch import StepDispatcher, resolve_step_input, run_context_of
 from world_aws.runtime.inline import Owner
 from world_aws.runtime.orchestrator import Orchestrator
@@ -68,7 +68,7 @@ class StepExecutor:
             telemetry.STEP_ID: payload.step_id,
             telemetry.STEP_NAME: payload.step_name or "",
         }
-        with telemetry.TRACER.start_as_current_span("world_aws.step", attributes=attributes) as span:
+        with tracing.step_span(payload.trace_carrier, attributes) as span:
             result, outcome = self._handle(payload, delivery, span)
             span.set_attribute(telemetry.OUTCOME, outcome)
             telemetry.LOG.info(
@@ -273,7 +273,8 @@ class StepExecutor:
             span.set_attribute(telemetry.CONTINUATION, "run_terminal")
             return Ack()
         try:
-            return self._orchestrator.continue_run(run, owner=owner)
+            with tracing.workflow_span(run, None):
+                return self._orchestrator.continue_run(run, owner=owner)
         except Exception:
             if self._orchestrator.runs_inline:
                 # Redelivered, not handed to a wake-up: inline steps this delivery started

@@ -39,7 +39,7 @@ from typing import Any
 from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Run, Step, StepStatus
 from world_aws.contract.world import Delivery, World
 from world_aws.errors import Conflict, RunExpired, TooEarly
-from world_aws.runtime import stepbody, telemetry
+from world_aws.runtime import stepbody, telemetry, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.registry import Workflows
@@ -181,7 +181,8 @@ class InlineSteps:
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
         claimed = _values(run_parallel(self._pool, claims))
         started = [(step, request) for step, request in claimed if step is not None]
-        _values(run_parallel(self._pool, [partial(self._attempt, run, s, r, owner) for s, r in started]))
+        attempts = [partial(self._traced_attempt, run, s, r, owner) for s, r in started]
+        _values(run_parallel(self._pool, attempts))
         return {step.step_id for step, _ in started}
 
     # --- internals ------------------------------------------------------------------
@@ -217,8 +218,13 @@ class InlineSteps:
             return None, owned.request
         return step, owned.request
 
+    def _traced_attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> None:
+        with tracing.inline_step_span(step):
+            self._attempt(run, step, request, owner)
+
     def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> None:
         outcome = stepbody.run_step_body(self._world, self._app, step, request.input)
+        tracing.record_step_outcome(outcome.etype)
         if outcome.etype is not EventType.STEP_RETRYING:
             stepbody.record(self._world, run.run_id, stepbody.outcome_request(step, outcome, owner.tag))
             return

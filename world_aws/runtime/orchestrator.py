@@ -21,6 +21,7 @@ from world_aws.contract.records import EventData, EventRequest, EventType, Run, 
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
 from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
+from world_aws.runtime import tracing
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.logcache import LogCache
@@ -149,7 +150,11 @@ class Orchestrator:
 
     def wake(self, run_id: str, *, delay_seconds: float, key: str | None) -> str:
         """Publish a continuation message for ``run_id``."""
-        body = encode_payload(InvokePayload(run_id=run_id, requested_at=self._world.clock.now()))
+        body = encode_payload(
+            InvokePayload(
+                run_id=run_id, requested_at=self._world.clock.now(), trace_carrier=tracing.current_carrier()
+            )
+        )
         return self._world.queue.publish(
             QueueName.WORKFLOW, body, delay_seconds=delay_seconds, idempotency_key=key
         )

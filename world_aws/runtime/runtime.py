@@ -30,7 +30,7 @@ from world_aws.contract.world import (
     World,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater
-from world_aws.runtime import ids
+from world_aws.runtime import ids, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.executor import StepExecutor
@@ -106,15 +106,31 @@ class Runtime:
             payload=Payload.STEP_INPUT,
         )
         run_id = _run_id_for(idempotency_key) if idempotency_key else ids.new_run_id()
+        with tracing.start_span(run_id, wf.name):
+            return self._start(run_id, wf.name, data, idempotency_key, dict(attributes or {}))
+
+    def _start(
+        self,
+        run_id: str,
+        workflow_name: str,
+        data: bytes,
+        idempotency_key: str | None,
+        attributes: dict[str, str],
+    ) -> RunHandle:
+        """``run_created`` ∥ the first workflow message, both carrying the run's root trace context."""
+        carrier = tracing.current_carrier()
         creation = RunCreation(
-            workflow_name=wf.name,
+            workflow_name=workflow_name,
             deployment_id=self.world.deployment_id(),
             spec_version=SPEC_VERSION_CURRENT,
             input=data,
-            attributes=dict(attributes or {}),
+            attributes={**attributes, **tracing.run_attributes(carrier)},
         )
         message = InvokePayload(
-            run_id=run_id, run_input=self._run_input(creation), requested_at=self.world.clock.now()
+            run_id=run_id,
+            run_input=self._run_input(creation),
+            requested_at=self.world.clock.now(),
+            trace_carrier=carrier,
         )
         created, published = run_parallel(
             self._pool,
@@ -251,9 +267,10 @@ class Runtime:
             run = self.world.runs.get(payload.run_id)
         if run.status is not RunStatus.RUNNING:
             return Ack()
-        return self.orchestrator.continue_run(
-            run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery)
-        )
+        with tracing.workflow_span(run, payload.trace_carrier):
+            return self.orchestrator.continue_run(
+                run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery)
+            )
 
     def _run_input(self, creation: RunCreation) -> RunInput:
         if len(creation.input) <= MAX_INLINE_PAYLOAD_BYTES:

@@ -16,12 +16,16 @@ LOG = logging.getLogger("world_aws")
 
 # Span attribute names (SPEC §5.3).
 RUN_ID = "workflow.run_id"
+# The run's workflow, on the start and continuation spans (world-aws's own; see runtime/tracing.py).
+WORKFLOW_NAME = "workflow.name"
 STEP_ID = "workflow.step.id"
 STEP_NAME = "workflow.step.name"
 STEP_ATTEMPT = "workflow.step.attempt"
 DISPATCH_PROLOGUE = "workflow.step.dispatch_prologue"
 MATERIALIZED = "workflow.step.resilient_dispatch_materialized"
 OUTCOME = "workflow.step.outcome"
+# True on the span of a step attempt run inline by a continuation (runtime/inline.py; world-aws's own).
+INLINE = "workflow.step.inline"
 # What the last-completer check decided after a terminal outcome (not in SPEC §5.3; world-aws's own):
 # "others_pending", "claimed", "claimed_by_another", "read" (a redelivered finished step), and
 # "run_terminal" when the run it got had ended.
