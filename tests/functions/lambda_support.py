@@ -26,9 +26,6 @@ class Context:
     def get_remaining_time_in_millis(self) -> int:
         return self.remaining_ms
 
-    def get_remaining_time_in_millis(self) -> int:
-        """A fresh invocation's time left (the handlers pass it on as the delivery deadline)."""
-        return 900_000
 
 
 CONTEXT: Any = Context()
