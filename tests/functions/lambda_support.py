@@ -27,7 +27,6 @@ class Context:
         return self.remaining_ms
 
 
-
 CONTEXT: Any = Context()
 
 
