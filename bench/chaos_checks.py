@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.chaos_children import check_children
 from bench.chaos_workload import FAIL_MESSAGE, expected_output
 from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
 from world_aws.contract.world import World
@@ -29,6 +30,8 @@ VIOLATIONS = (
     "step_outcomes",  # a step with more than one outcome
     "step_started_twice",  # a step's attempt counter is not its number of starts (owned creates count)
     "hook_payload",  # a resumed hook's payload not received exactly once (or received unasked)
+    "child_run",  # a child workflow run not terminal, unsound, or not with the outcome its parent implies
+    "child_outcome",  # a child's outcome recorded in its parent other than once
     "dead_letter",  # a message in a dead-letter queue
     "handler_error",  # a non-domain exception out of the queue handler
 )
@@ -65,12 +68,21 @@ def check_run(world: World, serializer: Serializer, caller: CallerView) -> list[
     again = world.events.list(caller.run_id, resolve_data=ResolveData.NONE)
     if [(e.position, e.type) for e in again] != [(e.position, e.type) for e in events]:
         found.append(("log_gap", f"a second read returned {len(again)} events, the first {len(events)}"))
-    found += _log_shape(run, events)
-    found += _steps(world, caller.run_id, events)
-    received = sum(1 for e in events if e.type is EventType.HOOK_RECEIVED)
+    found += log_shape(run, events)
+    found += step_checks(world, caller.run_id, events)
+    found += check_children(world, serializer, caller.spec, run, events, lambda r, es: _sound(world, r, es))
+    received = sum(
+        1
+        for e in events
+        if e.type is EventType.HOOK_RECEIVED and not (e.correlation_id or "").startswith("child_")
+    )
     if received > 1 or (caller.resumed and received != 1 and run.status is RunStatus.COMPLETED):
         found.append(("hook_payload", f"{received} hook_received after {caller.resume_calls} resume call(s)"))
     return found
+
+
+def _sound(world: World, run: Run, events: list[Event]) -> list[tuple[str, str]]:
+    return log_shape(run, events) + step_checks(world, run.run_id, events)
 
 
 def explain(world: World, run_id: str, journal: list[str], tail: int = 10) -> list[str]:
@@ -100,7 +112,7 @@ def _outcome(run: Run, serializer: Serializer, caller: CallerView) -> list[tuple
     return []
 
 
-def _log_shape(run: Run, events: list[Event]) -> list[tuple[str, str]]:
+def log_shape(run: Run, events: list[Event]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     # Strictly increasing: the AWS World leaves sealed holes (noops) out of a read,
     # so numbers may be skipped there (SPEC §3.2), but never repeated or reordered.
@@ -144,7 +156,7 @@ def _owned_create(event: Event) -> bool:
     return event.type is EventType.STEP_CREATED and event.data.owner is not None
 
 
-def _steps(world: World, run_id: str, events: list[Event]) -> list[tuple[str, str]]:
+def step_checks(world: World, run_id: str, events: list[Event]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     created = Counter(e.correlation_id for e in events if e.type is EventType.STEP_CREATED)
     outcomes = Counter(e.correlation_id for e in events if e.type in _OUTCOMES)

@@ -2,7 +2,8 @@
 
 ``chaos.mix(spec)`` creates a hook first (the driver resumes it from outside
 while the run works), then runs two sequential steps, an 8-24-way
-``asyncio.gather`` fan-out, a step that fails with ``RetryableError`` before it
+``asyncio.gather`` fan-out, a gather of two child workflows (``chaos.child``:
+two steps each), a step that fails with ``RetryableError`` before it
 succeeds, a step that raises ``FatalError`` (caught as ``StepFailedError``), a
 step with a 150 KiB input (S3 offload on the AWS World), a durable sleep of
 1-2 s, and then awaits the hook. A spec in mode ``"fail"`` then raises, so the
@@ -26,6 +27,7 @@ from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 
 BIG_INPUT_BYTES = 150 * 1024
 WORKFLOW = "chaos.mix"
+CHILD_WORKFLOW = "chaos.child"
 FAIL_MESSAGE = "asked to fail"
 MODES = ("complete", "fail", "cancel")
 
@@ -87,12 +89,22 @@ def hook_payload(spec: dict[str, Any]) -> dict[str, Any]:
     return {"approved_by": f"caller-{spec['index']}"}
 
 
+def child_inputs(spec: dict[str, Any]) -> list[int]:
+    """The arguments of the two ``chaos.child`` runs of ``chaos.mix(spec)``, in call order."""
+    return [spec["n"], spec["n"] + 1]
+
+
+def expected_child_output(n: int) -> int:
+    return (n + 10) + n * n
+
+
 def expected_output(spec: dict[str, Any]) -> dict[str, Any]:
     """What ``chaos.mix(spec)`` returns in mode ``"complete"``, whatever failed underneath."""
     first = 1 + spec["n"]
     return {
         "sequential": first + 1,
         "fanout": sum(i * i for i in range(spec["fanout"])),
+        "children": [expected_child_output(n) for n in child_inputs(spec)],
         "flaky": "ok",
         "caught": "world_aws.errors.FatalError",
         "size": BIG_INPUT_BYTES,
@@ -138,12 +150,17 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
         ran()
         return len(blob)
 
+    @app.workflow(name=CHILD_WORKFLOW)
+    async def child(n: int) -> int:
+        return await add(n, 10) + await square(n)
+
     @app.workflow(name=WORKFLOW)
     async def mix(spec: dict[str, Any]) -> dict[str, Any]:
         hook = create_hook(token=spec["token"])
         first = await add(1, spec["n"])
         second = await add(first, 1)
         squares = await asyncio.gather(*(square(i) for i in range(spec["fanout"])))
+        kids = await asyncio.gather(*(child(n) for n in child_inputs(spec)))
         flaky_out = await flaky(spec["fails"])
         try:
             await refuse(spec["n"])
@@ -158,6 +175,7 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
         return {
             "sequential": second,
             "fanout": sum(squares),
+            "children": list(kids),
             "flaky": flaky_out,
             "caught": caught,
             "size": size,

@@ -35,6 +35,7 @@ from world_aws.errors import (
     WorkflowFailedError,
     WorldAwsError,
 )
+from world_aws.runtime.chain import ContinuedAsNew, continue_as_new
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.context import (
     StepMetadata,
@@ -57,6 +58,7 @@ __all__ = [
     "Backoff",
     "BadInput",
     "Conflict",
+    "ContinuedAsNew",
     "FatalError",
     "HookConflictError",
     "HookDisposedError",
@@ -77,6 +79,7 @@ __all__ = [
     "WorkflowMetadata",
     "Workflows",
     "WorldAwsError",
+    "continue_as_new",
     "create_hook",
     "get_step_metadata",
     "get_workflow_metadata",

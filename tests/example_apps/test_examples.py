@@ -190,3 +190,25 @@ def test_hooks_example_publishes_a_partial_review_when_time_runs_out(harness: Ha
     assert result["status"] == "published with partial review"
     assert result["reviews"] == [{"by": "ada", "verdict": "ship it"}]
     assert EventType.WAIT_COMPLETED in harness.event_types(handle.run_id)
+
+
+# --- child workflows and continue-as-new ----------------------------------------------
+
+
+def test_children_example_ships_each_order_in_a_child_run() -> None:
+    # WHEN the parent ships three orders, one of which cannot be packed
+    document = run_example("children", "ship_orders", ["o-1", "bad-2", "o-3"])
+    # THEN each order was a child run; the failed child raised in the parent, which caught it
+    shipped = document["result"]["shipped"]
+    assert shipped[0] == "parcel-o-1 to the address of o-1"
+    assert shipped[1].startswith("not shipped:") and "bad-2 has no items" in shipped[1]
+    types = [e["type"] for e in document["events"]]
+    assert types.count("hook_created") == types.count("hook_received") == 3
+
+
+def test_children_example_counts_up_across_runs_that_continue_as_new() -> None:
+    # WHEN count_up adds 1..10, three numbers per run
+    document = run_example("children", "count_up", 10)
+    # THEN the result is the last run's, and the first run's log holds only its three steps
+    assert document["result"] == {"limit": 10, "total": 55}
+    assert [e["type"] for e in document["events"]].count("step_completed") == 3

@@ -142,3 +142,17 @@ def test_a_workflow_that_branches_on_global_state_fails_its_test(workflow_kit: K
         kit.finish(run)
     # and the run itself failed so: the kit replays every continuation cold, as a new Lambda container does
     assert (run.status, run.record().error_code) == (RunStatus.FAILED, "NON_DETERMINISM")
+
+
+def test_a_parent_with_children_and_a_chain_that_continues_as_new_finish_in_the_kit(
+    workflow_kit: KitFactory,
+) -> None:
+    # GIVEN the children example: a parent of child runs, and a count that continues as new
+    from examples.children import app, count_up, ship_orders
+
+    kit = workflow_kit(app)
+    # WHEN each is run to its end, THEN the results are the children's and the last run's
+    shipped = kit.run(ship_orders, ["o-1", "bad-2"]).result
+    assert shipped["shipped"][0] == "parcel-o-1 to the address of o-1"
+    assert shipped["shipped"][1].startswith("not shipped:")
+    assert kit.run(count_up, 7).result == {"limit": 7, "total": 28}

@@ -98,11 +98,22 @@ class RunSummary(BaseModel):
     completed_at: datetime | None = None
 
 
+class RunLinks(BaseModel):
+    """How a run is linked to others: child workflows and continue-as-new (``runtime/lineage.py``)."""
+
+    root_run_id: str
+    parent_run_id: str | None = None
+    children: list[str] = Field(default_factory=list, description="child runs, in the order started")
+    continued_from: str | None = Field(default=None, description="the run this one continues")
+    continued_as: str | None = Field(default=None, description="the run that continues this one")
+
+
 class RunDetail(RunSummary):
     """``GET /runs/{run_id}``: ``result`` when completed, ``error`` when failed or cancelled."""
 
     result: Any = None
     error: ErrorView | None = None
+    links: RunLinks | None = None
 
 
 class RunList(BaseModel):

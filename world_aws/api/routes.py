@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from world_aws.api import timeline, views
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
+from world_aws.api.lineage_view import run_links
 from world_aws.api.models import (
     CancelledRun,
     CancelRunRequest,
@@ -76,10 +77,11 @@ def list_runs(request: Request, _params: Params, runtime: Runtime) -> Response:
 def get_run(_request: Request, params: Params, runtime: Runtime) -> Response:
     """``GET /runs/{run_id}`` → 200 the run with its result or error."""
     run = runtime.world.runs.get(params["run_id"])
-    reason = None
-    if run.status is RunStatus.CANCELLED:
-        reason = views.cancel_reason(runtime.world.events.list(run.run_id, resolve_data=ResolveData.NONE))
-    return json_response(200, _dump(views.run_detail(run, runtime.app.serializer, cancel_reason=reason)))
+    events = runtime.world.events.list(run.run_id, resolve_data=ResolveData.NONE)  # reason, children
+    reason = views.cancel_reason(events) if run.status is RunStatus.CANCELLED else None
+    detail = views.run_detail(run, runtime.app.serializer, cancel_reason=reason)
+    detail.links = run_links(run, events, runtime.app.serializer)
+    return json_response(200, _dump(detail))
 
 
 def list_events(request: Request, params: Params, runtime: Runtime) -> Response:

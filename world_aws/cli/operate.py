@@ -135,6 +135,7 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
             out.write(f"{label:<9} {run[f'{label}_at']}\n")
     if listed.get("summary"):
         out.write(f"summary   {render.summary_line(listed['summary'])}\n")
+    render.print_links(run.get("links"), out)
     if run["status"] == RunStatus.COMPLETED.value:
         out.write(f"result    {json.dumps(run.get('result'), indent=2)}\n")
     elif run.get("error"):

@@ -227,6 +227,22 @@ def _count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
+def print_links(links: dict[str, Any] | None, out: TextIO) -> None:
+    """A run's parent, root, children and continue-as-new links (``GET /runs/{id}``'s ``links``)."""
+    if not links:
+        return
+    for key, label in (
+        ("parent_run_id", "parent"),
+        ("root_run_id", "root"),
+        ("continued_from", "continues"),
+        ("continued_as", "continued"),
+    ):
+        if links.get(key):
+            out.write(f"{label:<9} {links[key]}\n")
+    for kid in links.get("children") or []:
+        out.write(f"{'child':<9} {kid}\n")
+
+
 def print_runs(runs: list[dict[str, Any]], out: TextIO) -> None:
     """A table of runs as ``GET /runs`` returns them."""
     out.write(f"{'run id':<32} {'workflow':<20} {'status':<10} {'created':<20} {'duration':>10}\n")

@@ -59,7 +59,7 @@ def run_workflow(
             _follow(handle, stack.world, ns.timeout, None if quiet else out)
             run = handle.run()
             events = handle.events(resolve_data=ResolveData.ALL)  # with each failed attempt's error
-            result, error = _outcome(handle, run)
+            result, error = _outcome(handle, run, ns.timeout)
     except KeyboardInterrupt:
         left = f"run {handle.run_id} was left unfinished" if handle else "no run was started"
         err.write(
@@ -132,10 +132,10 @@ def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -
         time.sleep(POLL_SECONDS)
 
 
-def _outcome(handle: RunHandle, run: Run) -> tuple[Any, dict[str, Any] | None]:
+def _outcome(handle: RunHandle, run: Run, timeout: float) -> tuple[Any, dict[str, Any] | None]:
     status = run.status
-    if status is RunStatus.COMPLETED:
-        return handle.result(timeout=0), None
+    if status is RunStatus.COMPLETED:  # a run that continued as new: its chain's last result
+        return handle.result(timeout=timeout), None
     if status is RunStatus.FAILED:  # with its traceback and causes, as GET /runs/{run_id} shows it
         return None, error_view(decode_error(run.error or b""), code=run.error_code).model_dump(mode="json")
     if status is RunStatus.CANCELLED:

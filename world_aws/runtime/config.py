@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 from world_aws.errors import BadInput
 
+# Events one run's log may hold before a continuation fails it with EVENT_LIMIT_EXCEEDED
+# (runtime/chain.py): about 16,000 steps, a cold replay of ~1 s and ~15 MB of items.
+DEFAULT_MAX_EVENTS_PER_RUN = 50_000
+
 
 @dataclass(frozen=True, slots=True)
 class RuntimeConfig:
@@ -38,6 +42,9 @@ class RuntimeConfig:
         inline_margin_seconds: no inline step is started with less than this left before the
             invocation's deadline; the run is handed on by message instead.
             ``WORKFLOW_INLINE_MARGIN_SECONDS``, default 10.
+        max_events_per_run: events a run's log may hold; a continuation past it fails the run
+            with ``EVENT_LIMIT_EXCEEDED`` (end long loops with ``continue_as_new``).
+            ``WORKFLOW_MAX_EVENTS_PER_RUN``, default 50,000.
     """
 
     resilient_step_dispatch: bool = True
@@ -49,6 +56,7 @@ class RuntimeConfig:
     max_inline_steps: int = 3
     inline_lease_seconds: int = 900
     inline_margin_seconds: int = 10
+    max_events_per_run: int = DEFAULT_MAX_EVENTS_PER_RUN
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RuntimeConfig:
@@ -59,6 +67,7 @@ class RuntimeConfig:
             max_inline_steps=_int(env, "WORKFLOW_MAX_INLINE_STEPS", 3, minimum=0),
             inline_lease_seconds=_int(env, "WORKFLOW_INLINE_LEASE_SECONDS", 900),
             inline_margin_seconds=_int(env, "WORKFLOW_INLINE_MARGIN_SECONDS", 10, minimum=0),
+            max_events_per_run=_int(env, "WORKFLOW_MAX_EVENTS_PER_RUN", DEFAULT_MAX_EVENTS_PER_RUN),
         )
 
 

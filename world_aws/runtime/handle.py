@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from world_aws.contract.records import Event, EventData, EventRequest, EventType, ResolveData, Run, RunStatus
+from world_aws.contract.records import Event, ResolveData, Run, RunStatus
 from world_aws.contract.world import World
-from world_aws.errors import Conflict, ResultTimeout, RunCancelledError, WorkflowFailedError
+from world_aws.errors import ResultTimeout, RunCancelledError, WorkflowFailedError
+from world_aws.runtime.chain import ContinuedAsNew
+from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.serde import Serializer, decode_error
 
 POLL_MIN_SECONDS = 0.02
@@ -58,22 +60,24 @@ class RunHandle:
             RunCancelledError: the run was cancelled.
             ResultTimeout: ``timeout`` seconds passed first.
         """
-        return self.outcome_of(self.wait(timeout))
+        return self.outcome_of(self.wait(timeout), timeout)
 
-    def outcome_of(self, run: Run) -> Any:
+    def outcome_of(self, run: Run, timeout: float | None = None) -> Any:
+        """The value of ``run`` ended (of the last run of its chain, if it continued as new)."""
         if run.status is RunStatus.COMPLETED:
-            return self._serializer.loads(run.output or b"")
+            value = self._serializer.loads(run.output or b"")
+            if isinstance(value, ContinuedAsNew):  # follow the chain to its last run
+                return RunHandle(self._world, self._serializer, value.run_id).result(timeout)
+            return value
         if run.status is RunStatus.CANCELLED:
             raise RunCancelledError(self.run_id)
         info = decode_error(run.error or b"")
         raise WorkflowFailedError(self.run_id, info.type, info.message, run.error_code)
 
     def cancel(self, reason: str | None = None) -> bool:
-        """Cancel the run; False if it had already ended."""
-        try:
-            self._world.events.create(
-                self.run_id, EventRequest(EventType.RUN_CANCELLED, data=EventData(reason=reason))
-            )
-        except Conflict:
-            return False
-        return True
+        """Cancel the run and its child runs; False if it had already ended.
+
+        Raises:
+            WorldAwsError: a write failed; call again (a retry finishes what is left).
+        """
+        return Lineage(self._world, self._serializer).cancel(self.run_id, reason)

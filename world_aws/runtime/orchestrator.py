@@ -22,11 +22,14 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
 from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
 from world_aws.runtime import tracing
+from world_aws.runtime.chain import ERROR_CODE_EVENT_LIMIT, EventLimitExceeded
+from world_aws.runtime.config import DEFAULT_MAX_EVENTS_PER_RUN
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
+from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.registry import Workflows
-from world_aws.runtime.replay import Completed, Failed, Replay, StepRequest, Suspended, WaitRequest
+from world_aws.runtime.replay import Completed, Continued, Failed, Replay, StepRequest, Suspended, WaitRequest
 from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.telemetry import LOG
@@ -49,6 +52,8 @@ class Orchestrator:
         pool: Executor,
         replays: ReplayCache | None = None,
         inline: InlineSteps | None = None,
+        lineage: Lineage | None = None,
+        max_events_per_run: int = DEFAULT_MAX_EVENTS_PER_RUN,
     ) -> None:
         self._world = world
         self._app = app
@@ -57,6 +62,8 @@ class Orchestrator:
         self._pool = pool
         self._replays = replays if replays is not None else ReplayCache(0)
         self._inline = inline
+        self.lineage = lineage or Lineage(world, app.serializer, pool)
+        self._max_events = max_events_per_run
 
     def continue_run(
         self, run: Run, *, redispatch_tag: str | None = None, owner: Owner | None = None
@@ -70,7 +77,7 @@ class Orchestrator:
         try:
             workflow = self._app.get_workflow(run.workflow_name)
         except UnknownWorkflow as err:
-            self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW")
+            self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW", run=run)
             return Ack()
         # A replay this handler left suspended continues from where it stopped (SPEC §8.3).
         replay = self._replays.take(run.run_id) or Replay(run, workflow, self._app.serializer)
@@ -81,15 +88,25 @@ class Orchestrator:
         try:
             while True:
                 replay.feed(self._logs.read(run.run_id, after=replay.last_position))
+                if replay.last_position > self._max_events:
+                    limit = EventLimitExceeded(run.run_id, replay.last_position, self._max_events)
+                    self.fail_run(run.run_id, encode_error(limit), ERROR_CODE_EVENT_LIMIT, run=run)
+                    return Ack()
                 outcome = replay.outcome()
+                if isinstance(outcome, Continued):
+                    output = self.lineage.continue_as_new(run, outcome.input)
+                    completed = EventRequest(EventType.RUN_COMPLETED, data=EventData(output=output))
+                    self._end(run.run_id, completed, tell_parent=False)  # the chain's last run tells it
+                    return Ack()
                 if isinstance(outcome, Completed):
                     self._end(
                         run.run_id,
                         EventRequest(EventType.RUN_COMPLETED, data=EventData(output=outcome.output)),
+                        run,
                     )
                     return Ack()
                 if isinstance(outcome, Failed):
-                    self.fail_run(run.run_id, outcome.error, outcome.error_code)
+                    self.fail_run(run.run_id, outcome.error, outcome.error_code, run=run)
                     return Ack()
                 plan = self._plan(outcome, owner, frozenset(ran))
                 outcome.undispatched_steps[:] = [
@@ -143,9 +160,11 @@ class Orchestrator:
         """Close the suspended replays this handler kept."""
         self._replays.clear()
 
-    def fail_run(self, run_id: str, error: bytes, error_code: str) -> None:
+    def fail_run(self, run_id: str, error: bytes, error_code: str, *, run: Run | None = None) -> None:
         self._end(
-            run_id, EventRequest(EventType.RUN_FAILED, data=EventData(error=error, error_code=error_code))
+            run_id,
+            EventRequest(EventType.RUN_FAILED, data=EventData(error=error, error_code=error_code)),
+            run,
         )
 
     def wake(self, run_id: str, *, delay_seconds: float, key: str | None) -> str:
@@ -161,7 +180,11 @@ class Orchestrator:
 
     # --- internals ------------------------------------------------------------------
 
-    def _end(self, run_id: str, request: EventRequest) -> None:
+    def _end(
+        self, run_id: str, request: EventRequest, run: Run | None = None, *, tell_parent: bool = True
+    ) -> None:
+        if tell_parent:  # a child tells its parent first: a crash after this redoes both (runtime/lineage.py)
+            self.lineage.before_end(run_id, request, run)
         try:
             self._world.events.create(run_id, request)
         except (Conflict, NotFound):
@@ -204,6 +227,11 @@ class Orchestrator:
                 pass
             if hook.hook_id in disposed:
                 self._dispose(run.run_id, hook.hook_id)
+        # 1b. child workflows: started, then their call's hook (runtime/lineage.py)
+        self.lineage.start_children(run, outcome.new_children)
+        if redispatch_tag is not None:
+            new_children = set(outcome.new_children)
+            self.lineage.reconcile_children(run, [c for c in outcome.open_children if c not in new_children])
         # 2. waits (steps are created by the dispatcher, in parallel with their messages)
         for wait in outcome.new_waits:
             with contextlib.suppress(Conflict):

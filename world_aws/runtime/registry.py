@@ -15,6 +15,7 @@ from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
 from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
+from world_aws.runtime.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
 from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
@@ -107,6 +108,10 @@ class WorkflowFunction(Generic[P, R]):
         return convert_arguments(f"workflow {self.name!r}", self.signature, self.hints, args, kwargs)
 
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Awaitable[R]:
+        """Inside a workflow: start this workflow as a child run and await its result."""
+        replay = context.current_replay()
+        if replay is not None:
+            return cast(Awaitable[R], replay.call_child(self, args, kwargs))
         return self.fn(*args, **kwargs)
 
 
@@ -130,6 +135,7 @@ class Workflows:
         self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
         self._steps: dict[str, StepFunction[Any, Any]] = {}
         self.serializer = Serializer(types, limits=limits)
+        self.serializer.register(ContinuedAsNew, name=CONTINUED_AS_NEW_TYPE)
 
     # --- declaration ----------------------------------------------------------------
 

@@ -33,7 +33,9 @@ from world_aws.errors import (
     StepFailedError,
     Transient,
 )
-from world_aws.runtime import context, ids
+from world_aws.runtime import children, context, ids
+from world_aws.runtime.chain import ContinueAsNew
+from world_aws.runtime.children import ChildCall, ChildRequest
 from world_aws.runtime.guard import unguarded
 from world_aws.runtime.hooks import DEFAULT_TOKEN_PREFIX, Hook, check_token, new_hook_token
 from world_aws.runtime.loop import ReplayLoop
@@ -96,6 +98,13 @@ class Failed:
 
 
 @dataclass(frozen=True, slots=True)
+class Continued:
+    """The workflow called ``continue_as_new``: a fresh run of it takes ``input`` (``runtime/chain.py``)."""
+
+    input: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class Suspended:
     """The workflow waits for outcomes the log does not have yet."""
 
@@ -106,9 +115,11 @@ class Suspended:
     pending_waits: list[WaitRequest] = field(default_factory=list)
     disposed_hooks: list[str] = field(default_factory=list)  # hook ids disposed in code, not yet in the log
     owned_steps: list[OwnedStep] = field(default_factory=list)  # running inline steps (runtime/inline.py)
+    new_children: list[ChildRequest] = field(default_factory=list)  # child calls with no hook in the log
+    open_children: list[ChildRequest] = field(default_factory=list)  # started, outcome not in the log
 
 
-Outcome = Completed | Failed | Suspended
+Outcome = Completed | Failed | Continued | Suspended
 
 
 @dataclass(slots=True)
@@ -190,13 +201,14 @@ class Replay:
         self._serializer = serializer
         self._time = run.started_at or run.created_at
         self.loop = ReplayLoop(self._loop_time, timers=self)  # type: ignore[abstract]
-        self._counters = {"step": 0, "hook": 0, "wait": 0}
+        self._counters = {"step": 0, "hook": 0, "wait": 0, "child": 0}
         self._steps: dict[str, _StepCall] = {}
         # The calls and timers a suspension may still report: each leaves once settled,
         # so a pass costs what is open, not everything the run ever called.
         self._open_steps: dict[str, _StepCall] = {}
         self._open_timers: dict[str, _Timer] = {}
         self._hooks: dict[str, Hook] = {}
+        self._children: dict[str, ChildCall] = {}
         self._timers: dict[str, _Timer] = {}
         self._early: dict[str, list[Event]] = {}
         self._index = _LogIndex()
@@ -254,6 +266,8 @@ class Replay:
         exc = self._task.exception()
         if isinstance(exc, NonDeterminismError):  # a refused call (runtime/guard.py)
             return Failed(encode_error(exc), ERROR_CODE_NON_DETERMINISM)
+        if isinstance(exc, ContinueAsNew):
+            return self._continued(exc)
         if exc is not None:
             return Failed(encode_error(exc), ERROR_CODE_USER)
         unreached = sorted(set(self._index.step_names) - set(self._steps))
@@ -284,12 +298,7 @@ class Replay:
 
     def call_step(self, step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         cid = self._next_id("step")
-        payload = unguarded(
-            self._serializer.dumps,
-            {"args": list(args), "kwargs": kwargs},
-            context=f"arguments of step {step.name!r}",
-            payload=Payload.STEP_INPUT,
-        )
+        payload = self._arguments(args, kwargs, f"arguments of step {step.name!r}")
         future: asyncio.Future[Any] = self.loop.create_future()
         logged = self._index.step_names.get(cid)
         if logged is not None and logged != step.name:
@@ -300,6 +309,24 @@ class Replay:
         self._apply_early(cid)
         return future
 
+    def call_child(
+        self, workflow: WorkflowFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """A child run of ``workflow`` (``runtime/children.py``): a future of its result."""
+        cid = self._next_id("child")
+        payload = self._arguments(args, kwargs, f"arguments of child workflow {workflow.name!r}")
+        unguarded(workflow.bind, args, kwargs)
+        request = ChildRequest(cid, children.child_run_id(self.run_id, cid), workflow.name, payload)
+        future: asyncio.Future[Any] = self.loop.create_future()
+        logged = self._index.hooks.get(cid)
+        if logged is not None and logged != request.token:
+            self._diverged(
+                f"at {cid} the log has hook token {logged!r} but the code starts child {request.token!r}"
+            )
+        self._children[cid] = ChildCall(request, future)
+        self._apply_early(cid)
+        return future
+
     def create_hook(self, *, token: str | None, metadata: Any) -> Hook:
         cid = self._next_id("hook")
         logged = self._index.hooks.get(cid)
@@ -307,6 +334,7 @@ class Replay:
             hook_token = logged  # a default token is random: the log holds the one this hook has
         else:
             hook_token = check_token(token) if token else new_hook_token()
+            children.refuse_reserved_token(hook_token)
         metadata_bytes = unguarded(self._serializer.dumps, metadata, context="hook metadata")
         hook = Hook(self.loop, cid, hook_token, metadata_bytes)
         if logged is not None and logged != hook_token:
@@ -355,6 +383,15 @@ class Replay:
             )
         return tuple(args), dict(kwargs)
 
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> bytes:
+        """A call's arguments, serialized with the guard off (raises SerializationError at the call)."""
+        return unguarded(
+            self._serializer.dumps,
+            {"args": list(args), "kwargs": kwargs},
+            context=what,
+            payload=Payload.STEP_INPUT,
+        )
+
     def _loop_time(self) -> float:
         return self._time.timestamp()
 
@@ -383,6 +420,12 @@ class Replay:
                 self._early.setdefault(cid, []).append(event)
             elif not call.future.done():
                 self._settle_step(call, event)
+        elif etype is EventType.HOOK_RECEIVED and cid.startswith("child_"):
+            child = self._children.get(cid)
+            if child is None:
+                self._early.setdefault(cid, []).append(event)
+            else:
+                children.settle(child, self._serializer, self._load(event.data.payload, f"outcome of {cid}"))
         elif etype in (EventType.HOOK_RECEIVED, EventType.HOOK_CONFLICT):
             hook = self._hooks.get(cid)
             if hook is None:
@@ -452,4 +495,30 @@ class Replay:
         disposed = [
             cid for cid, hook in self._hooks.items() if hook.disposed and cid not in index.hooks_disposed
         ]
-        return Suspended(new_steps, undispatched, new_hooks, new_waits, pending_waits, disposed, owned)
+        open_children = [c.request for c in self._children.values() if not c.future.done()]
+        new_children = [c for c in open_children if c.call_id not in index.hooks]
+        return Suspended(
+            new_steps,
+            undispatched,
+            new_hooks,
+            new_waits,
+            pending_waits,
+            disposed,
+            owned,
+            new_children=new_children,
+            open_children=open_children,
+        )
+
+    def _continued(self, signal: ContinueAsNew) -> Outcome:
+        try:
+            self._workflow.bind(signal.call_args, signal.call_kwargs)
+            data = self._serializer.dumps(
+                {"args": list(signal.call_args), "kwargs": signal.call_kwargs},
+                context=f"arguments of continue_as_new in {self.workflow_name!r}",
+                payload=Payload.STEP_INPUT,
+            )
+        except SerializationError as err:
+            return Failed(encode_error(err), ERROR_CODE_SERIALIZATION)
+        except BadInput as err:
+            return Failed(encode_error(err), ERROR_CODE_BAD_INPUT)
+        return Continued(data)

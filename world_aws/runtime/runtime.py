@@ -15,24 +15,23 @@ import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.payload import HealthCheck, InvokePayload, RunInput, StepInputRef
+from world_aws.contract.payload import HealthCheck, InvokePayload, RunInput
 from world_aws.contract.records import EventData, EventRequest, EventType, RunCreation, RunStatus
-from world_aws.contract.transport import decode_payload, encode_payload
+from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import (
     SPEC_VERSION_CURRENT,
     Ack,
     BlobRef,
     Delivery,
     HandlerResult,
-    QueueName,
     Redeliver,
     World,
 )
-from world_aws.errors import BadInput, Conflict, NotFound, RetryLater
+from world_aws.errors import BadInput, Conflict, NotFound
 from world_aws.runtime import ids, tracing
+from world_aws.runtime.children import refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.dispatch import StepDispatcher, run_parallel
+from world_aws.runtime.dispatch import StepDispatcher
 from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.hooks import check_token
@@ -44,6 +43,7 @@ from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.retry import retry_in_process
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.serde_limits import Payload
+from world_aws.runtime.starting import start_run
 from world_aws.runtime.telemetry import LOG
 
 # A first workflow message whose run never appeared is retried this many times.
@@ -73,6 +73,7 @@ class Runtime:
             self._pool,
             ReplayCache(self.config.replay_cache_runs),
             inline,
+            max_events_per_run=self.config.max_events_per_run,
         )
         self.executor = StepExecutor(
             world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
@@ -126,27 +127,7 @@ class Runtime:
             input=data,
             attributes={**attributes, **tracing.run_attributes(carrier)},
         )
-        message = InvokePayload(
-            run_id=run_id,
-            run_input=self._run_input(creation),
-            requested_at=self.world.clock.now(),
-            trace_carrier=carrier,
-        )
-        created, published = run_parallel(
-            self._pool,
-            [
-                lambda: self.world.events.create(
-                    run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation))
-                ),
-                lambda: self.world.queue.publish(
-                    QueueName.WORKFLOW, encode_payload(message), idempotency_key=f"{run_id}:start"
-                ),
-            ],
-        )
-        if isinstance(published, Exception):
-            raise published
-        if isinstance(created, Exception) and not isinstance(created, Conflict | RetryLater):
-            raise created
+        created = start_run(self.world, self._pool, run_id, creation, carrier)
         if isinstance(created, Conflict) and idempotency_key:
             self._check_same_start(run_id, idempotency_key, creation)
         return RunHandle(self.world, self.app.serializer, run_id)
@@ -205,6 +186,7 @@ class Runtime:
         """
         if resume_id is not None:
             _check_resume_id(resume_id)
+        refuse_reserved_token(token)
         hook = self.world.hooks.get_by_token(check_token(token))
         data = self.app.serializer.dumps(payload, context="a hook payload", payload=Payload.HOOK_PAYLOAD)
         resume_id = resume_id or f"resume_{ids.new_ulid()}"
@@ -267,25 +249,12 @@ class Runtime:
             run = self.world.runs.get(payload.run_id)
         if run.status is not RunStatus.RUNNING:
             return Ack()
+        if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(run):
+            return Ack()  # a child whose parent was cancelled: cancelled with it
         with tracing.workflow_span(run, payload.trace_carrier):
             return self.orchestrator.continue_run(
                 run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery)
             )
-
-    def _run_input(self, creation: RunCreation) -> RunInput:
-        if len(creation.input) <= MAX_INLINE_PAYLOAD_BYTES:
-            data, ref = creation.input, None
-        else:
-            blob = self.world.blobs.put(creation.input)
-            data, ref = None, StepInputRef(ref=blob.key, size=blob.size, sha256=blob.sha256)
-        return RunInput(
-            workflow_name=creation.workflow_name,
-            deployment_id=creation.deployment_id,
-            spec_version=creation.spec_version,
-            input=data,
-            input_ref=ref,
-            attributes=creation.attributes,
-        )
 
     def _creation(self, run_input: RunInput) -> RunCreation:
         if run_input.input is not None:

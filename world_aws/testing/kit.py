@@ -27,10 +27,18 @@ from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import ResolveData, RunStatus
 from world_aws.errors import NonDeterminismError
 from world_aws.local.memory import MemoryWorld, create_memory_world
+from world_aws.runtime.chain import ContinuedAsNew
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.context import parse_duration
 from world_aws.runtime.registry import StepFunction, WorkflowFunction, Workflows
-from world_aws.runtime.replay import ERROR_CODE_NON_DETERMINISM, Completed, Failed, Replay, Suspended
+from world_aws.runtime.replay import (
+    ERROR_CODE_NON_DETERMINISM,
+    Completed,
+    Continued,
+    Failed,
+    Replay,
+    Suspended,
+)
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde import decode_error
 from world_aws.testing.kit_runs import KitRun, StepCall
@@ -129,7 +137,18 @@ class WorkflowKit:
             waiting = f"hooks {hooks}: resume them with kit.resume_hook" if hooks else "nothing"
             raise RunNotFinished(f"run {run.run_id} is {run.status.value} and waits on {waiting}")
         check_replay(self.app, self.world, run.run_id)
+        # A run that continued as new: its result is the chain's last run's, so settle those too.
+        lineage = self.runtime.orchestrator.lineage
+        current = run.run_id
+        while (following := lineage.continued_to(self.world.runs.get(current))) is not None:
+            current = following
+            if not settle(self._pump, self.clock, self.runtime.handle, lambda: self._ended(following)):
+                raise RunNotFinished(f"run {following}, continuing run {run.run_id}, did not end")
+            check_replay(self.app, self.world, following)
         return run
+
+    def _ended(self, run_id: str) -> bool:
+        return self.world.runs.get(run_id, resolve_data=ResolveData.NONE).status.terminal
 
     def advance(self, duration: str | float | timedelta) -> None:
         """Let ``duration`` ("90s", "2h", seconds) pass, delivering what falls due on the way."""
@@ -170,7 +189,9 @@ def check_replay(app: Workflows, world: MemoryWorld | Any, run_id: str) -> None:
     if isinstance(outcome, Failed) and outcome.error_code == ERROR_CODE_NON_DETERMINISM:
         raise NonDeterminismError(decode_error(outcome.error).message)
     loads = app.serializer.loads
-    if run.status is RunStatus.COMPLETED:
+    if run.status is RunStatus.COMPLETED and isinstance(outcome, Continued):
+        same = isinstance(loads(run.output or b""), ContinuedAsNew)
+    elif run.status is RunStatus.COMPLETED:
         same = isinstance(outcome, Completed) and loads(outcome.output) == loads(run.output or b"")
     else:  # the same user error, or a failure the runtime recorded (an unknown workflow, too many deliveries)
         same = isinstance(outcome, Failed) and (

@@ -1,0 +1,39 @@
+"""How the API shows a run's links: its parent, root and children, and its continue-as-new chain."""
+
+from __future__ import annotations
+
+from world_aws.api.models import RunLinks
+from world_aws.contract.records import Event, EventType, Run
+from world_aws.errors import BadInput
+from world_aws.runtime.chain import CONTINUED_FROM, ContinuedAsNew
+from world_aws.runtime.children import PARENT_RUN_ID, child_of_token
+from world_aws.runtime.serde import Serializer
+
+
+def run_links(run: Run, events: list[Event], serializer: Serializer) -> RunLinks | None:
+    """The links of ``run`` (read with payloads) from its attributes, output and log; None if it has none."""
+    kids = [
+        kid
+        for e in events
+        if e.type is EventType.HOOK_CREATED and (kid := child_of_token(e.data.token or "")) is not None
+    ]
+    links = RunLinks(
+        root_run_id=run.root_run_id,
+        parent_run_id=run.attributes.get(PARENT_RUN_ID),
+        children=kids,
+        continued_from=run.attributes.get(CONTINUED_FROM),
+        continued_as=_continued_as(run, serializer),
+    )
+    if links.model_dump(exclude_defaults=True).keys() == {"root_run_id"} and run.root_run_id == run.run_id:
+        return None
+    return links
+
+
+def _continued_as(run: Run, serializer: Serializer) -> str | None:
+    if run.output is None:
+        return None
+    try:
+        value = serializer.loads(run.output)
+    except BadInput:
+        return None
+    return value.run_id if isinstance(value, ContinuedAsNew) else None
