@@ -16,30 +16,13 @@ import argparse
 import json
 import time
 
-from world_aws import Workflows
+from bench.longrun import chain_app
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
-
-
-def chain_app() -> Workflows:
-    app = Workflows()
-
-    @app.step(name="inc")
-    def inc(x: int) -> int:
-        return x + 1
-
-    @app.workflow
-    async def chain(n: int) -> int:
-        x = 0
-        for _ in range(n):
-            x = await inc(x)
-        return x
-
-    return app
 
 
 def once(steps: int, *, dispatched: bool = False) -> tuple[float, int, int]:
