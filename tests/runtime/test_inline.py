@@ -17,25 +17,15 @@ import pytest
 
 from world_aws import Workflows
 from world_aws.contract.records import EventType, RunStatus, StepStatus
-from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.contract.world import QueueName
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
 from world_aws.testing.harness import Harness
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
+from .failures import Crash, survive_crashes
 from .spy import Call
-
-
-class Crash(BaseException):
-    """The invocation died inside a World call."""
-
-
-def survive_crashes(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
-    try:
-        return handle(delivery)
-    except Crash as crash:
-        raise RuntimeError("the invocation crashed") from crash
 
 
 def chain_app(ran: list[str]) -> Workflows:

@@ -18,28 +18,17 @@ import pytest
 
 from world_aws import RetryableError, StepFailedError, Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.retry import Backoff
 
+from .failures import Crash, survive_crashes
 from .harness import Harness
 from .spy import Call, Publish
 
 # The dispatched-step path (inline execution off): what these tests are about.
 pytestmark = pytest.mark.dispatched
-
-
-class Crash(BaseException):
-    """The invocation died inside a World call."""
-
-
-def survive_crashes(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
-    """Turn a crashed invocation into a failed delivery (the message is redelivered)."""
-    try:
-        return handle(delivery)
-    except Crash as crash:
-        raise RuntimeError("the invocation crashed") from crash
 
 
 def two_step_app(ran: list[str]) -> Workflows:
