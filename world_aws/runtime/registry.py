@@ -17,6 +17,7 @@ from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
 from world_aws.runtime.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
 from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
+from world_aws.runtime.schedules import Overlap, Schedule, make_schedule
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
@@ -134,6 +135,7 @@ class Workflows:
         """Create an app; ``types`` are registered on its serializer, ``limits`` cap value sizes."""
         self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
         self._steps: dict[str, StepFunction[Any, Any]] = {}
+        self._schedules: dict[str, Schedule] = {}
         self.serializer = Serializer(types, limits=limits)
         self.serializer.register(ContinuedAsNew, name=CONTINUED_AS_NEW_TYPE)
 
@@ -144,10 +146,32 @@ class Workflows:
 
     @overload
     def workflow(
-        self, *, name: str | None = None
+        self,
+        *,
+        name: str | None = None,
+        schedule: str | None = None,
+        overlap: Overlap | str = Overlap.SKIP,
     ) -> Callable[[Callable[P, Awaitable[R]]], WorkflowFunction[P, R]]: ...
 
-    def workflow(self, fn: Any = None, /, *, name: str | None = None) -> Any:  # type: ignore[misc]
+    def workflow(  # type: ignore[misc]
+        self,
+        fn: Any = None,
+        /,
+        *,
+        name: str | None = None,
+        schedule: str | None = None,
+        overlap: Overlap | str = Overlap.SKIP,
+    ) -> Any:
+        """Declare a workflow: ``@app.workflow`` or ``@app.workflow(name=..., schedule=...)``.
+
+        Args:
+            name: the workflow's durable name (default: the function's name).
+            schedule: ``"rate(5 minutes)"`` or ``"cron(0 12 * * ? *)"`` (EventBridge
+                syntax, UTC): the scheduler starts the workflow, without arguments, once
+                per tick (a schedule named after the workflow; see :meth:`schedule`).
+            overlap: ``"skip"`` or ``"allow"`` a tick while the previous tick's run goes on.
+        """
+
         def register(f: Callable[P, Awaitable[R]]) -> WorkflowFunction[P, R]:
             wf_name = name or f.__name__
             if wf_name in self._workflows:
@@ -155,6 +179,8 @@ class Workflows:
             wf = WorkflowFunction(f, wf_name, self)
             self._register_types(wf.hints)
             self._workflows[wf_name] = wf
+            if schedule is not None:
+                self.schedule(wf, schedule, overlap=overlap)
             return wf
 
         return register(fn) if fn is not None else register
@@ -215,6 +241,50 @@ class Workflows:
         for cls in serializable_types(hints):
             self.serializer.register(cls)
 
+    def schedule(
+        self,
+        workflow: WorkflowFunction[Any, Any] | str,
+        expression: str,
+        *,
+        name: str | None = None,
+        overlap: Overlap | str = Overlap.SKIP,
+        catch_up: int = 1,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Schedule:
+        """Start ``workflow(*args, **kwargs)`` once per tick of ``expression``.
+
+        Args:
+            workflow: a workflow of this app, or its name.
+            expression: ``rate(N minutes|hours|days)`` or ``cron(6 fields)``, EventBridge
+                syntax, in UTC; a rate ticks at multiples of its period since the epoch.
+            name: the schedule's name, unique in the app (default: the workflow's name).
+            overlap: ``"skip"`` (default) does not start a tick while the run of the
+                previous tick started is pending or running; ``"allow"`` does.
+            catch_up: after a gap in the scheduler's passes, start at most this many of
+                the due ticks (the most recent); the older ones are counted as missed.
+            args: positional arguments of every run.
+            kwargs: keyword arguments of every run.
+
+        Raises:
+            BadInput: an unknown workflow, a duplicate name, an invalid expression or
+                policy, or arguments that do not fit the workflow.
+        """
+        wf = self.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
+        wf.bind(tuple(args), dict(kwargs or {}))
+        declared = make_schedule(
+            wf.name, expression, name=name, overlap=overlap, catch_up=catch_up, args=args, kwargs=kwargs
+        )
+        if declared.name in self._schedules:
+            raise BadInput(f"a schedule named {declared.name!r} is already registered")
+        self._schedules[declared.name] = declared
+        return declared
+
+    @property
+    def schedules(self) -> list[Schedule]:
+        """The app's schedules, by name."""
+        return [self._schedules[n] for n in sorted(self._schedules)]
+
     def register_type(self, cls: type[R]) -> type[R]:
         """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator)."""
         self.serializer.register(cls)
@@ -234,6 +304,7 @@ class Workflows:
         """
         copy = Workflows.__new__(Workflows)
         copy._workflows = self._workflows
+        copy._schedules = self._schedules
         copy.serializer = self.serializer
         copy._steps = dict(self._steps)
         for key, fn in replacements.items():
