@@ -11,7 +11,6 @@ in-memory World, for the fastest feedback.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
@@ -19,14 +18,14 @@ from dataclasses import dataclass, field, replace
 from world_aws.contract.world import Consumers, World
 from world_aws.local.failure_log import FailureLog
 from world_aws.local.reconcile_loop import ReconcilerLoop, TickLoop
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
 from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.scheduler import Scheduler, SchedulerConfig
+from world_aws.runtime.scheduler import Scheduler
 
 # Locally the scheduler passes more often than the minute of the AWS rule.
-LOCAL_SCHEDULE_PERIOD_SECONDS = 5.0
+LOCAL_SCHEDULE_PERIOD_SECONDS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,11 +52,8 @@ def local_config() -> RuntimeConfig:
 
 
 def local_scheduler_config() -> SchedulerConfig:
-    """The environment's scheduler configuration, passes every 5 s unless set: a tick starts promptly."""
-    config = SchedulerConfig.from_env()
-    if "WORKFLOW_SCHEDULE_PERIOD_SECONDS" in os.environ:
-        return config
-    return replace(config, period_seconds=LOCAL_SCHEDULE_PERIOD_SECONDS)
+    """The environment's scheduler configuration, passing every 5 s unless it says otherwise."""
+    return SchedulerConfig.from_env(default_period_seconds=LOCAL_SCHEDULE_PERIOD_SECONDS)
 
 
 @contextmanager

@@ -17,7 +17,7 @@ from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
 from world_aws.runtime.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
 from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
-from world_aws.runtime.schedules import Overlap, Schedule, make_schedule
+from world_aws.runtime.schedules import MAX_SCHEDULE_ARGS_BYTES, Overlap, Schedule, make_schedule
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
@@ -264,7 +264,7 @@ class Workflows:
             catch_up: after a gap in the scheduler's passes, start at most this many of
                 the due ticks (the most recent); the older ones are counted as missed.
             args: positional arguments of every run.
-            kwargs: keyword arguments of every run.
+            kwargs: keyword arguments of every run (with ``args``, at most 32 KiB serialized).
 
         Raises:
             BadInput: an unknown workflow, a duplicate name, an invalid expression or
@@ -272,6 +272,15 @@ class Workflows:
         """
         wf = self.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(tuple(args), dict(kwargs or {}))
+        data = self.serializer.dumps(
+            {"args": list(args), "kwargs": dict(kwargs or {})},
+            context=f"arguments of schedule of {wf.name!r}",
+        )
+        if len(data) > MAX_SCHEDULE_ARGS_BYTES:
+            raise BadInput(
+                f"the arguments of a schedule of {wf.name!r} serialize to {len(data)} bytes; at most "
+                f"{MAX_SCHEDULE_ARGS_BYTES} (the scheduler has no payload storage: pass a key, not the data)"
+            )
         declared = make_schedule(
             wf.name, expression, name=name, overlap=overlap, catch_up=catch_up, args=args, kwargs=kwargs
         )

@@ -7,7 +7,7 @@ does, per schedule:
    seen before is recorded as handled up to now: its first tick is the first one
    after the scheduler first saw it.
 2. list the ticks due since (``(last_tick, now]``, none older than
-   ``horizon_seconds``). The ``catch_up`` most recent are handled; the older ones
+   ``SchedulerConfig.horizon_seconds``). The ``catch_up`` most recent are handled; the older ones
    are dropped and counted as missed (a gap in the passes never floods the app).
 3. handle each, oldest first. A tick's run id is derived from the key
    ``schedule:<name>:<tick ISO time>`` (the start idempotency key), so a tick whose
@@ -26,8 +26,6 @@ step 3 makes that safe.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -36,13 +34,12 @@ from world_aws.contract.records import ResolveData
 from world_aws.contract.schedules import ScheduleState
 from world_aws.errors import Misconfigured, NotFound, WorldAwsError
 from world_aws.runtime import ids
+from world_aws.runtime.config import SchedulerConfig
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.schedule_expr import iso_tick, ticks_between
 from world_aws.runtime.schedules import Overlap, Schedule
 from world_aws.runtime.telemetry import LOG
 
-DEFAULT_PERIOD_SECONDS = 60.0
-DEFAULT_HORIZON_SECONDS = 86_400
 # A 1-minute schedule has 1,440 ticks in the default horizon: the most a pass lists.
 MAX_TICKS_LISTED = 10_000
 
@@ -71,27 +68,6 @@ class SchedulerReport:
 
     def count(self, outcome: TickOutcome) -> int:
         return sum(1 for t in self.ticks if t.outcome is outcome)
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    """Attributes:
-    period_seconds: seconds between passes where the process runs them itself
-        (``world-aws dev``, the local stack); on AWS the template's rule (every minute).
-    horizon_seconds: ticks older than this are never started, nor counted as missed.
-    """
-
-    period_seconds: float = DEFAULT_PERIOD_SECONDS
-    horizon_seconds: int = DEFAULT_HORIZON_SECONDS
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> SchedulerConfig:
-        """``WORKFLOW_SCHEDULE_PERIOD_SECONDS``, ``WORKFLOW_SCHEDULE_HORIZON_SECONDS``."""
-        env = os.environ if environ is None else environ
-        return cls(
-            period_seconds=float(env.get("WORKFLOW_SCHEDULE_PERIOD_SECONDS", DEFAULT_PERIOD_SECONDS)),
-            horizon_seconds=int(env.get("WORKFLOW_SCHEDULE_HORIZON_SECONDS", DEFAULT_HORIZON_SECONDS)),
-        )
 
 
 class Scheduler:

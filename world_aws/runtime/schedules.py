@@ -25,6 +25,9 @@ from world_aws.runtime.schedule_expr import ScheduleExpression, parse_schedule
 
 MAX_SCHEDULE_NAME_CHARS = 100
 MAX_CATCH_UP = 100
+# Kept inline in every item (the entity inline limit is 64 KiB): the scheduler function may
+# then start runs without any access to the payload bucket.
+MAX_SCHEDULE_ARGS_BYTES = 32_768
 
 
 class Overlap(StrEnum):
