@@ -212,3 +212,12 @@ def test_children_example_counts_up_across_runs_that_continue_as_new() -> None:
     # THEN the result is the last run's, and the first run's log holds only its three steps
     assert document["result"] == {"limit": 10, "total": 55}
     assert [e["type"] for e in document["events"]].count("step_completed") == 3
+
+
+# --- schedules ----------------------------------------------------------------------
+
+
+def test_the_scheduled_examples_run_to_completion_when_started_by_hand() -> None:
+    digest = run_example("scheduled", "digest")
+    assert digest["result"]["sent"] == "sent 3 lines"
+    assert run_example("scheduled", "heartbeat", "api")["result"] == "api ok"
