@@ -11,8 +11,10 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
+from world_aws.contract.clock import Clock
 from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
 from world_aws.runtime.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
@@ -21,6 +23,7 @@ from world_aws.runtime.schedules import MAX_SCHEDULE_ARGS_BYTES, Overlap, Schedu
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
+from world_aws.runtime.step_timeout import run_attempt
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -32,6 +35,8 @@ DEFAULT_MAX_RETRIES = 3
 class StepOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
     backoff: Backoff = DEFAULT_BACKOFF
+    # Seconds an attempt may run (runtime/step_timeout.py); None: bounded only by its invocation.
+    timeout_seconds: float | None = None
 
 
 class StepDecorator(Protocol):
@@ -61,11 +66,32 @@ class StepFunction(Generic[P, R]):
             return cast(Awaitable[R], replay.call_step(self, args, kwargs))
         return _run_directly(self, args, kwargs)
 
-    def run_body(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Execute the body on the calling thread (a step consumer); returns its result."""
-        if self.is_async:
-            return asyncio.run(self.fn(*args, **kwargs))
-        return self.fn(*args, **kwargs)
+    def run_body(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        clock: Clock | None = None,
+        deadline: datetime | None = None,
+    ) -> Any:
+        """Execute one attempt of the body for a step consumer; returns its result.
+
+        Given the World's ``clock``, the attempt is bounded by the step's timeout and
+        by ``deadline``, the end of the handling invocation (``runtime/step_timeout.py``).
+
+        Raises:
+            StepTimeoutError: the attempt ran past its timeout or its invocation's time.
+        """
+        if clock is None:
+            return asyncio.run(self.fn(*args, **kwargs)) if self.is_async else self.fn(*args, **kwargs)
+        return run_attempt(
+            lambda: self.fn(*args, **kwargs),
+            is_async=self.is_async,
+            step_name=self.name,
+            clock=clock,
+            timeout_seconds=self.options.timeout_seconds,
+            deadline=deadline,
+        )
 
 
 async def _run_directly(step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -200,6 +226,7 @@ class Workflows:
         max_retries: int = DEFAULT_MAX_RETRIES,
         backoff: Backoff | None = None,
         name: str | None = None,
+        timeout: str | float | timedelta | None = None,
     ) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]
@@ -210,6 +237,7 @@ class Workflows:
         max_retries: int = DEFAULT_MAX_RETRIES,
         backoff: Backoff | None = None,
         name: str | None = None,
+        timeout: str | float | timedelta | None = None,
     ) -> Any:
         """Declare a step: ``@app.step`` or ``@app.step(max_retries=5, backoff=Backoff(initial=2))``.
 
@@ -220,10 +248,19 @@ class Workflows:
             backoff: the delays between attempts (default: ``Backoff()``, 1 s doubling up to
                 5 min, with jitter); a ``RetryableError(retry_after=...)`` overrides it.
             name: the step's durable name (default: ``module.qualname``).
+            timeout: how long one attempt may run ("30s", "5m", seconds, a timedelta): an
+                attempt still running then is a failed attempt (``StepTimeoutError``, retried
+                by the policy) and its late outcome is discarded. Without it an attempt is
+                bounded only by its invocation (a Lambda's timeout, less a hand-off margin).
         """
         if max_retries < 0:
             raise BadInput(f"max_retries must be >= 0, got {max_retries}")
-        options = StepOptions(max_retries=max_retries, backoff=backoff or DEFAULT_BACKOFF)
+        timeout_seconds = None if timeout is None else context.parse_duration(timeout)
+        if timeout_seconds is not None and timeout_seconds <= 0:
+            raise BadInput(f"timeout must be positive, got {timeout!r}")
+        options = StepOptions(
+            max_retries=max_retries, backoff=backoff or DEFAULT_BACKOFF, timeout_seconds=timeout_seconds
+        )
 
         def register(f: Callable[P, Any]) -> StepFunction[P, Any]:
             step_name = name or f"{f.__module__}.{f.__qualname__}"
