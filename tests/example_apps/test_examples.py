@@ -221,3 +221,14 @@ def test_the_scheduled_examples_run_to_completion_when_started_by_hand() -> None
     digest = run_example("scheduled", "digest")
     assert digest["result"]["sent"] == "sent 3 lines"
     assert run_example("scheduled", "heartbeat", "api")["result"] == "api ok"
+
+
+# --- step timeouts ------------------------------------------------------------------
+
+
+def test_the_timeouts_example_gives_up_on_the_hung_attempt_and_completes_with_the_retry() -> None:
+    document = run_example("timeouts", "quote", "EURUSD")
+    assert document["result"] == {"pair": "EURUSD", "price": 1.0842}
+    (retrying,) = step_events(document, "fetch_price", "step_retrying")
+    assert "ran past its timeout of 1 s" in json.dumps(retrying)
+    assert len(step_events(document, "fetch_price", "step_completed")) == 1
