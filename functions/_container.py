@@ -24,7 +24,8 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
@@ -143,26 +144,27 @@ class Container:
 
     def reconcile(self) -> TickReport:
         """One reconciler tick; its repairs and failures counted (a misconfiguration raises, counted)."""
-        try:
+        with self._counted():
             report = self.reconciler.tick()
             self.counts.add(RUNS_RECONCILED, len(report.woken))
             self.counts.add(RECONCILE_FAILURES, report.failed)
             return report
-        except Misconfigured:
-            self.counts.add(MISCONFIGURATIONS)
-            raise
-        finally:
-            self.counts.publish(self.metrics)
 
     def schedule(self) -> SchedulerReport:
         """One scheduler pass; its outcomes counted (a misconfiguration raises, counted)."""
-        try:
+        with self._counted():
             report = self.scheduler.tick()
             self.counts.add(SCHEDULED_RUNS_STARTED, report.count(TickOutcome.STARTED))
             self.counts.add(SCHEDULED_TICKS_SKIPPED, report.count(TickOutcome.SKIPPED))
             self.counts.add(SCHEDULED_TICKS_MISSED, report.count(TickOutcome.MISSED))
             self.counts.add(SCHEDULE_FAILURES, len(report.failed))
             return report
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        """A scheduled invocation's counts published at its end, a misconfiguration counted on its way out."""
+        try:
+            yield
         except Misconfigured:
             self.counts.add(MISCONFIGURATIONS)
             raise

@@ -24,20 +24,12 @@ from world_aws.local.dev import start_dev_stack
 from world_aws.runtime.config import SchedulerConfig
 from world_aws.runtime.scheduler import TickOutcome
 
-from .conftest import DEADLINE_SECONDS, Dev
+from .conftest import DEADLINE_SECONDS, Dev, fake_aws_environment
 
 
 @pytest.fixture
 def dev(monkeypatch: pytest.MonkeyPatch) -> Iterator[Dev]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "WORLD_AWS_API"):
-        monkeypatch.delenv(name, raising=False)
+    fake_aws_environment(monkeypatch)
     stack = start_dev_stack(app, port=0, scheduler_config=SchedulerConfig(period_seconds=0.05))
     try:
         yield Dev(stack)

@@ -19,7 +19,7 @@ from world_aws.contract.world import ForwardingWorld, World
 from world_aws.errors import Transient
 from world_aws.runtime import ids
 from world_aws.runtime.schedule_expr import iso_tick
-from world_aws.runtime.scheduler import Scheduler, TickOutcome
+from world_aws.runtime.scheduler import HandledTick, Scheduler, TickOutcome
 
 from .harness import Harness
 
@@ -104,9 +104,9 @@ def test_a_rate_schedule_starts_one_run_per_tick_however_many_passes(harness: Ha
     assert state is not None and (state.started, state.last_run_id) == (2, expected[1])
 
 
-def test_overlap_skip_drops_a_tick_while_the_previous_run_is_still_going(harness: Harness) -> None:
-    runtime = harness.runtime_for(gated_app("skip"))
-    scheduler = Scheduler(runtime)
+def first_gated_run(harness: Harness, overlap: str) -> tuple[Scheduler, HandledTick]:
+    """A gated schedule's first tick started, its run waiting on its hook."""
+    scheduler = Scheduler(harness.runtime_for(gated_app(overlap)))
     at_start(harness)
     scheduler.tick()
     harness.clock.advance(5 * 60)
@@ -114,6 +114,12 @@ def test_overlap_skip_drops_a_tick_while_the_previous_run_is_still_going(harness
     assert first.outcome is TickOutcome.STARTED and first.run_id is not None
     harness.drain()
     assert harness.status(first.run_id) is RunStatus.RUNNING
+    return scheduler, first
+
+
+def test_overlap_skip_drops_a_tick_while_the_previous_run_is_still_going(harness: Harness) -> None:
+    scheduler, first = first_gated_run(harness, "skip")
+    assert first.run_id is not None
     # WHEN the next tick comes while the first run waits on its hook
     harness.clock.advance(5 * 60)
     (second,) = scheduler.tick().ticks
@@ -133,13 +139,7 @@ def test_overlap_skip_drops_a_tick_while_the_previous_run_is_still_going(harness
 
 
 def test_overlap_allow_starts_a_tick_while_the_previous_run_is_still_going(harness: Harness) -> None:
-    runtime = harness.runtime_for(gated_app("allow"))
-    scheduler = Scheduler(runtime)
-    at_start(harness)
-    scheduler.tick()
-    harness.clock.advance(5 * 60)
-    (first,) = scheduler.tick().ticks
-    harness.drain()
+    scheduler, first = first_gated_run(harness, "allow")
     harness.clock.advance(5 * 60)
     (second,) = scheduler.tick().ticks
     assert (first.outcome, second.outcome) == (TickOutcome.STARTED, TickOutcome.STARTED)
