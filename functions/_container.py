@@ -8,14 +8,14 @@ the environment that ``template.yaml`` sets:
 
 * ``WORKFLOW_APP`` = ``MODULE:ATTR`` (the uvicorn convention), the user's ``Workflows``;
 * ``WORKFLOW_LOG_USER_VALUES`` = ``1`` keeps user values in logs (``_redact.py``; default off);
-* ``AwsConfig.from_env``, ``RuntimeConfig.from_env`` and ``ReconcilerConfig.from_env``
-  read the rest.
+* ``AwsConfig.from_env``, ``RuntimeConfig.from_env``, ``ReconcilerConfig.from_env`` and
+  ``SchedulerConfig.from_env`` read the rest.
 
 Building lazily keeps a broken configuration out of the import (Lambda would
 report an init failure without the reason) and lets tests set the environment
 first. Nothing here decides anything about runs or steps: records go to
-``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``, schedule ticks
-to ``Reconciler.tick``.
+``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``, the reconciler's
+rule to ``Reconciler.tick``, the scheduler's to ``Scheduler.tick``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
@@ -42,6 +43,10 @@ from functions._metrics import (
     PROLOGUE_RUNS_GET,
     RECONCILE_FAILURES,
     RUNS_RECONCILED,
+    SCHEDULE_FAILURES,
+    SCHEDULED_RUNS_STARTED,
+    SCHEDULED_TICKS_MISSED,
+    SCHEDULED_TICKS_SKIPPED,
     EventCounts,
     ObservedWorld,
 )
@@ -53,10 +58,11 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.errors import BadInput, ErrorKind, Misconfigured
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
 from world_aws.runtime.loading import load_app
 from world_aws.runtime.reconciler import Reconciler, TickReport
 from world_aws.runtime.runtime import Runtime
+from world_aws.runtime.scheduler import Scheduler, SchedulerReport, TickOutcome
 
 APP_VARIABLE = "WORKFLOW_APP"
 LOG_USER_VALUES_VARIABLE = "WORKFLOW_LOG_USER_VALUES"
@@ -66,7 +72,7 @@ DEFAULT_NAMESPACE = "WorldAws"
 
 @dataclass(frozen=True)
 class Container:
-    """The per-container objects: the AWS World, the Runtime and Reconciler over it, the metric counts."""
+    """The per-container objects: the AWS World, the Runtime, Reconciler and Scheduler over it, the counts."""
 
     runtime: Runtime
     world: AwsWorld
@@ -74,6 +80,7 @@ class Container:
     logger: Logger
     metrics: Metrics
     reconciler: Reconciler
+    scheduler: Scheduler
 
     @classmethod
     def from_env(
@@ -98,7 +105,8 @@ class Container:
         observed = ObservedWorld(cast("World", world), counts)
         runtime = Runtime(observed, app, RuntimeConfig.from_env(env))
         reconciler = Reconciler(observed, ReconcilerConfig.from_env(env))
-        return cls(runtime, world, counts, logger, metrics, reconciler)
+        scheduler = Scheduler(runtime, SchedulerConfig.from_env(env))
+        return cls(runtime, world, counts, logger, metrics, reconciler, scheduler)
 
     def process_sqs(self, event: Mapping[str, Any], remaining_ms: int | None = None) -> PartialBatchResponse:
         """One SQS batch through ``Runtime.handle``; the partial batch response.
@@ -136,11 +144,27 @@ class Container:
 
     def reconcile(self) -> TickReport:
         """One reconciler tick; its repairs and failures counted (a misconfiguration raises, counted)."""
-        try:
+        with self._counted():
             report = self.reconciler.tick()
             self.counts.add(RUNS_RECONCILED, len(report.woken))
             self.counts.add(RECONCILE_FAILURES, report.failed)
             return report
+
+    def schedule(self) -> SchedulerReport:
+        """One scheduler pass; its outcomes counted (a misconfiguration raises, counted)."""
+        with self._counted():
+            report = self.scheduler.tick()
+            self.counts.add(SCHEDULED_RUNS_STARTED, report.count(TickOutcome.STARTED))
+            self.counts.add(SCHEDULED_TICKS_SKIPPED, report.count(TickOutcome.SKIPPED))
+            self.counts.add(SCHEDULED_TICKS_MISSED, report.count(TickOutcome.MISSED))
+            self.counts.add(SCHEDULE_FAILURES, len(report.failed))
+            return report
+
+    @contextmanager
+    def _counted(self) -> Iterator[None]:
+        """A scheduled invocation's counts published at its end, a misconfiguration counted on its way out."""
+        try:
+            yield
         except Misconfigured:
             self.counts.add(MISCONFIGURATIONS)
             raise

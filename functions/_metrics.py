@@ -60,6 +60,12 @@ API_SERVER_ERRORS = "ApiServerErrors"
 # logged), and runs it could not handle (a failed publish or mark; the next tick retries).
 RUNS_RECONCILED = "RunsReconciled"
 RECONCILE_FAILURES = "ReconcileFailures"
+# The scheduler, per pass: ticks started, skipped (overlap="skip"), dropped by the catch-up bound,
+# and schedules it could not handle (the next pass retries them).
+SCHEDULED_RUNS_STARTED = "ScheduledRunsStarted"
+SCHEDULED_TICKS_SKIPPED = "ScheduledTicksSkipped"
+SCHEDULED_TICKS_MISSED = "ScheduledTicksMissed"
+SCHEDULE_FAILURES = "ScheduleFailures"
 
 _BY_EVENT = {
     EventType.RUN_CREATED: RUNS_CREATED,

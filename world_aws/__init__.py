@@ -32,6 +32,7 @@ from world_aws.errors import (
     RunExpired,
     SerializationError,
     StepFailedError,
+    StepTimeoutError,
     WorkflowFailedError,
     WorldAwsError,
 )
@@ -52,6 +53,7 @@ from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.retry import Backoff
 from world_aws.runtime.runtime import Runtime
+from world_aws.runtime.schedules import Overlap
 from world_aws.runtime.serde_limits import PayloadLimits
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "Misconfigured",
     "NonDeterminismError",
     "NotFound",
+    "Overlap",
     "PayloadLimits",
     "RetryableError",
     "RunCancelledError",
@@ -75,6 +78,7 @@ __all__ = [
     "SerializationError",
     "StepFailedError",
     "StepMetadata",
+    "StepTimeoutError",
     "WorkflowFailedError",
     "WorkflowMetadata",
     "Workflows",

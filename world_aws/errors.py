@@ -234,3 +234,14 @@ class ResultTimeout(WorldAwsError, TimeoutError):
     """``RunHandle.result(timeout=...)`` ran out before the run ended."""
 
     kind = ErrorKind.TRANSIENT
+
+
+class StepTimeoutError(WorldAwsError):
+    """An attempt of a step ran past its timeout, or past the time left in its invocation.
+
+    A failure of that attempt like any other: the step's retry policy applies, and the
+    last one surfaces in the workflow as ``StepFailedError`` with this as its cause
+    (``runtime/step_timeout.py``).
+    """
+
+    kind = ErrorKind.USER_FAILURE

@@ -77,18 +77,23 @@ class Dev:
             time.sleep(0.05)
 
 
+def fake_aws_environment(patch: pytest.MonkeyPatch) -> None:
+    """Fake credentials and region, and no endpoint, profile or API from the caller's shell."""
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        patch.setenv(name, value)
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "WORLD_AWS_API"):
+        patch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="module")
 def dev() -> Iterator[Dev]:
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in {
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
-        }.items():
-            patch.setenv(name, value)
-        for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "AWS_SESSION_TOKEN", "WORLD_AWS_API"):
-            patch.delenv(name, raising=False)
+        fake_aws_environment(patch)
         stack = start_dev_stack(app, port=0)
         try:
             yield Dev(stack)

@@ -212,3 +212,23 @@ def test_children_example_counts_up_across_runs_that_continue_as_new() -> None:
     # THEN the result is the last run's, and the first run's log holds only its three steps
     assert document["result"] == {"limit": 10, "total": 55}
     assert [e["type"] for e in document["events"]].count("step_completed") == 3
+
+
+# --- schedules ----------------------------------------------------------------------
+
+
+def test_the_scheduled_examples_run_to_completion_when_started_by_hand() -> None:
+    digest = run_example("scheduled", "digest")
+    assert digest["result"]["sent"] == "sent 3 lines"
+    assert run_example("scheduled", "heartbeat", "api")["result"] == "api ok"
+
+
+# --- step timeouts ------------------------------------------------------------------
+
+
+def test_the_timeouts_example_gives_up_on_the_hung_attempt_and_completes_with_the_retry() -> None:
+    document = run_example("timeouts", "quote", "EURUSD")
+    assert document["result"] == {"pair": "EURUSD", "price": 1.0842}
+    (retrying,) = step_events(document, "fetch_price", "step_retrying")
+    assert "ran past its timeout of 1 s" in json.dumps(retrying)
+    assert len(step_events(document, "fetch_price", "step_completed")) == 1

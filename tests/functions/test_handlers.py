@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from lambda_support import CONTEXT, metrics, receive, step_id_of
 
-from functions import api_handler, reconciler_handler, step_handler, workflow_handler
+from functions import api_handler, reconciler_handler, scheduler_handler, step_handler, workflow_handler
 from functions._container import PROCESS, Container
 from infra.events.make_events import RUN_ID, STEP_NAME
 from world_aws.aws.config import AwsConfig
@@ -26,6 +26,7 @@ from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus
+from world_aws.contract.schedules import ScheduleState
 from world_aws.contract.transport import decode_body, encode_body
 from world_aws.contract.world import QueueName
 from world_aws.demo import app as orders_app
@@ -268,6 +269,34 @@ def test_reconciler_tick_wakes_the_run_silent_past_the_threshold_and_counts_it(
     assert [getattr(r, "run_id", None) for r in repairs] == [silent]
     # AND a second tick leaves the run alone: its next look is a bucket later
     assert reconciler_handler.handler(SCHEDULED_EVENT, CONTEXT)["looked_at"] == 0
+
+
+def test_scheduler_pass_starts_the_latest_due_tick_once_and_counts_it(
+    deploy: Callable[..., None],
+    world: AwsWorld,
+    embedded: EmbeddedAws,
+    resources: ProvisionedResources,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN an hourly schedule whose last handled tick was three hours ago (the scheduler was down)
+    deploy(WORKFLOW_APP="scheduled_app:app")
+    three_hours_ago = datetime.now(UTC) - timedelta(hours=3)
+    assert world.schedules.advance(ScheduleState("hourly", last_tick=three_hours_ago), expected_tick=None)
+    # WHEN the scheduler function passes
+    response = scheduler_handler.handler(SCHEDULED_EVENT, CONTEXT)
+    # THEN it started the latest due tick (catch_up=1), the older ones counted as missed
+    assert (response["started"], response["missed"], response["failed"]) == (1, 2, 0)
+    (record,) = receive(embedded, resources, QueueName.WORKFLOW)["Records"]
+    payload = decode_body(record["body"])
+    assert isinstance(payload, InvokePayload) and payload.run_input is not None
+    run = world.runs.get(payload.run_id)
+    assert (run.workflow_name, run.attributes["schedule"]) == ("scheduled_app.hourly", "hourly")
+    state = world.schedules.get("hourly")
+    assert state is not None and (state.last_run_id, state.started) == (run.run_id, 1)
+    counted = metrics(capsys.readouterr().out)
+    assert counted["ScheduledRunsStarted"] == 1 and counted["RunsCreated"] == 1
+    # AND a second pass starts nothing more
+    assert scheduler_handler.handler(SCHEDULED_EVENT, CONTEXT)["started"] == 0
 
 
 def test_container_without_an_app_names_the_missing_variable(function_env: dict[str, str]) -> None:

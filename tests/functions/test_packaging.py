@@ -166,6 +166,7 @@ def test_each_handler_runs_from_the_bundle_alone_against_moto(
         {"handler": by_function["StepFunction"], "event": redelivered},
         {"handler": by_function["ApiFunction"], "event": sample_event("http_start_run_event.json")},
         {"handler": by_function["ReconcilerFunction"], "event": {"detail-type": "Scheduled Event"}},
+        {"handler": by_function["SchedulerFunction"], "event": {"detail-type": "Scheduled Event"}},
     ]
     (tmp_path / "plan.json").write_text(json.dumps(plan), encoding="utf-8")
     (tmp_path / "driver.py").write_text(DRIVER, encoding="utf-8")
@@ -208,12 +209,14 @@ def test_each_handler_runs_from_the_bundle_alone_against_moto(
     assert not any("site-packages" in entry for entry in outcome["path"])
     assert "moto" not in outcome["modules"] and "functions.workflow_handler" in outcome["modules"]
     # AND each handler answered as a function would
-    started, retried, completed, http, reconciled = outcome["responses"]
+    started, retried, completed, http, reconciled, scheduled = outcome["responses"]
     # (the retry is acked: its next attempt went out as a delayed message of its own)
     assert started == {"batchItemFailures": []} == completed == retried
     assert http["statusCode"] == 201
     # (every run is younger than the reconciler's threshold: it looks at none)
     assert reconciled == {"looked_at": 0, "woken": 0, "remarked": 0, "failed": 0}
+    # (the default app has no schedules: the scheduler's pass starts nothing)
+    assert scheduled == {"started": 0, "already_started": 0, "skipped": 0, "missed": 0, "failed": 0}
     # AND the state they wrote reads back: the sample run runs, its step completed on attempt 2
     assert world.runs.get(RUN_ID).status is RunStatus.RUNNING
     step_id = step_id_of(step_event)

@@ -40,6 +40,7 @@ HANDLER_MODULES = (
     "functions.step_handler",
     "functions.api_handler",
     "functions.reconciler_handler",
+    "functions.scheduler_handler",
 )
 # Read by the code but never set by the template: Lambda sets the region itself (reserved
 # names, CloudFormation refuses them), and the endpoint override is for local runs only.
@@ -205,7 +206,7 @@ def test_every_variable_the_code_reads_is_set_on_every_function_and_nothing_else
     wanted = names_read_at_cold_start() - NOT_FROM_TEMPLATE
     assert {"WORKFLOW_APP", "WORKFLOW_TABLE_NAME", "WORKFLOW_MAX_QUEUE_DELIVERIES"} <= wanted
     functions = of_type(transformed, "AWS::Lambda::Function")
-    assert len(functions) == 4
+    assert len(functions) == 5
     for lid, function in functions.items():
         # THEN each function sets exactly those (Globals merged in by the transform)
         assert set(function["Environment"]["Variables"]) == wanted, lid
@@ -334,8 +335,9 @@ def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed
     expected = {"Fn::Sub": "${PayloadBucket.Arn}/" + KEY_PREFIX + "*"}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         role = role_of(transformed, function)
-        # The reconciler never reads or writes a payload: it reads run items and publishes run ids.
-        blobs = [] if lid == "ReconcilerFunction" else [expected]
+        # The reconciler never reads or writes a payload: it reads run items and publishes run ids;
+        # nor does the scheduler: scheduled arguments are capped below the inline limit.
+        blobs = [] if lid in ("ReconcilerFunction", "SchedulerFunction") else [expected]
         assert allowed(role, "s3:GetObject") == blobs == allowed(role, "s3:PutObject"), lid
         assert allowed(role, "dynamodb:PutItem") == [{"Fn::GetAtt": ["WorkflowTable", "Arn"]}], lid
 
@@ -364,7 +366,7 @@ def test_the_reconciler_runs_on_a_schedule_whose_rate_is_a_parameter(
     reconciler = functions["ReconcilerFunction"]
     assert reconciler["Handler"] == "functions.reconciler_handler.handler"
     # THEN one EventBridge rule invokes it, at the rate of the ReconcilePeriodMinutes parameter
-    (rule,) = of_type(transformed, "AWS::Events::Rule").values()
+    (rule,) = rules_invoking(transformed, "ReconcilerFunction")
     assert rule["ScheduleExpression"] == {"Fn::Sub": "rate(${ReconcilePeriodMinutes} minutes)"}
     assert rule.get("State", "ENABLED") == "ENABLED"
     (target,) = rule["Targets"]
@@ -389,6 +391,43 @@ def test_the_reconciler_only_publishes_wake_ups_and_consumes_no_queue(transforme
     # Reads run items in batches, moves marks, and claims/records/releases idempotency keys.
     granted = {a for s in statements(role) for a in as_list(s["Action"]) if table in as_list(s["Resource"])}
     assert granted == {f"dynamodb:{a}" for a in ("BatchGetItem", "PutItem", "UpdateItem", "DeleteItem")}
+
+
+def rules_invoking(transformed: dict[str, Any], function: str) -> list[dict[str, Any]]:
+    """The EventBridge rules with ``function`` as a target."""
+    return [
+        rule
+        for rule in of_type(transformed, "AWS::Events::Rule").values()
+        if any(t["Arn"] == {"Fn::GetAtt": [function, "Arn"]} for t in rule["Targets"])
+    ]
+
+
+# ----------------------------------------------------------------------------- scheduler
+
+
+def test_the_scheduler_passes_every_minute_and_a_pass_fits_in_the_minute(transformed: dict[str, Any]) -> None:
+    # GIVEN the scheduler function of the template
+    scheduler = of_type(transformed, "AWS::Lambda::Function")["SchedulerFunction"]
+    assert scheduler["Handler"] == "functions.scheduler_handler.handler"
+    # THEN one enabled EventBridge rule invokes it every minute
+    (rule,) = rules_invoking(transformed, "SchedulerFunction")
+    assert rule["ScheduleExpression"] == "rate(1 minute)"
+    assert rule.get("State", "ENABLED") == "ENABLED"
+    # AND a pass ends before the next one begins
+    assert scheduler["Timeout"] < 60
+    assert scheduler["Environment"]["Variables"]["WORKFLOW_SCHEDULE_PERIOD_SECONDS"] == "60"
+
+
+def test_the_scheduler_only_starts_runs_and_advances_schedules(transformed: dict[str, Any]) -> None:
+    role = role_of(transformed, of_type(transformed, "AWS::Lambda::Function")["SchedulerFunction"])
+    assert allowed(role, "sqs:SendMessage") == [{"Fn::GetAtt": ["WorkflowQueue", "Arn"]}]
+    assert not any(allowed(role, action) for action in CONSUME_ACTIONS)
+    table = {"Fn::GetAtt": ["WorkflowTable", "Arn"]}
+    # Reads schedule states and run items, writes run_created and schedule states, claims keys;
+    # no Query (no index, no log read), no transaction condition checks, no S3.
+    granted = {a for s in statements(role) for a in as_list(s["Action"]) if table in as_list(s["Resource"])}
+    assert granted == {f"dynamodb:{a}" for a in ("GetItem", "PutItem", "UpdateItem", "DeleteItem")}
+    assert not allowed(role, "dynamodb:Query") and not allowed(role, "s3:ListBucket")
 
 
 # ----------------------------------------------------------------------------- HTTP API

@@ -17,6 +17,7 @@ wait                    ``run#<run_id>``            ``wait#<wait_id>``
 hook-resume dedup       ``run#<run_id>``            ``resume#<resume_id>``
 hook token              ``token#<token>``           ``token``
 queue idempotency key   ``dedup#<key>``             ``dedup``
+schedule state          ``schedule#<name>``         ``schedule``
 ======================  ==========================  ================================
 
 A ``pend#`` marker is put in the transaction that creates its step and deleted
@@ -51,6 +52,7 @@ WAIT_PREFIX: Final = "wait#"
 RESUME_PREFIX: Final = "resume#"
 TOKEN_SK: Final = "token"
 DEDUP_SK: Final = "dedup"
+SCHEDULE_SK: Final = "schedule"
 
 # Every run item carries this GSI partition key, so gsi1 lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"
@@ -107,6 +109,11 @@ def token_key(token: str) -> Key:
 def dedup_key(key: str) -> Key:
     """The idempotency item of a queue publish (SPEC §4.4); written by the SQS queue."""
     return {PK: f"dedup#{key}", SK: DEDUP_SK}
+
+
+def schedule_key(name: str) -> Key:
+    """The scheduler's record of one schedule (``world_aws.aws.schedule_store``)."""
+    return {PK: f"schedule#{name}", SK: SCHEDULE_SK}
 
 
 def live_sk(mark_iso: str, run_id: str) -> str:

@@ -16,9 +16,11 @@ from world_aws.aws.entity_stores import DynamoHookStore, DynamoRunStore, DynamoS
 from world_aws.aws.event_store import DynamoEventStore
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.s3 import S3BlobStore
+from world_aws.aws.schedule_store import DynamoScheduleStore
 from world_aws.aws.sequencer import Sequencer
 from world_aws.aws.sqs import SqsQueue
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.world import (
     BlobStore,
     Consumers,
@@ -63,6 +65,7 @@ class AwsWorld:
         self.steps: StepStore = DynamoStepStore(self.table, self.blobs)
         self.hooks: HookStore = DynamoHookStore(self.table, self.blobs)
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
+        self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),

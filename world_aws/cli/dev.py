@@ -20,10 +20,12 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from world_aws.errors import BadInput
 from world_aws.runtime.loading import load_app
+from world_aws.runtime.schedule_view import describe_schedules
 
 DEV_DEFAULT_APP = "world_aws.demo:app"
 WORLD_HELP = "embedded (default): moto on 127.0.0.1; memory: the in-memory World (no AWS variables to export)"
@@ -84,6 +86,10 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if dev.endpoint_url:
                 out.write(f"  moto       {dev.endpoint_url}\n")
             out.write(f"  workflows  {', '.join(app.workflow_names)}\n")
+            for info in describe_schedules(app, datetime.now(UTC), dev.stack.world.schedules):
+                out.write(
+                    f"  schedule   {info.name}: {info.expression}, next tick {info.next_tick or 'never'}\n"
+                )
             reconciler = dev.stack.reconciler.config
             out.write(
                 f"  reconciler every {reconciler.period_seconds:g} s, wakes runs silent for "

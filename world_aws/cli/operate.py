@@ -1,4 +1,4 @@
-"""The operator commands: ``start``, ``ls``, ``inspect``, ``cancel`` and ``resume``, over the HTTP API.
+"""The operator commands: start, ls, inspect, cancel, resume and schedules, over the HTTP API.
 
 They talk to ``$WORLD_AWS_API`` (``world-aws dev``, or a deployed stack's API
 URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. Exit
@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from world_aws.cli import render
 from world_aws.cli.client import ApiClient, ApiError, Unreachable, api_url
 from world_aws.cli.options import json_option, kwarg_options
+from world_aws.cli.schedules import list_schedules
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput
 
@@ -71,6 +72,16 @@ def add_commands(sub: Any) -> None:
         "--resume-id", metavar="ID", help="a key of yours: repeating the command with it delivers once"
     )
     resume.set_defaults(func=_operate(_resume))
+
+    schedules = sub.add_parser("schedules", parents=[common], help="the schedules, with their next tick")
+    schedules.add_argument(
+        "app",
+        nargs="?",
+        metavar="MODULE:APP",
+        help="list this app's schedules offline (default: ask the API)",
+    )
+    schedules.add_argument("--json", action="store_true", help="print one JSON object for scripts")
+    schedules.set_defaults(func=_operate(list_schedules))
 
 
 def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:

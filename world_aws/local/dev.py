@@ -13,7 +13,7 @@ from contextlib import ExitStack
 
 from world_aws.api.server import ApiServer, serve_api
 from world_aws.local.stack import LocalStack, local_stack
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
 from world_aws.runtime.registry import Workflows
 
 API_ENV = "WORLD_AWS_API"
@@ -56,6 +56,7 @@ def start_dev_stack(
     kind: str = "embedded",
     config: RuntimeConfig | None = None,
     reconciler_config: ReconcilerConfig | None = None,
+    scheduler_config: SchedulerConfig | None = None,
 ) -> DevStack:
     """Start ``app`` on a local World with its HTTP API on ``127.0.0.1:port``.
 
@@ -66,6 +67,9 @@ def start_dev_stack(
         config: runtime configuration (``RuntimeConfig.from_env()`` by default).
         reconciler_config: the reconciler's (``ReconcilerConfig.from_env()`` by default); it
             ticks on a background thread, stopped with the stack.
+        scheduler_config: the scheduler's (every 5 s locally unless
+            ``WORKFLOW_SCHEDULE_PERIOD_SECONDS`` says otherwise); it passes on a background
+            thread when the app has schedules.
 
     Raises:
         OSError: the port cannot be bound; nothing is left running.
@@ -73,7 +77,13 @@ def start_dev_stack(
     resources = ExitStack()
     try:
         stack = resources.enter_context(
-            local_stack(app, kind=kind, config=config, reconciler_config=reconciler_config)
+            local_stack(
+                app,
+                kind=kind,
+                config=config,
+                reconciler_config=reconciler_config,
+                scheduler_config=scheduler_config,
+            )
         )
         # Registered last, so it stops first: no request arrives while the stack shuts down.
         server = serve_api(stack.runtime, port=port)

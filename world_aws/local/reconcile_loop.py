@@ -1,29 +1,36 @@
-"""The reconciler on a background thread, for local stacks (``local_stack``, ``world-aws dev``).
+"""Periodic passes on a background thread, for local stacks (``local_stack``, ``world-aws dev``).
 
-On AWS an EventBridge schedule invokes the reconciler function; locally this
-thread calls ``Reconciler.tick()`` every ``period_seconds`` until ``stop()``.
-A failing tick is logged and the next one runs on time (as a failed scheduled
-invocation would be followed by the next).
+On AWS an EventBridge rule invokes the reconciler and the scheduler functions;
+locally a :class:`TickLoop` calls ``tick()`` every ``period_seconds`` until
+``stop()``: :class:`ReconcilerLoop` for the reconciler, a ``TickLoop`` named
+``world-aws-scheduler`` for the scheduler. A failing tick is logged and the next
+one runs on time (as a failed scheduled invocation would be followed by the next).
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Protocol
 
 from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.telemetry import LOG
 
 
-class ReconcilerLoop:
-    """Ticks ``reconciler`` every ``period_seconds`` on a daemon thread. Start with ``start()``."""
+class Ticker(Protocol):
+    def tick(self) -> object: ...
 
-    def __init__(self, reconciler: Reconciler, period_seconds: float) -> None:
-        self.reconciler = reconciler
+
+class TickLoop:
+    """Ticks ``ticker`` every ``period_seconds`` on a daemon thread. Start with ``start()``."""
+
+    def __init__(self, ticker: Ticker, period_seconds: float, *, name: str) -> None:
+        self.ticker = ticker
         self._period = period_seconds
+        self._name = name
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="world-aws-reconciler", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
-    def start(self) -> ReconcilerLoop:
+    def start(self) -> TickLoop:
         self._thread.start()
         return self
 
@@ -36,6 +43,14 @@ class ReconcilerLoop:
     def _run(self) -> None:
         while not self._stopping.wait(self._period):
             try:
-                self.reconciler.tick()
+                self.ticker.tick()
             except Exception:  # a tick that failed is followed by the next, as on AWS
-                LOG.exception("reconciler tick failed")
+                LOG.exception("%s tick failed", self._name)
+
+
+class ReconcilerLoop(TickLoop):
+    """The reconciler's loop (``world-aws-reconciler``)."""
+
+    def __init__(self, reconciler: Reconciler, period_seconds: float) -> None:
+        super().__init__(reconciler, period_seconds, name="world-aws-reconciler")
+        self.reconciler = reconciler

@@ -4,7 +4,8 @@
 in ``template.yaml``, builds the AWS World against it, binds ``app`` to a
 ``Runtime``, consumes both queues with the local event source and runs the
 reconciler on a background thread every ``ReconcilerConfig.period_seconds`` (as the
-EventBridge schedule does on AWS). ``kind="memory"`` gives the same over the
+EventBridge schedule does on AWS), and the scheduler, which starts the app's
+scheduled workflows, every ``SchedulerConfig.period_seconds``. ``kind="memory"`` gives the same over the
 in-memory World, for the fastest feedback.
 """
 
@@ -16,11 +17,15 @@ from dataclasses import dataclass, field, replace
 
 from world_aws.contract.world import Consumers, World
 from world_aws.local.failure_log import FailureLog
-from world_aws.local.reconcile_loop import ReconcilerLoop
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
+from world_aws.local.reconcile_loop import ReconcilerLoop, TickLoop
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
 from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
+from world_aws.runtime.scheduler import Scheduler
+
+# Locally the scheduler passes more often than the minute of the AWS rule.
+LOCAL_SCHEDULE_PERIOD_SECONDS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +35,7 @@ class LocalStack:
     consumers: Consumers
     reconciler: Reconciler
     endpoint_url: str | None
+    scheduler: Scheduler | None = None
     # The environment a process would use to reach this stack's AWS endpoint and resources
     # (empty for the in-memory World).
     env: dict[str, str] = field(default_factory=dict)
@@ -45,6 +51,11 @@ def local_config() -> RuntimeConfig:
     return replace(RuntimeConfig.from_env(), replay_cache_runs=0)
 
 
+def local_scheduler_config() -> SchedulerConfig:
+    """The environment's scheduler configuration, passing every 5 s unless it says otherwise."""
+    return SchedulerConfig.from_env(default_period_seconds=LOCAL_SCHEDULE_PERIOD_SECONDS)
+
+
 @contextmanager
 def local_stack(
     app: Workflows,
@@ -52,10 +63,13 @@ def local_stack(
     kind: str = "embedded",
     config: RuntimeConfig | None = None,
     reconciler_config: ReconcilerConfig | None = None,
+    scheduler_config: SchedulerConfig | None = None,
+    run_schedules: bool = True,
 ) -> Iterator[LocalStack]:
     """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop).
 
-    ``config`` defaults to :func:`local_config` (every continuation replayed cold).
+    ``config`` defaults to :func:`local_config` (every continuation replayed cold);
+    ``run_schedules=False`` leaves the app's schedules alone (``world-aws run``, one run).
     """
     with ExitStack() as stack:
         endpoint: str | None = None
@@ -84,6 +98,10 @@ def local_stack(
         reconciler = Reconciler(world, reconciler_config or ReconcilerConfig.from_env())
         loop = ReconcilerLoop(reconciler, reconciler.config.period_seconds).start()
         stack.callback(loop.stop)
+        scheduler = Scheduler(runtime, scheduler_config or local_scheduler_config())
+        if run_schedules and app.schedules:
+            ticks = TickLoop(scheduler, scheduler.config.period_seconds, name="world-aws-scheduler")
+            stack.callback(ticks.start().stop)
         yield LocalStack(
             world=world,
             runtime=runtime,
@@ -91,4 +109,5 @@ def local_stack(
             reconciler=reconciler,
             endpoint_url=endpoint,
             env=env,
+            scheduler=scheduler,
         )

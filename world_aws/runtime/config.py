@@ -113,6 +113,38 @@ class ReconcilerConfig:
         )
 
 
+_SCHEDULE_PERIOD = 60
+_SCHEDULE_HORIZON = 86_400
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    """How the scheduler starts scheduled workflows (``runtime/scheduler.py``).
+
+    Attributes:
+        period_seconds: seconds between passes where the process runs them itself (the
+            local stack, ``world-aws dev``; on AWS the template's EventBridge rule, every
+            minute). A tick starts at most this late. ``WORKFLOW_SCHEDULE_PERIOD_SECONDS``,
+            default 60 (5 in the local stack).
+        horizon_seconds: due ticks older than this are never started nor counted as
+            missed (the bound on a pass after downtime). ``WORKFLOW_SCHEDULE_HORIZON_SECONDS``,
+            default 86400 (a day).
+    """
+
+    period_seconds: float = _SCHEDULE_PERIOD
+    horizon_seconds: int = _SCHEDULE_HORIZON
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, default_period_seconds: int = _SCHEDULE_PERIOD
+    ) -> SchedulerConfig:
+        env = os.environ if environ is None else environ
+        return cls(
+            period_seconds=_int(env, "WORKFLOW_SCHEDULE_PERIOD_SECONDS", default_period_seconds),
+            horizon_seconds=_int(env, "WORKFLOW_SCHEDULE_HORIZON_SECONDS", _SCHEDULE_HORIZON),
+        )
+
+
 def _int(env: Mapping[str, str], name: str, default: int, *, minimum: int = 1) -> int:
     raw = env.get(name)
     if raw is None or raw.strip() == "":

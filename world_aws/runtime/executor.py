@@ -163,7 +163,7 @@ class StepExecutor:
         return True
 
     def _execute(self, payload: InvokePayload, step: Step, owner: Owner) -> tuple[HandlerResult, str]:
-        outcome = stepbody.run_step_body(self._world, self._app, step)
+        outcome = stepbody.run_step_body(self._world, self._app, step, deadline=owner.deadline)
         if outcome.etype is EventType.STEP_RETRYING:
             return self._retry(payload, step, outcome, owner)
         request = stepbody.outcome_request(step, outcome, owner=None)

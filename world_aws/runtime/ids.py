@@ -8,6 +8,7 @@ across runs too (the step-queue idempotency key is global).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 
@@ -28,6 +29,11 @@ def new_ulid(now_ms: int | None = None) -> str:
 
 def new_run_id() -> str:
     return f"wrun_{new_ulid()}"
+
+
+def run_id_for_key(idempotency_key: str) -> str:
+    """A run id derived from a start idempotency key: the same key names the same run."""
+    return f"wrun_{crockford(hashlib.sha256(idempotency_key.encode('utf-8')).digest()[:16])}"
 
 
 def correlation_id(kind: str, run_id: str, n: int) -> str:

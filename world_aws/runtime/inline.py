@@ -223,7 +223,7 @@ class InlineSteps:
             self._attempt(run, step, request, owner)
 
     def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> None:
-        outcome = stepbody.run_step_body(self._world, self._app, step, request.input)
+        outcome = stepbody.run_step_body(self._world, self._app, step, request.input, deadline=owner.deadline)
         tracing.record_step_outcome(outcome.etype)
         if outcome.etype is not EventType.STEP_RETRYING:
             stepbody.record(self._world, run.run_id, stepbody.outcome_request(step, outcome, owner.tag))

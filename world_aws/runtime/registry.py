@@ -11,15 +11,19 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar, cast, overload
 
+from world_aws.contract.clock import Clock
 from world_aws.errors import BadInput, UnknownWorkflow
 from world_aws.runtime import context
 from world_aws.runtime.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
 from world_aws.runtime.retry import DEFAULT_BACKOFF, Backoff
+from world_aws.runtime.schedules import MAX_SCHEDULE_ARGS_BYTES, Overlap, Schedule, make_schedule
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
+from world_aws.runtime.step_timeout import run_attempt
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -31,6 +35,8 @@ DEFAULT_MAX_RETRIES = 3
 class StepOptions:
     max_retries: int = DEFAULT_MAX_RETRIES
     backoff: Backoff = DEFAULT_BACKOFF
+    # Seconds an attempt may run (runtime/step_timeout.py); None: bounded only by its invocation.
+    timeout_seconds: float | None = None
 
 
 class StepDecorator(Protocol):
@@ -60,11 +66,32 @@ class StepFunction(Generic[P, R]):
             return cast(Awaitable[R], replay.call_step(self, args, kwargs))
         return _run_directly(self, args, kwargs)
 
-    def run_body(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Execute the body on the calling thread (a step consumer); returns its result."""
-        if self.is_async:
-            return asyncio.run(self.fn(*args, **kwargs))
-        return self.fn(*args, **kwargs)
+    def run_body(
+        self,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        clock: Clock | None = None,
+        deadline: datetime | None = None,
+    ) -> Any:
+        """Execute one attempt of the body for a step consumer; returns its result.
+
+        Given the World's ``clock``, the attempt is bounded by the step's timeout and
+        by ``deadline``, the end of the handling invocation (``runtime/step_timeout.py``).
+
+        Raises:
+            StepTimeoutError: the attempt ran past its timeout or its invocation's time.
+        """
+        if clock is None:
+            return asyncio.run(self.fn(*args, **kwargs)) if self.is_async else self.fn(*args, **kwargs)
+        return run_attempt(
+            lambda: self.fn(*args, **kwargs),
+            is_async=self.is_async,
+            step_name=self.name,
+            clock=clock,
+            timeout_seconds=self.options.timeout_seconds,
+            deadline=deadline,
+        )
 
 
 async def _run_directly(step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -134,6 +161,7 @@ class Workflows:
         """Create an app; ``types`` are registered on its serializer, ``limits`` cap value sizes."""
         self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
         self._steps: dict[str, StepFunction[Any, Any]] = {}
+        self._schedules: dict[str, Schedule] = {}
         self.serializer = Serializer(types, limits=limits)
         self.serializer.register(ContinuedAsNew, name=CONTINUED_AS_NEW_TYPE)
 
@@ -144,10 +172,32 @@ class Workflows:
 
     @overload
     def workflow(
-        self, *, name: str | None = None
+        self,
+        *,
+        name: str | None = None,
+        schedule: str | None = None,
+        overlap: Overlap | str = Overlap.SKIP,
     ) -> Callable[[Callable[P, Awaitable[R]]], WorkflowFunction[P, R]]: ...
 
-    def workflow(self, fn: Any = None, /, *, name: str | None = None) -> Any:  # type: ignore[misc]
+    def workflow(  # type: ignore[misc]
+        self,
+        fn: Any = None,
+        /,
+        *,
+        name: str | None = None,
+        schedule: str | None = None,
+        overlap: Overlap | str = Overlap.SKIP,
+    ) -> Any:
+        """Declare a workflow: ``@app.workflow`` or ``@app.workflow(name=..., schedule=...)``.
+
+        Args:
+            name: the workflow's durable name (default: the function's name).
+            schedule: ``"rate(5 minutes)"`` or ``"cron(0 12 * * ? *)"`` (EventBridge
+                syntax, UTC): the scheduler starts the workflow, without arguments, once
+                per tick (a schedule named after the workflow; see :meth:`schedule`).
+            overlap: ``"skip"`` or ``"allow"`` a tick while the previous tick's run goes on.
+        """
+
         def register(f: Callable[P, Awaitable[R]]) -> WorkflowFunction[P, R]:
             wf_name = name or f.__name__
             if wf_name in self._workflows:
@@ -155,6 +205,8 @@ class Workflows:
             wf = WorkflowFunction(f, wf_name, self)
             self._register_types(wf.hints)
             self._workflows[wf_name] = wf
+            if schedule is not None:
+                self.schedule(wf, schedule, overlap=overlap)
             return wf
 
         return register(fn) if fn is not None else register
@@ -174,6 +226,7 @@ class Workflows:
         max_retries: int = DEFAULT_MAX_RETRIES,
         backoff: Backoff | None = None,
         name: str | None = None,
+        timeout: str | float | timedelta | None = None,
     ) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]
@@ -184,6 +237,7 @@ class Workflows:
         max_retries: int = DEFAULT_MAX_RETRIES,
         backoff: Backoff | None = None,
         name: str | None = None,
+        timeout: str | float | timedelta | None = None,
     ) -> Any:
         """Declare a step: ``@app.step`` or ``@app.step(max_retries=5, backoff=Backoff(initial=2))``.
 
@@ -194,10 +248,19 @@ class Workflows:
             backoff: the delays between attempts (default: ``Backoff()``, 1 s doubling up to
                 5 min, with jitter); a ``RetryableError(retry_after=...)`` overrides it.
             name: the step's durable name (default: ``module.qualname``).
+            timeout: how long one attempt may run ("30s", "5m", seconds, a timedelta): an
+                attempt still running then is a failed attempt (``StepTimeoutError``, retried
+                by the policy) and its late outcome is discarded. Without it an attempt is
+                bounded only by its invocation (a Lambda's timeout, less a hand-off margin).
         """
         if max_retries < 0:
             raise BadInput(f"max_retries must be >= 0, got {max_retries}")
-        options = StepOptions(max_retries=max_retries, backoff=backoff or DEFAULT_BACKOFF)
+        timeout_seconds = None if timeout is None else context.parse_duration(timeout)
+        if timeout_seconds is not None and timeout_seconds <= 0:
+            raise BadInput(f"timeout must be positive, got {timeout!r}")
+        options = StepOptions(
+            max_retries=max_retries, backoff=backoff or DEFAULT_BACKOFF, timeout_seconds=timeout_seconds
+        )
 
         def register(f: Callable[P, Any]) -> StepFunction[P, Any]:
             step_name = name or f"{f.__module__}.{f.__qualname__}"
@@ -214,6 +277,59 @@ class Workflows:
         """Register the Enum, dataclass and pydantic types a signature names (no manual registration)."""
         for cls in serializable_types(hints):
             self.serializer.register(cls)
+
+    def schedule(
+        self,
+        workflow: WorkflowFunction[Any, Any] | str,
+        expression: str,
+        *,
+        name: str | None = None,
+        overlap: Overlap | str = Overlap.SKIP,
+        catch_up: int = 1,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Schedule:
+        """Start ``workflow(*args, **kwargs)`` once per tick of ``expression``.
+
+        Args:
+            workflow: a workflow of this app, or its name.
+            expression: ``rate(N minutes|hours|days)`` or ``cron(6 fields)``, EventBridge
+                syntax, in UTC; a rate ticks at multiples of its period since the epoch.
+            name: the schedule's name, unique in the app (default: the workflow's name).
+            overlap: ``"skip"`` (default) does not start a tick while the run of the
+                previous tick started is pending or running; ``"allow"`` does.
+            catch_up: after a gap in the scheduler's passes, start at most this many of
+                the due ticks (the most recent); the older ones are counted as missed.
+            args: positional arguments of every run.
+            kwargs: keyword arguments of every run (with ``args``, at most 32 KiB serialized).
+
+        Raises:
+            BadInput: an unknown workflow, a duplicate name, an invalid expression or
+                policy, or arguments that do not fit the workflow.
+        """
+        wf = self.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
+        wf.bind(tuple(args), dict(kwargs or {}))
+        data = self.serializer.dumps(
+            {"args": list(args), "kwargs": dict(kwargs or {})},
+            context=f"arguments of schedule of {wf.name!r}",
+        )
+        if len(data) > MAX_SCHEDULE_ARGS_BYTES:
+            raise BadInput(
+                f"the arguments of a schedule of {wf.name!r} serialize to {len(data)} bytes; at most "
+                f"{MAX_SCHEDULE_ARGS_BYTES} (the scheduler has no payload storage: pass a key, not the data)"
+            )
+        declared = make_schedule(
+            wf.name, expression, name=name, overlap=overlap, catch_up=catch_up, args=args, kwargs=kwargs
+        )
+        if declared.name in self._schedules:
+            raise BadInput(f"a schedule named {declared.name!r} is already registered")
+        self._schedules[declared.name] = declared
+        return declared
+
+    @property
+    def schedules(self) -> list[Schedule]:
+        """The app's schedules, by name."""
+        return [self._schedules[n] for n in sorted(self._schedules)]
 
     def register_type(self, cls: type[R]) -> type[R]:
         """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator)."""
@@ -234,6 +350,7 @@ class Workflows:
         """
         copy = Workflows.__new__(Workflows)
         copy._workflows = self._workflows
+        copy._schedules = self._schedules
         copy.serializer = self.serializer
         copy._steps = dict(self._steps)
         for key, fn in replacements.items():

@@ -11,7 +11,6 @@ the local event source and the Lambda functions all call it.
 
 from __future__ import annotations
 
-import hashlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -106,7 +105,7 @@ class Runtime:
             context=f"arguments of workflow {wf.name!r}",
             payload=Payload.STEP_INPUT,
         )
-        run_id = _run_id_for(idempotency_key) if idempotency_key else ids.new_run_id()
+        run_id = ids.run_id_for_key(idempotency_key) if idempotency_key else ids.new_run_id()
         with tracing.start_span(run_id, wf.name):
             return self._start(run_id, wf.name, data, idempotency_key, dict(attributes or {}))
 
@@ -284,8 +283,3 @@ def _check_resume_id(resume_id: str) -> None:
             f"resume_id must be 1-{MAX_RESUME_ID_CHARS} printable characters without spaces, "
             f"got {resume_id[:40]!r}{'...' if len(resume_id) > 40 else ''}"
         )
-
-
-def _run_id_for(idempotency_key: str) -> str:
-    """A run id derived from a start idempotency key: the same key names the same run."""
-    return f"wrun_{ids.crockford(hashlib.sha256(idempotency_key.encode('utf-8')).digest()[:16])}"

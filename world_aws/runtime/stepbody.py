@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from world_aws.contract.records import EventData, EventRequest, EventType, Step
 from world_aws.contract.world import World
@@ -41,11 +41,20 @@ class BodyOutcome:
     backoff: Backoff | None = None
 
 
-def run_step_body(world: World, app: Workflows, step: Step, step_input: bytes | None = None) -> BodyOutcome:
+def run_step_body(
+    world: World,
+    app: Workflows,
+    step: Step,
+    step_input: bytes | None = None,
+    *,
+    deadline: datetime | None = None,
+) -> BodyOutcome:
     """Run one attempt of ``step`` (already claimed: running at ``step.attempt``) on this thread.
 
     ``step_input`` is the serialized input when the caller has it; else the step's own
-    (read back from the World when the claim's answer left it out).
+    (read back from the World when the claim's answer left it out). The attempt is
+    bounded by the step's timeout and by ``deadline``, when the handling invocation
+    ends (``runtime/step_timeout.py``): past either it is a failed attempt.
     """
     fn = app.get_step(step.step_name)
     if fn is None:
@@ -60,7 +69,8 @@ def run_step_body(world: World, app: Workflows, step: Step, step_input: bytes | 
     token = context.set_step_metadata(meta)
     try:
         value = app.serializer.loads(step_input)
-        result = fn.run_body(tuple(value.get("args", ())), dict(value.get("kwargs", {})))
+        args, kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
+        result = fn.run_body(args, kwargs, clock=world.clock, deadline=deadline)
         output = app.serializer.dumps(
             result, context=f"result of step {step.step_name!r}", payload=Payload.STEP_RESULT
         )
