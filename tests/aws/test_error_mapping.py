@@ -17,7 +17,7 @@ from world_aws.aws import keys
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import EventType
+from world_aws.contract.records import EventType, ResolveData
 from world_aws.errors import BadInput, Throttled, Transient
 from world_aws.testing.conformance.support import create_run, create_step, new_id, write
 from world_aws.testing.fake_time import FakeMonotonic
@@ -144,14 +144,18 @@ def test_network_failures_on_reads_are_transient(world: AwsWorld) -> None:
             write(world, run_id, EventType.RUN_COMPLETED)
 
 
-def test_throttled_reads_are_throttled(world: AwsWorld) -> None:
+@pytest.mark.parametrize(
+    ("operation", "resolve_data"), [("BatchGetItem", ResolveData.ALL), ("GetItem", ResolveData.NONE)]
+)
+def test_throttled_reads_are_throttled(world: AwsWorld, operation: str, resolve_data: ResolveData) -> None:
+    # (a run read with its data is one BatchGetItem of the run item and its run_created event)
     run_id = create_run(world)
-    error = _client_error("ThrottlingException", "GetItem")
+    error = _client_error("ThrottlingException", operation)
     with (
-        failing(world.clients.dynamodb, "before-call.dynamodb.GetItem", lambda: error),
+        failing(world.clients.dynamodb, f"before-call.dynamodb.{operation}", lambda: error),
         pytest.raises(Throttled),
     ):
-        world.runs.get(run_id)
+        world.runs.get(run_id, resolve_data=resolve_data)
 
 
 def test_config_from_env_names_the_missing_variable() -> None:

@@ -40,6 +40,11 @@ class _Reader:
         )
         return sorted(found, key=lambda item: int(item.get("cpos", 0)))
 
+    def _run_and(self, run_id: str, other: keys.Key) -> tuple[Item | None, Item | None]:
+        """The run item and one more item, in one consistent ``BatchGetItem``."""
+        found = {str(item[keys.SK]): item for item in self._table.batch_get([keys.run_key(run_id), other])}
+        return found.get(keys.RUN_SK), found.get(str(other[keys.SK]))
+
     def _run_terminal(self, run_id: str) -> bool:
         run = self._table.get(keys.run_key(run_id), attributes=["status"])
         return run is None or RunStatus(run["status"]).terminal
@@ -49,18 +54,28 @@ class DynamoRunStore(_Reader):
     """``runs.get`` / ``runs.list`` / ``runs.claim_continuation``; the live index (``live_index``)."""
 
     def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
-        """The run. Raises NotFound."""
-        item = self._table.get(keys.run_key(run_id))
+        """The run. Raises NotFound.
+
+        With its data: the run item and its ``run_created`` event (which holds the
+        input) in one ``BatchGetItem``; without: one ``GetItem`` of the run item.
+        """
+        reader = PayloadReader(self._blobs, resolve_data)
+        if reader.wanted:
+            item, created = self._run_and(run_id, keys.run_input_key(run_id))
+        else:
+            item, created = self._table.get(keys.run_key(run_id)), None
         if item is None:
             raise NotFound(f"run {run_id} not found")
-        return items.run_from_item(item, PayloadReader(self._blobs, resolve_data))
+        return items.run_from_item(item, reader, created)
 
     def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
         """Claim the continuation after the outcome at ``after`` (see ``RunStore``): one UpdateItem.
 
         The run item keeps ``cont_seq`` (the run's ``seq`` when the last claim was
         made) and ``cont_by``. The claim costs what the ``runs.get`` it replaces did,
-        one round trip, and returns the run from ``ALL_NEW``. Raises NotFound.
+        one round trip, and returns the run from ``ALL_NEW``: without its input
+        (``None``; the run item does not hold it, and a warm continuation does not
+        need it). Raises NotFound.
         """
         try:
             item = self._table.update(
@@ -131,14 +146,17 @@ class DynamoRunStore(_Reader):
                 break
         # The index projects only the listing filters (status, workflow_name): step events
         # bump the run item's seq, and projecting it would write the one "runs" index
-        # partition on every event. So the page's run items are fetched by key.
-        page_keys = [{keys.PK: item[keys.PK], keys.SK: item[keys.SK]} for item in found[:limit]]
-        by_pk = {str(item[keys.PK]): item for item in self._table.batch_get(page_keys)}
+        # partition on every event. So the page's run items are fetched by key, each
+        # with its run_created event (the input).
+        run_pks = [str(item[keys.PK]) for item in found[:limit]]
+        created_sk = keys.event_sk(keys.RUN_CREATED_POSITION)
+        wanted = [{keys.PK: pk, keys.SK: sk} for pk in run_pks for sk in (keys.RUN_SK, created_sk)]
+        by_key = {(str(i[keys.PK]), str(i[keys.SK])): i for i in self._table.batch_get(wanted)}
         reader = PayloadReader(self._blobs)
         runs = [
-            items.run_from_item(by_pk[str(item[keys.PK])], reader)
-            for item in found[:limit]
-            if str(item[keys.PK]) in by_pk
+            items.run_from_item(by_key[(pk, keys.RUN_SK)], reader, by_key.get((pk, created_sk)))
+            for pk in run_pks
+            if (pk, keys.RUN_SK) in by_key
         ]
         more = len(found) > limit
         return RunPage(runs=runs, cursor=_encode_cursor(found[limit - 1]) if more else None)
@@ -203,9 +221,7 @@ class DynamoHookStore(_Reader):
         holder = self._table.get(keys.token_key(token))
         if holder is not None:
             run_id, hook_id = str(holder["run_id"]), str(holder["hook_id"])
-            hook_key = keys.hook_key(run_id, hook_id)
-            found = {str(i[keys.SK]): i for i in self._table.batch_get([keys.run_key(run_id), hook_key])}
-            run, hook = found.get(keys.RUN_SK), found.get(hook_key[keys.SK])
+            run, hook = self._run_and(run_id, keys.hook_key(run_id, hook_id))
             if (
                 run is not None
                 and not RunStatus(run["status"]).terminal

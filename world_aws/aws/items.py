@@ -71,8 +71,13 @@ def _required_time(item: Item, name: str) -> datetime:
 # ----------------------------------------------------------------------------- runs
 
 
-def run_item(run: Run, writer: PayloadWriter, *, seq: int) -> Item:
-    """The whole run item of a new run (run_created, or a creating run_started)."""
+def run_item(run: Run, *, seq: int) -> Item:
+    """The whole run item of a new run (run_created, or a creating run_started).
+
+    Without the run's input: that is kept in the ``run_created`` event put in the
+    same transaction (``keys.run_input_key``), so the item every reservation
+    rewrites is the same size whatever the input (``run_from_item``).
+    """
     created = iso(run.created_at)
     item: Item = {
         **keys.run_key(run.run_id),
@@ -81,7 +86,6 @@ def run_item(run: Run, writer: PayloadWriter, *, seq: int) -> Item:
         "status": run.status.value,
         "deployment_id": run.deployment_id,
         "spec_version": run.spec_version,
-        "input": writer.encode(run.input, ENTITY_INLINE_LIMIT),
         "attributes": dict(run.attributes),
         "created_at": created,
         "updated_at": iso(run.updated_at),
@@ -110,14 +114,19 @@ def live_run_from_item(item: Item) -> LiveRun:
     )
 
 
-def run_from_item(item: Item, reader: PayloadReader) -> Run:
+def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None) -> Run:
+    """The run of a run item, with its input taken from ``created``, its ``run_created`` event item.
+
+    Without ``created`` the run's ``input`` is ``None``: read without its input
+    (``output`` and ``error`` are the run item's own, resolved as ``reader`` says).
+    """
     return Run(
         run_id=str(item["run_id"]),
         workflow_name=str(item["workflow_name"]),
         status=RunStatus(item["status"]),
         deployment_id=str(item["deployment_id"]),
         spec_version=int(item["spec_version"]),
-        input=reader.decode(item.get("input")),
+        input=None if created is None else reader.decode(_creation_input(created)),
         output=reader.decode(item.get("output")),
         error=reader.decode(item.get("error")),
         error_code=item.get("error_code"),
@@ -127,6 +136,12 @@ def run_from_item(item: Item, reader: PayloadReader) -> Run:
         started_at=parse_iso(item.get("started_at")),
         completed_at=parse_iso(item.get("completed_at")),
     )
+
+
+def _creation_input(created: Item) -> object:
+    """The stored input (inline bytes or blob reference) of a ``run_created`` event item."""
+    creation: dict[str, Any] = (created.get("data") or {}).get("creation") or {}
+    return creation.get("input")
 
 
 # ----------------------------------------------------------------------------- steps, hooks, waits

@@ -27,6 +27,12 @@ run still run?" (the last completer, SPEC §5.1 step 6) whatever the fan-out.
 
 Positions are zero-padded so that the sort key order is the position order:
 12 digits hold a trillion events per run.
+
+A run's input is not in its run item: the item every event rewrites (``seq``)
+stays small whatever the input. It is kept once, in the ``run_created`` event
+at position 1 (``RUN_CREATED_POSITION``), which is written in the same
+transaction as the run item and never changes; ``runs.get`` reads both items
+in one ``BatchGetItem``.
 """
 
 from __future__ import annotations
@@ -61,6 +67,8 @@ RUNS_GSI_PK: Final = "runs"
 LIVE_GSI_PK: Final = "live"
 POSITION_DIGITS: Final = 12
 MAX_POSITION: Final = 10**POSITION_DIGITS - 1
+# The run_created event, whose creation data holds the run's input (the run item does not).
+RUN_CREATED_POSITION: Final = 1
 
 Key = dict[str, str]
 
@@ -79,6 +87,11 @@ def event_sk(position: int) -> str:
 
 def event_key(run_id: str, position: int) -> Key:
     return {PK: run_pk(run_id), SK: event_sk(position)}
+
+
+def run_input_key(run_id: str) -> Key:
+    """The item that holds the run's input: its ``run_created`` event."""
+    return event_key(run_id, RUN_CREATED_POSITION)
 
 
 def step_key(run_id: str, step_id: str) -> Key:

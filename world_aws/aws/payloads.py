@@ -9,8 +9,9 @@ Two thresholds keep every item far below DynamoDB's 400 KB item limit
 * an **event** item carries at most one payload, inline up to
   ``MAX_INLINE_PAYLOAD_BYTES`` (128 KiB, SPEC §7.3): at most ~130 KB;
 * an **entity** item (run, step, hook) may carry three (a step's input, output
-  and last retry error; a run's input, output or error and the repair copy of
-  its last run event), so each is inline only up to 64 KiB: at most ~200 KB.
+  and last retry error; a run's output or error and the repair copy of its last
+  run event), so each is inline only up to 64 KiB: at most ~200 KB. A run's
+  input is not in its run item but in its ``run_created`` event (``keys.py``).
 
 Blobs are content-addressed, so the event and the entity of one write share
 one S3 object, written once (:class:`PayloadWriter` remembers what it put).

@@ -1,7 +1,9 @@
 """Run-level events on DynamoDB: run_created, run_started, run_completed, run_failed, run_cancelled.
 
 * ``run_created``: one ``TransactWriteItems`` puts the run item (``seq = 1``,
-  condition ``attribute_not_exists(pk)``) and event 1. 1 round trip.
+  condition ``attribute_not_exists(pk)``) and event 1. 1 round trip. The run's
+  input is kept in event 1 only (``keys.run_input_key``): the run item, which
+  every later event rewrites, stays small and the same size whatever the input.
 * A transition changes the run item **in the reserving write**: one conditional
   ``UpdateItem`` that checks the allowed current status, sets the new status and
   fields, takes the next position (``seq + 1``), keeps a copy of the event
@@ -17,6 +19,9 @@
   writer's conditional put fails and the rebuilt (identical) event stands.
 * ``run_started`` on a running run is refused by the status condition; the
   ``ALL_OLD`` image shows "running", so it is the accepted no-op (no position).
+* The run a transition returns is its run item's ``ALL_NEW`` (or, refused,
+  ``ALL_OLD``) image: without its input (``None``, as the contract allows), which
+  only ``runs.get`` reads; the runtime reads it when it starts a replay.
 * ``run_started`` with creation data on a missing run: one transaction creates
   the run already running (``seq = 2``) with ``run_created`` (1) and
   ``run_started`` (2). If the run appeared meanwhile, the normal path runs.
@@ -82,9 +87,7 @@ class RunEvents:
             self._table.transact(
                 [
                     # Timeline: two creators of the same run id race; exactly one run item wins.
-                    self._table.put_action(
-                        items.run_item(run, writer, seq=1), condition="attribute_not_exists(pk)"
-                    ),
+                    self._table.put_action(items.run_item(run, seq=1), condition="attribute_not_exists(pk)"),
                     self._table.put_action(
                         items.event_item(event, writer), condition="attribute_not_exists(sk)"
                     ),
@@ -197,7 +200,7 @@ class RunEvents:
             run_id, 1, EventType.RUN_CREATED, None, now, EventData(creation=request.data.creation)
         )
         started = Event(run_id, 2, EventType.RUN_STARTED, None, now, logged)
-        run_item = items.run_item(run, writer, seq=2)
+        run_item = items.run_item(run, seq=2)
         run_item[run_event_slot(EventType.RUN_STARTED)] = {
             "type": EventType.RUN_STARTED.value,
             "created_at": items.iso(now),

@@ -251,6 +251,8 @@ class EventResult:
     ``step_created`` and ``step_started`` (with its input: the consumer runs it);
     after ``step_retrying``, ``step_completed`` and ``step_failed`` a World may
     leave it ``None`` (the DynamoDB World writes those without reading the step).
+    ``run`` may lack its ``input`` (``None``): the DynamoDB World keeps the input
+    out of the run item its run transitions write (``runs.get`` reads it).
     """
 
     event: Event | None

@@ -104,7 +104,8 @@ class RunStore(Protocol):
 
         Branches that finish together can each find no other step pending; each then
         claims with the position of its own outcome (``after``) and its step id. The
-        claim succeeds, returning the run (as ``get``), when no claim was made since
+        claim succeeds, returning the run (as ``get``, except that a World may leave
+        its ``input`` out: ``None``, read with ``get``), when no claim was made since
         ``after`` (the run's last claim covers an earlier position, or none was made)
         or this ``claimer`` made the last one (a redelivery of the same completer). A
         success records the run's current last position as covered. Otherwise it

@@ -68,7 +68,11 @@ class Orchestrator:
     def continue_run(
         self, run: Run, *, redispatch_tag: str | None = None, owner: Owner | None = None
     ) -> HandlerResult:
-        """Replay ``run`` and record what it reached. ``run`` must carry its input.
+        """Replay ``run`` and record what it reached.
+
+        ``run`` may come without its input (a World may leave it out of a claimed
+        run or a transition's result): a replay started here takes it from the
+        log's ``run_created`` event, which it reads first anyway.
 
         ``redispatch_tag`` (a reconciler's wake) re-keys the re-publish of undispatched steps.
         ``owner`` is the delivery this continuation runs for: with it, ready steps run

@@ -196,7 +196,8 @@ class Replay:
         self.run_id = run.run_id
         self.workflow_name = run.workflow_name
         self.rng = random.Random(run.run_id)
-        self._run = run
+        # A run read without its input (None) gets it from its log's run_created event.
+        self._input = run.input
         self._workflow = workflow
         self._serializer = serializer
         self._time = run.started_at or run.created_at
@@ -228,6 +229,8 @@ class Replay:
         """
         for event in events:
             self._index.add(event)
+            if self._input is None and event.type is EventType.RUN_CREATED and event.data.creation:
+                self._input = event.data.creation.input
             hook = self._hooks.get(event.correlation_id or "")
             if hook is not None and event.type is EventType.HOOK_CREATED and event.data.token != hook.token:
                 raise Transient(f"hook {hook.hook_id} was recorded by another handler first; replaying anew")
@@ -367,9 +370,9 @@ class Replay:
         self.loop.run_until_quiescent()
 
     def _decode_input(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        if self._run.input is None:
+        if self._input is None:
             raise SerializationError(f"run {self.run_id} was read without its input")
-        value = self._serializer.loads(self._run.input, context=f"input of run {self.run_id}")
+        value = self._serializer.loads(self._input, context=f"input of run {self.run_id}")
         args = value.get("args", []) if isinstance(value, dict) else None
         kwargs = value.get("kwargs", {}) if isinstance(value, dict) else None
         if (

@@ -243,9 +243,8 @@ class Runtime:
                 return Redeliver(float(delivery.attempt))
             LOG.error("workflow message for a run that does not exist", extra={"run_id": payload.run_id})
             return Ack()
-        run = result.run
-        if run is None or run.input is None:
-            run = self.world.runs.get(payload.run_id)
+        # The run may come without its input: a replay that starts the workflow takes it from the log.
+        run = result.run if result.run is not None else self.world.runs.get(payload.run_id)
         if run.status is not RunStatus.RUNNING:
             return Ack()
         if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(run):

@@ -234,7 +234,8 @@ def test_claim_continuation_goes_to_one_completer_of_a_wave(world: World) -> Non
     others = [world.runs.claim_continuation(run_id, after=positions[i], claimer=steps[i]) for i in (0, 2)]
     # THEN the first claim gets the run, the later ones of the same wave get nothing
     assert first is not None and first.run_id == run_id and first.status is RunStatus.RUNNING
-    assert first.input == world.runs.get(run_id).input
+    # (a World may leave the input out of a claimed run: the DynamoDB World keeps it apart)
+    assert first.input in (None, world.runs.get(run_id).input)
     assert others == [None, None]
 
 
