@@ -1,9 +1,10 @@
 """Fixtures of the SQS tests: one EmbeddedAws per module, fresh template resources per test.
 
-moto delays messages in wall-clock time, which a ``ManualClock`` cannot move.
-``release_delayed`` therefore reaches into moto's SQS backend (same process) to
-read each delayed message's delay and make it visible now: the state is read
-back from the queue, and no test sleeps for a delay.
+moto delays messages and times visibility in wall-clock time, which a ``ManualClock``
+cannot move. ``release_delayed`` and ``expire_in_flight`` therefore reach into moto's
+SQS backend (same process) to read each delayed (or received) message's delay (or
+remaining visibility) and make it visible now: the state is read back from the
+queue, and no test sleeps for a delay or a visibility timeout.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.utils import unix_time_millis
 from moto.sqs.models import sqs_backends
 
 from world_aws.aws.event_source import lambda_sqs_event
@@ -22,6 +24,7 @@ from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
 
 ReleaseDelayed = Callable[[str], list[int]]
+ExpireInFlight = Callable[[str], list[int]]
 ReceiveEvent = Callable[[QueueName], dict[str, Any]]
 
 
@@ -57,6 +60,24 @@ def release_delayed(embedded: EmbeddedAws) -> ReleaseDelayed:
         return delays
 
     return release
+
+
+@pytest.fixture
+def expire_in_flight(embedded: EmbeddedAws) -> ExpireInFlight:
+    """``expire(url)``: the seconds of visibility left to the queue's received messages, now over."""
+
+    def expire(url: str) -> list[int]:
+        queue = sqs_backends[DEFAULT_ACCOUNT_ID][embedded.region].queues[url.rsplit("/", 1)[-1]]
+        left = []
+        with embedded.app.lock:  # no request runs while we touch the backend
+            now_ms = unix_time_millis()
+            for message in queue._messages:
+                if not message.visible:
+                    left.append(round((message.visible_at - now_ms) / 1000))
+                    message.visible_at = 0
+        return left
+
+    return expire
 
 
 @pytest.fixture
