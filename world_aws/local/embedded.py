@@ -40,6 +40,8 @@ class EmbeddedAws:
         name_prefix: prefix of every created resource name.
         template_path: the SAM template to provision from.
         parameters: template parameter overrides (e.g. ``{"DeploymentId": "dpl_1"}``).
+        apply_settings: also apply the settings moto stores but never acts on (table
+            PITR and TTL, bucket encryption, lifecycle, ...; ``provision``'s option).
     """
 
     def __init__(
@@ -49,11 +51,13 @@ class EmbeddedAws:
         name_prefix: str = "world-aws",
         template_path: Path | str = DEFAULT_TEMPLATE,
         parameters: Mapping[str, str] | None = None,
+        apply_settings: bool = True,
     ) -> None:
         # werkzeug logs one line per request at INFO; verbose=False does not stop it.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self.region = region
         self._template_path = template_path
+        self._apply_settings = apply_settings
         # moto's DynamoDB otherwise slows down with every item a session adds (moto_speedups).
         moto_speedups.install()
         self._server = LoopbackMotoServer()
@@ -86,7 +90,13 @@ class EmbeddedAws:
 
         It is deleted with the rest by :meth:`stop`.
         """
-        created = provision(self.clients, self._template_path, name_prefix=name_prefix, parameters=parameters)
+        created = provision(
+            self.clients,
+            self._template_path,
+            name_prefix=name_prefix,
+            parameters=parameters,
+            apply_settings=self._apply_settings,
+        )
         self._provisioned.append(created)
         return created
 

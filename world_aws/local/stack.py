@@ -84,7 +84,8 @@ def local_stack(
             from world_aws.aws.world import create_aws_world
             from world_aws.local.embedded import EmbeddedAws
 
-            aws = stack.enter_context(EmbeddedAws())
+            # Only what changes how the workflows run: moto never acts on PITR, TTL or bucket settings.
+            aws = stack.enter_context(EmbeddedAws(apply_settings=False))
             endpoint = aws.endpoint_url
             env = aws.env()
             release = aws.app.release_long_polls
