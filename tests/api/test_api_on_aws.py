@@ -106,6 +106,15 @@ def test_a_completed_run_with_a_non_json_result_reads_back_on_the_aws_world(runt
     assert code == 404 and missing["error"]["message"] == "run 'wrun_NOPE' not found"
 
 
+@pytest.mark.parametrize("suffix", ["", "/events", "/steps", "/cancel"])
+def test_a_run_id_no_table_could_hold_is_a_404_not_a_backend_error(runtime: Runtime, suffix: str) -> None:
+    # GIVEN a run id longer than a DynamoDB key may be (2048 bytes)
+    run_id = "wrun_" + "x" * 3000
+    # WHEN it is asked for THEN it is simply not found: no 500, no backend validation error
+    code, answer = call(runtime, "POST" if suffix == "/cancel" else "GET", f"/runs/{run_id}{suffix}", body={})
+    assert code == 404 and answer["error"]["kind"] == "NotFound"
+
+
 @pytest.mark.parametrize(
     ("method", "path", "body"),
     [
