@@ -74,3 +74,16 @@ def test_a_hooks_next_payload_is_timed_from_the_previous_one_as_the_readme_says(
     durations = [row["duration_s"] for row in timeline_rows(rows)]
     # THEN the first is timed from the creation, the next from the previous payload
     assert durations[1:] == [3.0, 0.5]
+
+
+def test_an_inline_steps_created_event_starts_its_first_attempt() -> None:
+    # GIVEN an inline step: created already running (attempt 1), retried, then dispatched (attempt 2)
+    rows = [
+        _row(1, "step_created", "step_1", 1.0, step_name="shop.charge", owner="msg-1#1"),
+        _row(2, "step_retrying", "step_1", 1.5),
+        _row(3, "step_started", "step_1", 3.0, step_name="shop.charge"),
+        _row(4, "step_completed", "step_1", 3.25),
+    ]
+    shown = [(row["attempt"], row["duration_s"]) for row in timeline_rows(rows)]
+    # THEN the attempts are 1 then 2, each timed from its own start
+    assert shown == [(1, None), (1, 0.5), (2, None), (2, 0.25)]
