@@ -45,39 +45,39 @@ def sqs(embedded: EmbeddedAws) -> Any:
     return embedded.clients.sqs
 
 
+def _release(embedded: EmbeddedAws, url: str, held: Callable[[Any, float], float | None]) -> list[int]:
+    """For each message of the queue that ``held(message, now_ms)`` says is held (for how many ms
+    more), make it visible now; returns those seconds. No request runs meanwhile."""
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID][embedded.region].queues[url.rsplit("/", 1)[-1]]
+    released = []
+    with embedded.app.lock:
+        now_ms = unix_time_millis()
+        for message in queue._messages:
+            left_ms = held(message, now_ms)
+            if left_ms is not None:
+                released.append(round(left_ms / 1000))
+                message.delayed_until = message.visible_at = 0
+    return released
+
+
 @pytest.fixture
 def release_delayed(embedded: EmbeddedAws) -> ReleaseDelayed:
     """``release(url)``: the delays (s) of the queue's delayed messages, which become visible now."""
 
-    def release(url: str) -> list[int]:
-        queue = sqs_backends[DEFAULT_ACCOUNT_ID][embedded.region].queues[url.rsplit("/", 1)[-1]]
-        delays = []
-        with embedded.app.lock:  # no request runs while we touch the backend
-            for message in queue._messages:
-                if message.delayed:
-                    delays.append(round((message.delayed_until - message.sent_timestamp) / 1000))
-                    message.delayed_until = 0
-        return delays
+    def delay(message: Any, _now_ms: float) -> float | None:
+        return message.delayed_until - message.sent_timestamp if message.delayed else None
 
-    return release
+    return lambda url: _release(embedded, url, delay)
 
 
 @pytest.fixture
 def expire_in_flight(embedded: EmbeddedAws) -> ExpireInFlight:
     """``expire(url)``: the seconds of visibility left to the queue's received messages, now over."""
 
-    def expire(url: str) -> list[int]:
-        queue = sqs_backends[DEFAULT_ACCOUNT_ID][embedded.region].queues[url.rsplit("/", 1)[-1]]
-        left = []
-        with embedded.app.lock:  # no request runs while we touch the backend
-            now_ms = unix_time_millis()
-            for message in queue._messages:
-                if not message.visible:
-                    left.append(round((message.visible_at - now_ms) / 1000))
-                    message.visible_at = 0
-        return left
+    def visibility_left(message: Any, now_ms: float) -> float | None:
+        return None if message.visible else message.visible_at - now_ms
 
-    return expire
+    return lambda url: _release(embedded, url, visibility_left)
 
 
 @pytest.fixture
