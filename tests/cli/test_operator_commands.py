@@ -116,9 +116,8 @@ def test_api_goes_before_or_after_the_command_and_after_wins(dev: Dev) -> None:
 def test_api_before_a_command_that_does_not_use_it_is_a_one_line_error(argv: list[str]) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert main(["--api", "http://127.0.0.1:9", *argv], out=out, err=err) == 2
-    assert (
-        err.getvalue()
-        == "world-aws: error: --api and --sign are options of start, ls, inspect, cancel, resume\n"
+    assert err.getvalue() == (
+        "world-aws: error: --api and --sign are options of start, ls, inspect, cancel, resume, ui\n"
     )
 
 
