@@ -21,6 +21,7 @@ from .apps import app
 from .conftest import http_event
 
 DEADLINE_SECONDS = 30.0
+TERMINAL_EVENTS = {"run_completed", "run_failed", "run_cancelled"}
 
 
 @pytest.fixture
@@ -52,6 +53,23 @@ def wait_for(runtime: Runtime, run_id: str, status: str) -> dict[str, Any]:
         time.sleep(0.05)
 
 
+def events_through_the_end(runtime: Runtime, run_id: str) -> list[dict[str, Any]]:
+    """``GET /runs/{run_id}/events`` until it holds the run's terminal event.
+
+    The run item turns terminal in the write that reserves the terminal event's
+    position, and the event lands in the next write (ARCHITECTURE §8): a read between
+    the two sees the run ended and a log one event short, which is still a prefix.
+    """
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while True:
+        code, events = call(runtime, "GET", f"/runs/{run_id}/events")
+        assert code == 200
+        rows: list[dict[str, Any]] = events["events"]
+        if rows[-1]["type"] in TERMINAL_EVENTS or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.05)
+
+
 def test_a_run_started_and_resumed_through_the_api_completes_on_the_aws_world(runtime: Runtime) -> None:
     # GIVEN a run started through the API that waits on a hook
     code, started = call(runtime, "POST", "/runs", body={"workflow": "wait_for_approval", "args": ["o-1"]})
@@ -69,9 +87,10 @@ def test_a_run_started_and_resumed_through_the_api_completes_on_the_aws_world(ru
     # THEN it completes with the payload, and the API shows its result, log and listing
     run = wait_for(runtime, run_id, "completed")
     assert run["result"] == {"order": "o-1", "decision": {"ok": True}}
-    code, events = call(runtime, "GET", f"/runs/{run_id}/events")
-    assert code == 200
-    assert [row["type"] for row in events["events"]][-2:] == ["hook_received", "run_completed"]
+    assert [row["type"] for row in events_through_the_end(runtime, run_id)][-2:] == [
+        "hook_received",
+        "run_completed",
+    ]
     code, listed = call(
         runtime, "GET", "/runs", query={"status": "completed", "workflow": "wait_for_approval"}
     )
@@ -85,6 +104,15 @@ def test_a_completed_run_with_a_non_json_result_reads_back_on_the_aws_world(runt
     assert run["result"]["letters"] == ["b", "o"] and run["result"]["raw"] == "bob"
     code, missing = call(runtime, "GET", "/runs/wrun_NOPE")
     assert code == 404 and missing["error"]["message"] == "run 'wrun_NOPE' not found"
+
+
+@pytest.mark.parametrize("suffix", ["", "/events", "/steps", "/cancel"])
+def test_a_run_id_no_table_could_hold_is_a_404_not_a_backend_error(runtime: Runtime, suffix: str) -> None:
+    # GIVEN a run id longer than a DynamoDB key may be (2048 bytes)
+    run_id = "wrun_" + "x" * 3000
+    # WHEN it is asked for THEN it is simply not found: no 500, no backend validation error
+    code, answer = call(runtime, "POST" if suffix == "/cancel" else "GET", f"/runs/{run_id}{suffix}", body={})
+    assert code == 404 and answer["error"]["kind"] == "NotFound"
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from world_aws.aws import items, keys
@@ -43,11 +42,9 @@ def test_a_5000_event_log_is_read_whole_in_order_across_pages(world: AwsWorld) -
     run_id = create_run(world)
     _write_events_directly(world, run_id, 3, EVENTS)
     # WHEN the whole log, a suffix and a payload-less suffix are read
-    started = time.monotonic()
     everything = world.events.list(run_id)
     suffix = world.events.list(run_id, after=4_990)
     bare = world.events.list(run_id, after=4_000, resolve_data=ResolveData.NONE)
-    elapsed = time.monotonic() - started
     # THEN every event is there once, in position order, with its own payload
     assert [e.position for e in everything] == list(range(1, EVENTS + 3))
     assert everything[-1].data.output == PAYLOAD + b"%d" % (EVENTS + 2)
@@ -55,8 +52,6 @@ def test_a_5000_event_log_is_read_whole_in_order_across_pages(world: AwsWorld) -
     assert suffix == everything[4_990:]
     assert [e.position for e in bare] == [e.position for e in everything[4_000:]]
     assert all(e.data.output is None for e in bare)
-    # ... and a read of the log is not slow (moto costs ~0.5 ms per returned item)
-    assert elapsed < 60
 
 
 def test_an_appended_event_follows_a_long_log(world: AwsWorld) -> None:

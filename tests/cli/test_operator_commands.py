@@ -98,6 +98,29 @@ def test_the_api_url_comes_from_world_aws_api_by_default(dev: Dev, monkeypatch: 
     assert out.getvalue().startswith("run id")
 
 
+def test_api_goes_before_or_after_the_command_and_after_wins(dev: Dev) -> None:
+    # GIVEN a run the dev stack knows
+    run_id = dev.cli("start", "approve_order", "--arg", '"order-api-1"').out.strip()
+    # WHEN --api comes before the command
+    out, err = io.StringIO(), io.StringIO()
+    code = main(["--api", dev.url, "inspect", run_id, "--json"], out=out, err=err)
+    # THEN it is used, as it is after the command
+    assert code == 0, err.getvalue()
+    assert json.loads(out.getvalue())["run"]["run_id"] == run_id
+    # AND given twice, the one after the command is the one used
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--api", "http://127.0.0.1:9", "inspect", run_id, "--api", dev.url], out=out, err=err) == 0
+
+
+@pytest.mark.parametrize("argv", [["run", "m:app", "wf"], ["demo"], ["dev", "m:app"]])
+def test_api_before_a_command_that_does_not_use_it_is_a_one_line_error(argv: list[str]) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["--api", "http://127.0.0.1:9", *argv], out=out, err=err) == 2
+    assert err.getvalue() == (
+        "world-aws: error: --api and --sign are options of start, ls, inspect, cancel, resume, ui\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [

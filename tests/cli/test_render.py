@@ -62,3 +62,28 @@ def test_the_printed_table_has_an_attempt_column() -> None:
     assert lines[6].split() == ["6", "step_started", "charge", "2"]
     assert lines[7].split() == ["7", "step_completed", "charge", "2", "100", "ms"]
     assert lines[11].split() == ["11", "run_completed", "10.0", "s"]
+
+
+def test_a_hooks_next_payload_is_timed_from_the_previous_one_as_the_readme_says() -> None:
+    # GIVEN a hook created at 1.0 that receives payloads at 4.0 and 4.5
+    rows = [
+        _row(1, "hook_created", "hook_1", 1.0, token="t"),
+        _row(2, "hook_received", "hook_1", 4.0, token="t"),
+        _row(3, "hook_received", "hook_1", 4.5, token="t"),
+    ]
+    durations = [row["duration_s"] for row in timeline_rows(rows)]
+    # THEN the first is timed from the creation, the next from the previous payload
+    assert durations[1:] == [3.0, 0.5]
+
+
+def test_an_inline_steps_created_event_starts_its_first_attempt() -> None:
+    # GIVEN an inline step: created already running (attempt 1), retried, then dispatched (attempt 2)
+    rows = [
+        _row(1, "step_created", "step_1", 1.0, step_name="shop.charge", owner="msg-1#1"),
+        _row(2, "step_retrying", "step_1", 1.5),
+        _row(3, "step_started", "step_1", 3.0, step_name="shop.charge"),
+        _row(4, "step_completed", "step_1", 3.25),
+    ]
+    shown = [(row["attempt"], row["duration_s"]) for row in timeline_rows(rows)]
+    # THEN the attempts are 1 then 2, each timed from its own start
+    assert shown == [(1, None), (1, 0.5), (2, None), (2, 0.25)]

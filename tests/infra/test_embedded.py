@@ -23,7 +23,7 @@ def aws() -> Iterator[EmbeddedAws]:
 
 def test_server_listens_on_loopback_only(aws: EmbeddedAws) -> None:
     assert urlparse(aws.endpoint_url).hostname == "127.0.0.1"
-    assert aws._server.get_host_and_port()[0] == "127.0.0.1"
+    assert aws._server.address[0] == "127.0.0.1"
 
 
 def test_template_resources_are_provisioned_and_reachable(aws: EmbeddedAws) -> None:
@@ -44,6 +44,7 @@ def test_env_points_a_process_at_the_endpoint_with_fake_credentials(aws: Embedde
     assert env["WORKFLOW_QUEUE_URL"] == aws.resources.workflow_queue_url
     assert env["STEP_QUEUE_URL"] == aws.resources.step_queue_url
     assert env["WORKFLOW_PAYLOAD_BUCKET"] == aws.resources.bucket_name
+    assert env["WORKFLOW_DEPLOYMENT_ID"] == "dpl_default"  # the template's default (README, Configuration)
 
 
 def test_optimistic_counter_loses_no_update_under_six_threads(aws: EmbeddedAws) -> None:
@@ -127,6 +128,53 @@ def test_long_poll_neither_blocks_other_requests_nor_misses_a_message(aws: Embed
     assert [m["Body"] for m in received] == ["aGVsbG8="]
     assert time.monotonic() - started < 4.0
     sqs.delete_message(QueueUrl=url, ReceiptHandle=received[0]["ReceiptHandle"])
+
+
+def _count_receives(aws: EmbeddedAws) -> list[int]:
+    """Counts the short polls that reach moto (the wrapped app), from now on."""
+    count, inner = [0], aws.app.app
+
+    def counting(environ: dict[str, Any], start_response: Any) -> Any:
+        if environ.get("HTTP_X_AMZ_TARGET") == "AmazonSQS.ReceiveMessage":
+            count[0] += 1
+        return inner(environ, start_response)
+
+    aws.app.app = counting
+    return count
+
+
+def test_an_idle_long_poll_makes_two_short_polls_not_one_every_few_ms(aws: EmbeddedAws) -> None:
+    # GIVEN an empty queue
+    sqs, url = aws.clients.sqs, aws.resources.workflow_queue_url
+    inner = aws.app.app
+    polls = _count_receives(aws)
+    try:
+        # WHEN a receive long-polls it for 1 s and nothing is sent
+        got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=1).get("Messages", [])
+    finally:
+        aws.app.app = inner
+    # THEN moto was asked twice: at the start and at the end of the wait
+    assert got == [] and polls[0] == 2
+
+
+def test_release_answers_a_waiting_long_poll_at_once() -> None:
+    # GIVEN a receive long-polling an empty queue for 20 s on its own endpoint
+    embedded = EmbeddedAws(name_prefix="t-emb-release")
+    try:
+        sqs, url = embedded.clients.sqs, embedded.resources.step_queue_url
+        answered: list[Any] = []
+        poller = threading.Thread(
+            target=lambda: answered.append(sqs.receive_message(QueueUrl=url, WaitTimeSeconds=20))
+        )
+        poller.start()
+        # WHEN the stack releases its long polls (as it does before stopping its consumers)
+        embedded.app.release_long_polls()
+        poller.join(15)
+        # THEN the poll was answered, empty, long before its 20 s
+        assert not poller.is_alive()
+        assert answered[0].get("Messages", []) == []
+    finally:
+        embedded.stop()
 
 
 def test_a_second_copy_can_be_provisioned_on_the_same_endpoint(aws: EmbeddedAws) -> None:

@@ -205,3 +205,27 @@ def test_an_untranslated_property_is_refused_not_dropped(clients: Any, tmp_path:
 def test_name_prefix_must_be_usable_in_bucket_names(clients: Any) -> None:
     with pytest.raises(TemplateError, match="name_prefix"):
         provision(clients, name_prefix="Upper_Case")
+
+
+def test_without_settings_the_resources_behave_the_same_and_the_idle_settings_are_left_out(
+    clients: Any, provisioned: ProvisionedResources
+) -> None:
+    # GIVEN the template provisioned for a local run only (apply_settings=False)
+    bare = provision(clients, name_prefix="t-bare", apply_settings=False)
+    # THEN the table has the same keys and indexes, the queues the same attributes and redrive
+    full_table = clients.dynamodb.describe_table(TableName=provisioned.table_name)["Table"]
+    bare_table = clients.dynamodb.describe_table(TableName=bare.table_name)["Table"]
+    for key in ("KeySchema", "AttributeDefinitions", "BillingModeSummary"):
+        assert bare_table.get(key) == full_table.get(key), key
+    index_names = {i["IndexName"] for i in full_table.get("GlobalSecondaryIndexes", [])}
+    assert {i["IndexName"] for i in bare_table.get("GlobalSecondaryIndexes", [])} == index_names
+    for queue in QueueName:
+        assert bare.queues[queue].visibility_timeout == provisioned.queues[queue].visibility_timeout
+        assert bare.max_receive_count(queue) == provisioned.max_receive_count(queue)
+    clients.s3.put_object(Bucket=bare.bucket_name, Key="k", Body=b"v")
+    assert clients.s3.get_object(Bucket=bare.bucket_name, Key="k")["Body"].read() == b"v"
+    # AND the settings moto never acts on were not applied
+    ttl = clients.dynamodb.describe_time_to_live(TableName=bare.table_name)["TimeToLiveDescription"]
+    assert ttl["TimeToLiveStatus"] == "DISABLED"
+    with pytest.raises(clients.s3.exceptions.ClientError):
+        clients.s3.get_bucket_lifecycle_configuration(Bucket=bare.bucket_name)

@@ -114,14 +114,38 @@ def test_step_called_outside_a_workflow_runs_directly() -> None:
     def triple(x: int) -> int:
         return 3 * x
 
-    # WHEN they are awaited outside any workflow THEN they just run
-    async def outside() -> tuple[int, int]:
-        return await double(21), await triple(5)
-
-    assert asyncio.run(outside()) == (42, 15)
+    # WHEN they are called outside any workflow THEN each is its own function: the async one
+    # gives its coroutine, the sync one runs at the call and gives its result (not a coroutine)
+    assert asyncio.run(double(21)) == 42  # type: ignore[arg-type]
+    assert triple(5) == 15  # type: ignore[comparison-overlap]
     # AND the workflow-only helpers say where they belong
     with pytest.raises(RuntimeError, match="inside a workflow"):
         get_workflow_metadata()
+
+
+def test_a_step_body_calls_a_sync_step_as_a_plain_function(memory_harness: Harness) -> None:
+    # GIVEN a durable step whose body calls another (sync) step, outside any workflow code
+    app = Workflows()
+
+    @app.step
+    def tax(cents: int) -> int:
+        return cents // 5
+
+    @app.step
+    def total(cents: int) -> int:
+        return cents + tax(cents)  # type: ignore[operator]
+
+    @app.workflow
+    async def bill(cents: int) -> int:
+        return await total(cents)
+
+    # WHEN the workflow runs
+    handle = memory_harness.runtime_for(app).start("bill", 100)
+    memory_harness.settle()
+    # THEN the inner call ran at once and gave its value: one durable step, not two
+    assert handle.result(timeout=0) == 120
+    steps = [e for e in handle.events() if e.type is EventType.STEP_CREATED]
+    assert len(steps) == 1
 
 
 def test_unserializable_step_argument_is_a_clear_error_at_the_call_site(harness: Harness) -> None:

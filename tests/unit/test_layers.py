@@ -106,11 +106,17 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="moto-only-in-local-and-testing",
         says=(
-            "only the embedded default (world_aws/local/embedded.py and its moto_speedups) "
-            "and world_aws/testing may import moto"
+            "only the embedded default (world_aws/local/embedded.py, its moto_server and its "
+            "moto_speedups/moto_fast_json) and world_aws/testing may import moto"
         ),
         applies_to=("*",),
-        exempt=("world_aws.local.embedded", "world_aws.local.moto_speedups", "world_aws.testing"),
+        exempt=(
+            "world_aws.local.embedded",
+            "world_aws.local.moto_server",
+            "world_aws.local.moto_speedups",
+            "world_aws.local.moto_fast_json",
+            "world_aws.testing",
+        ),
         forbids=("moto",),
     ),
     Rule(

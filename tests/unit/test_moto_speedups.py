@@ -186,3 +186,27 @@ def test_outside_a_query_all_items_is_still_the_whole_table(ddb: Any) -> None:
         query.join(10)
     finally:
         MotoTable.all_items = patched  # type: ignore[method-assign]
+
+
+def test_moto_request_helpers_are_remembered_with_the_same_answers() -> None:
+    # GIVEN the speedups installed, and moto's own helpers as they were
+    from moto.core import responses, utils
+    from moto.sqs import models
+
+    original = (
+        utils.camelcase_to_underscores.__wrapped__
+        if hasattr(utils.camelcase_to_underscores, "__wrapped__")
+        else utils.camelcase_to_underscores
+    )
+    moto_speedups.install()
+    # THEN the modules that imported them by name use the remembering ones
+    for module in (utils, responses, models):
+        assert hasattr(module.camelcase_to_underscores, "cache_info"), module.__name__
+    assert hasattr(responses.method_names_from_class, "cache_info")
+    # AND they answer as moto's do
+    for name in ("ReceiveMessage", "TransactWriteItems", "theNewAttribute", "VisibilityTimeout", ""):
+        assert utils.camelcase_to_underscores(name) == original(name)
+    names = responses.method_names_from_class(responses.BaseResponse)
+    assert "call_action" in names and names == responses.method_names_from_class.__wrapped__(
+        responses.BaseResponse
+    )

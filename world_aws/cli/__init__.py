@@ -10,7 +10,8 @@ passed, 130 Ctrl-C.
 ``world-aws dev [MODULE:APP]`` serves an app on the embedded stack with its HTTP
 API on 127.0.0.1 until Ctrl-C (:mod:`world_aws.cli.dev`). The operator commands
 ``start``, ``ls``, ``inspect``, ``cancel`` and ``resume`` talk to that API, or a
-deployed one (:mod:`world_aws.cli.operate`). ``world-aws ui --api URL`` serves the web UI
+deployed one (:mod:`world_aws.cli.operate`); their ``--api URL`` and ``--sign``
+may come before the command too. ``world-aws ui --api URL`` serves the web UI
 on 127.0.0.1 for a deployed API, its requests signed (:mod:`world_aws.cli.ui`).
 """
 
@@ -27,6 +28,8 @@ from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
 from world_aws.errors import BadInput
 from world_aws.runtime.loading import load_app
 
+# The commands that talk to an HTTP API (--api/--sign before or after the command).
+API_COMMANDS = (*operate.COMMANDS, "ui")
 DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
 DEMO_ARGS = ['"order-42"']
@@ -38,6 +41,7 @@ WORLD_HELP = (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="world-aws", description="Durable async Python workflows on AWS.")
+    operate.add_api_options(parser)  # `world-aws --api URL ls` as well as `world-aws ls --api URL`
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a workflow to completion on the embedded default")
     run.add_argument("app", help="MODULE:APP (a module name or a path to a .py file)")
@@ -77,6 +81,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
         ns = parser.parse_args(argv)
     except SystemExit as exc:
         return int(exc.code or 0)
+    if ns.command not in API_COMMANDS and (ns.api is not None or ns.sign is not None):
+        err.write(f"world-aws: error: --api and --sign are options of {', '.join(API_COMMANDS)}\n")
+        return 2
     if getattr(ns, "func", None) is not None:
         return int(ns.func(ns, out, err))
     try:

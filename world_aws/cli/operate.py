@@ -1,7 +1,9 @@
 """The operator commands: start, ls, inspect, cancel, resume and schedules, over the HTTP API.
 
 They talk to ``$WORLD_AWS_API`` (``world-aws dev``, or a deployed stack's API
-URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. Exit
+URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. ``--api``
+and ``--sign`` go before or after the command (``world-aws --api URL ls`` or
+``world-aws ls --api URL``; after it wins when both are given). Exit
 codes: 0 done; 1 the API refused because of the run's state (cancelling a run
 that has ended); 2 anything else (bad arguments or JSON, unknown run or token,
 unreachable API), always with a one-line message on stderr.
@@ -24,20 +26,34 @@ from world_aws.errors import BadInput
 Command = Callable[[ApiClient, argparse.Namespace, TextIO], int]
 
 
-def add_commands(sub: Any) -> None:
-    """Add the operator subcommands to the ``world-aws`` parser's subparsers."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+COMMANDS = ("start", "ls", "inspect", "cancel", "resume")
+
+
+def add_api_options(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
+    """``--api URL`` and ``--sign/--no-sign`` on ``parser``.
+
+    The top-level parser gets them with ``default=None``; each operator command with
+    ``argparse.SUPPRESS``, so that a value given before the command is not reset by
+    the command's own default.
+    """
+    parser.add_argument(
         "--api",
         metavar="URL",
+        default=default,
         help="the API's base URL (default: $WORLD_AWS_API, else http://127.0.0.1:8787)",
     )
-    common.add_argument(
+    parser.add_argument(
         "--sign",
         action=argparse.BooleanOptionalAction,
-        default=None,
+        default=default,
         help="SigV4-sign requests with your AWS credentials (default: only for *.execute-api.* hosts)",
     )
+
+
+def add_commands(sub: Any) -> None:
+    """Add the operator subcommands (``COMMANDS``) to the ``world-aws`` parser's subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_api_options(common, default=argparse.SUPPRESS)
 
     start = sub.add_parser("start", parents=[common], help="start a run through the HTTP API; prints its id")
     start.add_argument("workflow", help="the workflow's name")

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 from world_aws.api.payloads import error_view
 from world_aws.api.timeline import timeline
 from world_aws.cli import render
-from world_aws.contract.records import Event, ResolveData, Run, RunStatus
+from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
 from world_aws.errors import BadInput
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
@@ -27,7 +27,14 @@ EXIT_TIMEOUT = 3
 EXIT_INTERRUPTED = 130
 # A result longer than this is cut in the text output (``--json`` has it all).
 MAX_SHOWN_RESULT_CHARS = 4_000
-POLL_SECONDS = 0.05
+# The log is read for new events this often (one Query each): a progress line is at most this late.
+POLL_SECONDS = 0.1
+# The run's status is read this often too, in case its terminal event cannot reach the log.
+STATUS_EVERY_SECONDS = 1.0
+# A run whose status is terminal is followed this much longer for its terminal event: the status
+# changes in the write that reserves the event's position, the event lands in the next one.
+TERMINAL_EVENT_GRACE_SECONDS = 2.0
+_TERMINAL_EVENTS = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED})
 
 
 def run_workflow(
@@ -56,9 +63,8 @@ def run_workflow(
                 return 2
             if not quiet:
                 out.write(f"run {handle.run_id}\n")
-            _follow(handle, stack.world, ns.timeout, None if quiet else out)
+            events = _follow(handle, stack.world, ns.timeout, None if quiet else out)  # with attempts' errors
             run = handle.run()
-            events = handle.events(resolve_data=ResolveData.ALL)  # with each failed attempt's error
             result, error = _outcome(handle, run, ns.timeout)
     except KeyboardInterrupt:
         left = f"run {handle.run_id} was left unfinished" if handle else "no run was started"
@@ -114,8 +120,15 @@ def _took(run: Run) -> str:
 
 
 def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -> list[Event]:
-    """Poll the run's log until it ends, printing each new event."""
-    deadline = time.monotonic() + timeout
+    """Read the run's log as it grows, printing each new event, until its terminal event (or ``timeout``).
+
+    Returns the whole log read, with payloads. The end is the terminal event rather than
+    the run's status: the status changes one write before the event lands, and the
+    timeline shown afterwards must include it.
+    """
+    started = time.monotonic()
+    deadline, next_status = started + timeout, started + STATUS_EVERY_SECONDS
+    terminal_since: float | None = None
     seen: list[Event] = []
     while True:
         fresh = world.events.list(
@@ -127,7 +140,14 @@ def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -
             for event in fresh:
                 out.write(render.progress_line(event, names) + "\n")
             out.flush()
-        if handle.status().terminal or time.monotonic() > deadline:
+        now = time.monotonic()
+        if any(event.type in _TERMINAL_EVENTS for event in fresh) or now > deadline:
+            return seen
+        if now >= next_status:
+            next_status = now + STATUS_EVERY_SECONDS
+            if terminal_since is None and handle.status().terminal:
+                terminal_since = now
+        if terminal_since is not None and now - terminal_since > TERMINAL_EVENT_GRACE_SECONDS:
             return seen
         time.sleep(POLL_SECONDS)
 

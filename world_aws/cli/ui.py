@@ -32,11 +32,14 @@ def add_command(sub: Any) -> None:
     ui = sub.add_parser(
         "ui", help="the web UI on 127.0.0.1 for a deployed API (requests signed), until Ctrl-C"
     )
-    ui.add_argument("--api", metavar="URL", help="the API's base URL (default: $WORLD_AWS_API)")
+    # SUPPRESS: a --api/--sign given before `ui` (the top-level parser's) is not reset here.
+    ui.add_argument(
+        "--api", metavar="URL", default=argparse.SUPPRESS, help="the API's base URL (default: $WORLD_AWS_API)"
+    )
     ui.add_argument(
         "--sign",
         action=argparse.BooleanOptionalAction,
-        default=None,
+        default=argparse.SUPPRESS,
         help="SigV4-sign requests with your AWS credentials (default: only for *.execute-api.* hosts)",
     )
     ui.add_argument(

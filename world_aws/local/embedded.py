@@ -1,15 +1,16 @@
 """``EmbeddedAws``: moto's server in-process on loopback, provisioned from ``template.yaml``.
 
 The embedded default of world-aws: no Docker, no AWS account, no network. It
-starts ``ThreadedMotoServer`` on ``127.0.0.1`` (never ``0.0.0.0``: nothing outside
-this machine may reach it) on a free port, serialises request handling with one
-lock (``SerializedApp``: moto's conditional writes are not atomic otherwise),
-builds boto3 clients with fake credentials, and creates the template's table,
-queues and bucket with ``world_aws.aws.infra.provision``. ``moto_speedups`` keeps moto's
-DynamoDB cost per request independent of how much a session has stored.
+starts moto's server on ``127.0.0.1`` (never ``0.0.0.0``: nothing outside this
+machine may reach it) on a free port (``LoopbackMotoServer``), which serialises
+request handling with one lock (``SerializedApp``: moto's conditional writes are
+not atomic otherwise), builds boto3 clients with fake credentials, and creates the
+template's table, queues and bucket with ``world_aws.aws.infra.provision``.
+``moto_speedups`` keeps moto's DynamoDB cost per request independent of how much a
+session has stored.
 
-moto is imported here (and in ``moto_speedups``, for it) and nowhere else in the package: it is only in the
-``local``/``dev`` extras. moto's state is process-wide and outlives a server:
+moto is imported here (in ``moto_server``, and in ``moto_speedups``, for it) and nowhere else in the
+package: it is only in the ``local``/``dev`` extras. moto's state is process-wide and outlives a server:
 two ``EmbeddedAws`` alive at once share it (give them distinct ``name_prefix``
 values), and ``stop()`` deletes the resources this instance provisioned, so the
 next one can use the same names.
@@ -21,16 +22,13 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-from moto.server import ThreadedMotoServer
-
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.infra.provision import ProvisionedResources, provision
 from world_aws.aws.infra.template import DEFAULT_TEMPLATE
 from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, clients_for_endpoint
 from world_aws.local import moto_speedups
-from world_aws.local.serial_wsgi import SerializedApp
+from world_aws.local.moto_server import LoopbackMotoServer
 
-LOOPBACK = "127.0.0.1"
 DEFAULT_REGION = "us-east-1"
 
 
@@ -42,6 +40,8 @@ class EmbeddedAws:
         name_prefix: prefix of every created resource name.
         template_path: the SAM template to provision from.
         parameters: template parameter overrides (e.g. ``{"DeploymentId": "dpl_1"}``).
+        apply_settings: also apply the settings moto stores but never acts on (table
+            PITR and TTL, bucket encryption, lifecycle, ...; ``provision``'s option).
     """
 
     def __init__(
@@ -51,19 +51,19 @@ class EmbeddedAws:
         name_prefix: str = "world-aws",
         template_path: Path | str = DEFAULT_TEMPLATE,
         parameters: Mapping[str, str] | None = None,
+        apply_settings: bool = True,
     ) -> None:
         # werkzeug logs one line per request at INFO; verbose=False does not stop it.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self.region = region
         self._template_path = template_path
+        self._apply_settings = apply_settings
         # moto's DynamoDB otherwise slows down with every item a session adds (moto_speedups).
         moto_speedups.install()
-        self._server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
-        self._server.start()
+        self._server = LoopbackMotoServer()
+        self.app = self._server.app
+        self.endpoint_url = self._server.endpoint_url
         try:
-            self.app = _serialise(self._server)
-            host, port = self._server.get_host_and_port()
-            self.endpoint_url = f"http://{host}:{port}"
             self.clients = clients_for_endpoint(self.endpoint_url, region)
             self._provisioned: list[ProvisionedResources] = []
             self.resources: ProvisionedResources = self.provision(name_prefix, parameters=parameters)
@@ -90,7 +90,13 @@ class EmbeddedAws:
 
         It is deleted with the rest by :meth:`stop`.
         """
-        created = provision(self.clients, self._template_path, name_prefix=name_prefix, parameters=parameters)
+        created = provision(
+            self.clients,
+            self._template_path,
+            name_prefix=name_prefix,
+            parameters=parameters,
+            apply_settings=self._apply_settings,
+        )
         self._provisioned.append(created)
         return created
 
@@ -99,6 +105,7 @@ class EmbeddedAws:
         if self._stopped:
             return
         self._stopped = True
+        self.app.release_long_polls()  # a poller still waiting is answered now, not at its timeout
         try:
             for resources in self._provisioned:
                 delete_provisioned(self.clients, resources)
@@ -111,22 +118,6 @@ class EmbeddedAws:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def _serialise(server: ThreadedMotoServer) -> SerializedApp:
-    """Wrap the running server's WSGI app so that requests run one at a time.
-
-    ``ThreadedMotoServer`` builds its app (``DomainDispatcherApplication``) inside
-    its thread and hands it to werkzeug's ``make_server``; werkzeug's handler reads
-    ``server.app`` for every request, so replacing that attribute wraps them all.
-    No request can arrive before this: the endpoint is not known to anyone yet.
-    """
-    wsgi_server = server._server  # moto keeps the werkzeug server here; no public accessor
-    if wsgi_server is None or not hasattr(wsgi_server, "app"):
-        raise RuntimeError("ThreadedMotoServer has no running werkzeug server to wrap")
-    wrapped = SerializedApp(wsgi_server.app)
-    wsgi_server.app = wrapped
-    return wrapped
 
 
 def delete_provisioned(clients: AwsClients, resources: ProvisionedResources) -> None:

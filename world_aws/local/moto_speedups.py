@@ -13,7 +13,13 @@ run (a 16-branch fan-out: 3 s on a fresh table, 16-25 s after 30 runs):
    its partition's items (on its own thread): the same results, at the cost of
    the partition.
 
-Both rely on requests being served one at a time, as the embedded default
+3. Every JSON response renders each attribute value through moto's generic shape
+   walker, half of its time per request: ``moto_fast_json`` writes them directly.
+4. Every request lists the members of its handler class (``inspect.getmembers``,
+   about 1 ms) and converts names from camel case: both answers depend on their
+   argument alone, so each is computed once (``_remember_pure_helpers``).
+
+The first two rely on requests being served one at a time, as the embedded default
 (``SerializedApp``) and the tests (``testing.moto_patches``) arrange; the
 transaction patch also holds its own lock around snapshot, apply and restore.
 
@@ -26,11 +32,15 @@ is: slower, never wrong.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import logging
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from world_aws.local import moto_fast_json
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +50,9 @@ Snapshot = list[tuple[str, dict[str, Any], dict[str, Any] | None]]
 
 
 def install() -> bool:
-    """Patch moto's transactions and queries (idempotent). True when the patches are on."""
+    """Patch moto's transactions, queries and attribute values (idempotent). True when the patches are on."""
+    moto_fast_json.install()
+    _remember_pure_helpers()
     try:
         from moto.dynamodb.models import DynamoDBBackend
         from moto.dynamodb.models.table import Table
@@ -57,6 +69,27 @@ def install() -> bool:
     Table.query, Table.all_items = _partition_query(Table.query, Table.all_items)  # type: ignore[method-assign]
     setattr(Table, _MARKER, True)
     return True
+
+
+def _remember_pure_helpers() -> None:
+    """``method_names_from_class`` and ``camelcase_to_underscores`` remembered per argument.
+
+    moto modules import them by name, so the loaded modules that hold the originals
+    get the remembering ones too; modules loaded later import them from ``moto.core.utils``.
+    """
+    try:
+        from moto.core import utils
+    except ImportError:
+        return
+    for name in ("method_names_from_class", "camelcase_to_underscores"):
+        original = getattr(utils, name, None)
+        if original is None or getattr(original, _MARKER, False):
+            continue
+        remembered = functools.lru_cache(maxsize=4096)(original)  # names and classes: a few hundred
+        setattr(remembered, _MARKER, True)
+        for module in [m for n, m in sys.modules.items() if n.startswith("moto") and m is not None]:
+            if getattr(module, name, None) is original:
+                setattr(module, name, remembered)
 
 
 def _fits(table: type, backend: type) -> bool:

@@ -8,10 +8,14 @@ real services are for single-item conditions and transactions.
 One exception needs care: an SQS ``ReceiveMessage`` with ``WaitTimeSeconds``
 waits *inside* moto. Under the lock it would stall every other request (and no
 message could arrive while it waits). So a long poll is replayed as a series of
-short polls (``WaitTimeSeconds: 0``), each under the lock, with a short sleep
-outside it between them, until a message comes or the wait is over: the same
-answer a long poll gives. (Only the JSON protocol that current botocore uses is
-recognised; a query-protocol long poll holds the lock while it waits.)
+short polls (``WaitTimeSeconds: 0``), each under the lock, until a message comes
+or the wait is over: the same answer a long poll gives. Between two short polls it
+waits outside the lock, on ``QueueSignals``, until a send or a visibility change
+to its queue (or their delay) may have made a message visible: no fixed sleep, so
+an idle queue costs one short poll per ``WaitTimeSeconds`` and a message is
+received as soon as it is sent. ``release_long_polls()`` ends every wait (for a
+prompt stop). (Only the JSON protocol that current botocore uses is recognised; a
+query-protocol long poll holds the lock while it waits.)
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from world_aws.local.queue_signals import SIGNALLING_TARGETS, QueueSignals
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
@@ -35,22 +41,33 @@ class SerializedApp:
 
     Args:
         app: the WSGI app (moto's ``DomainDispatcherApplication``).
-        poll_interval: pause between the short polls of a long poll.
+        signals: what long polls wait on between their short polls.
     """
 
-    def __init__(self, app: WsgiApp, *, poll_interval: float = 0.02) -> None:
+    def __init__(self, app: WsgiApp, *, signals: QueueSignals | None = None) -> None:
         self.app = app
         self.lock = threading.RLock()
-        self._poll_interval = poll_interval
+        self.signals = signals or QueueSignals()
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> list[bytes]:
-        if environ.get("HTTP_X_AMZ_TARGET") == _RECEIVE_TARGET:
+        target = environ.get("HTTP_X_AMZ_TARGET")
+        if target == _RECEIVE_TARGET:
             body = _read_body(environ)
             wait = _requested_wait(body)
             if wait > 0:
                 return self._long_poll(environ, start_response, body, wait)
+        if target not in SIGNALLING_TARGETS:
+            with self.lock:
+                return self._run(environ, start_response)
+        body = _read_body(environ)
         with self.lock:
-            return self._run(environ, start_response)
+            chunks = self._run(environ, start_response)
+        self.signals.record(str(target), body)
+        return chunks
+
+    def release_long_polls(self) -> None:
+        """Answer every long poll after its next short poll, now and from now on (before a stop)."""
+        self.signals.release()
 
     def _run(self, environ: Environ, start_response: StartResponse) -> list[bytes]:
         # Materialise the response under the lock: a lazy iterable would run the
@@ -67,17 +84,19 @@ class SerializedApp:
         self, environ: Environ, start_response: StartResponse, body: dict[str, Any], wait: float
     ) -> list[bytes]:
         short = json.dumps({**body, "WaitTimeSeconds": 0}).encode("utf-8")
+        url = str(body.get("QueueUrl"))
         deadline = time.monotonic() + wait
         while True:
+            mark = self.signals.mark(url)  # before the poll: a send during it still wakes the wait
             response = _CapturedResponse()
             attempt = {**environ, "wsgi.input": io.BytesIO(short), "CONTENT_LENGTH": str(len(short))}
             with self.lock:
                 chunks = self._run(attempt, response.start_response)
             done = not response.status.startswith("200") or _has_messages(chunks)
-            if done or time.monotonic() >= deadline:
+            if done or self.signals.released or time.monotonic() >= deadline:
                 start_response(response.status, response.headers, response.exc_info)
                 return chunks
-            time.sleep(self._poll_interval)
+            self.signals.wait(url, mark, deadline)
 
 
 class _CapturedResponse:

@@ -11,7 +11,7 @@ in-memory World, for the fastest feedback.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -74,6 +74,7 @@ def local_stack(
     with ExitStack() as stack:
         endpoint: str | None = None
         env: dict[str, str] = {}
+        release: Callable[[], None] | None = None
         if kind == "memory":
             from world_aws.local.memory import create_memory_world
 
@@ -83,9 +84,11 @@ def local_stack(
             from world_aws.aws.world import create_aws_world
             from world_aws.local.embedded import EmbeddedAws
 
-            aws = stack.enter_context(EmbeddedAws())
+            # Only what changes how the workflows run: moto never acts on PITR, TTL or bucket settings.
+            aws = stack.enter_context(EmbeddedAws(apply_settings=False))
             endpoint = aws.endpoint_url
             env = aws.env()
+            release = aws.app.release_long_polls
             world = create_aws_world(AwsConfig.from_env(aws.env()), clients=aws.clients)
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")
@@ -95,6 +98,8 @@ def local_stack(
         stack.callback(runtime.close)
         consumers = world.start_consumers(runtime.handle)
         stack.callback(consumers.stop)
+        if release is not None:  # first: the consumers' long polls answer now, so they stop at once
+            stack.callback(release)
         reconciler = Reconciler(world, reconciler_config or ReconcilerConfig.from_env())
         loop = ReconcilerLoop(reconciler, reconciler.config.period_seconds).start()
         stack.callback(loop.stop)

@@ -50,7 +50,13 @@ class StepDecorator(Protocol):
 
 
 class StepFunction(Generic[P, R]):
-    """A registered step. Inside a workflow a call is a durable step; outside it runs directly."""
+    """A registered step. Inside a workflow a call is a durable step (awaited); outside it runs directly.
+
+    Outside a workflow (a script, a test, another step's body) the step is its own
+    function, as SPEC §8.1 says: a ``def`` step runs at the call and returns its
+    result, an ``async def`` step returns its coroutine. The call is typed for the
+    workflow side (``await charge(...)``); ``step.fn`` is the function itself.
+    """
 
     def __init__(self, fn: Callable[P, Any], name: str, options: StepOptions) -> None:
         self.fn = fn
@@ -64,7 +70,7 @@ class StepFunction(Generic[P, R]):
         replay = context.current_replay()
         if replay is not None:
             return cast(Awaitable[R], replay.call_step(self, args, kwargs))
-        return _run_directly(self, args, kwargs)
+        return cast(Awaitable[R], self.fn(*args, **kwargs))  # the undecorated function's own answer
 
     def run_body(
         self,
@@ -92,12 +98,6 @@ class StepFunction(Generic[P, R]):
             timeout_seconds=self.options.timeout_seconds,
             deadline=deadline,
         )
-
-
-async def _run_directly(step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if step.is_async:
-        return await step.fn(*args, **kwargs)
-    return step.fn(*args, **kwargs)
 
 
 class WorkflowFunction(Generic[P, R]):

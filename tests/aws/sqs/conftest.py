@@ -1,9 +1,10 @@
 """Fixtures of the SQS tests: one EmbeddedAws per module, fresh template resources per test.
 
-moto delays messages in wall-clock time, which a ``ManualClock`` cannot move.
-``release_delayed`` therefore reaches into moto's SQS backend (same process) to
-read each delayed message's delay and make it visible now: the state is read
-back from the queue, and no test sleeps for a delay.
+moto delays messages and times visibility in wall-clock time, which a ``ManualClock``
+cannot move. ``release_delayed`` and ``expire_in_flight`` therefore reach into moto's
+SQS backend (same process) to read each delayed (or received) message's delay (or
+remaining visibility) and make it visible now: the state is read back from the
+queue, and no test sleeps for a delay or a visibility timeout.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.core.utils import unix_time_millis
 from moto.sqs.models import sqs_backends
 
 from world_aws.aws.event_source import lambda_sqs_event
@@ -22,6 +24,7 @@ from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
 
 ReleaseDelayed = Callable[[str], list[int]]
+ExpireInFlight = Callable[[str], list[int]]
 ReceiveEvent = Callable[[QueueName], dict[str, Any]]
 
 
@@ -42,21 +45,39 @@ def sqs(embedded: EmbeddedAws) -> Any:
     return embedded.clients.sqs
 
 
+def _release(embedded: EmbeddedAws, url: str, held: Callable[[Any, float], float | None]) -> list[int]:
+    """For each message of the queue that ``held(message, now_ms)`` says is held (for how many ms
+    more), make it visible now; returns those seconds. No request runs meanwhile."""
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID][embedded.region].queues[url.rsplit("/", 1)[-1]]
+    released = []
+    with embedded.app.lock:
+        now_ms = unix_time_millis()
+        for message in queue._messages:
+            left_ms = held(message, now_ms)
+            if left_ms is not None:
+                released.append(round(left_ms / 1000))
+                message.delayed_until = message.visible_at = 0
+    return released
+
+
 @pytest.fixture
 def release_delayed(embedded: EmbeddedAws) -> ReleaseDelayed:
     """``release(url)``: the delays (s) of the queue's delayed messages, which become visible now."""
 
-    def release(url: str) -> list[int]:
-        queue = sqs_backends[DEFAULT_ACCOUNT_ID][embedded.region].queues[url.rsplit("/", 1)[-1]]
-        delays = []
-        with embedded.app.lock:  # no request runs while we touch the backend
-            for message in queue._messages:
-                if message.delayed:
-                    delays.append(round((message.delayed_until - message.sent_timestamp) / 1000))
-                    message.delayed_until = 0
-        return delays
+    def delay(message: Any, _now_ms: float) -> float | None:
+        return message.delayed_until - message.sent_timestamp if message.delayed else None
 
-    return release
+    return lambda url: _release(embedded, url, delay)
+
+
+@pytest.fixture
+def expire_in_flight(embedded: EmbeddedAws) -> ExpireInFlight:
+    """``expire(url)``: the seconds of visibility left to the queue's received messages, now over."""
+
+    def visibility_left(message: Any, now_ms: float) -> float | None:
+        return None if message.visible else message.visible_at - now_ms
+
+    return lambda url: _release(embedded, url, visibility_left)
 
 
 @pytest.fixture

@@ -122,18 +122,29 @@ def test_bad_messages_reach_the_dlq_after_their_redrive_count_and_good_ones_run_
 
 
 def test_a_failed_delivery_comes_back_after_the_visibility_timeout_as_attempt_two(
-    sqs: Any, resources: ProvisionedResources, start: Callable[..., LocalEventSource]
+    sqs: Any,
+    resources: ProvisionedResources,
+    start: Callable[..., LocalEventSource],
+    expire_in_flight: Callable[[str], list[int]],
 ) -> None:
     # GIVEN a handler that fails the first delivery
+    failed = threading.Event()
+
     def decide(delivery: Delivery) -> HandlerResult:
         if delivery.attempt == 1:
+            failed.set()
             raise RuntimeError("transient trouble")
         return Ack()
 
     handler = Recorder(decide)
+    url = resources.workflow_queue_url
     message_id = SqsQueue(sqs, resources.queue_urls()).publish(QueueName.WORKFLOW, GOOD[0])
-    source = start(handler, visibility_timeout=1)
-    # WHEN the visibility timeout (1 s) has passed THEN the same message came back as attempt 2
+    source = start(handler)
+    assert failed.wait(30)
+    # WHEN the queue's visibility timeout (the template's 900 s, not waited for) has passed
+    [left] = expire_in_flight(url)
+    assert 800 < left <= 900  # the failed message was left in flight, not deleted or made visible
+    # THEN the same message came back as attempt 2, and was deleted once it succeeded
     assert source.wait_idle(30)
     assert [(d.message_id, d.attempt) for d in handler.deliveries] == [(message_id, 1), (message_id, 2)]
 

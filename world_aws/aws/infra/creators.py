@@ -72,8 +72,10 @@ def _reject_unknown(kind: str, properties: Mapping[str, Any], known: set[str] | 
         raise TemplateError(f"{kind} properties not translated for local provisioning: {unknown}")
 
 
-def create_table(dynamodb: DynamoDBClient, name: str, properties: Mapping[str, Any]) -> dict[str, str]:
-    """Create an ``AWS::DynamoDB::Table`` and apply its PITR and TTL settings."""
+def create_table(
+    dynamodb: DynamoDBClient, name: str, properties: Mapping[str, Any], *, settings: bool = True
+) -> dict[str, str]:
+    """Create an ``AWS::DynamoDB::Table`` and (unless ``settings=False``) apply its PITR and TTL settings."""
     known = {
         *_TABLE_PASSTHROUGH,
         *_TABLE_AFTER_CREATE,
@@ -92,12 +94,12 @@ def create_table(dynamodb: DynamoDBClient, name: str, properties: Mapping[str, A
     if "StreamSpecification" in properties:
         request["StreamSpecification"] = {"StreamEnabled": True, **properties["StreamSpecification"]}
     description = dynamodb.create_table(TableName=name, **request)["TableDescription"]
-    if "PointInTimeRecoverySpecification" in properties:
+    if settings and "PointInTimeRecoverySpecification" in properties:
         enabled = bool(properties["PointInTimeRecoverySpecification"].get("PointInTimeRecoveryEnabled"))
         dynamodb.update_continuous_backups(
             TableName=name, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": enabled}
         )
-    if "TimeToLiveSpecification" in properties:
+    if settings and "TimeToLiveSpecification" in properties:
         ttl = properties["TimeToLiveSpecification"]
         dynamodb.update_time_to_live(
             TableName=name,
@@ -161,14 +163,20 @@ def _lifecycle_rule(rule: Mapping[str, Any]) -> dict[str, Any]:
     return translated
 
 
-def create_bucket(s3: S3Client, name: str, properties: Mapping[str, Any]) -> dict[str, str]:
-    """Create an ``AWS::S3::Bucket`` with encryption, public access block, lifecycle, ownership."""
+def create_bucket(
+    s3: S3Client, name: str, properties: Mapping[str, Any], *, settings: bool = True
+) -> dict[str, str]:
+    """Create an ``AWS::S3::Bucket`` with (unless ``settings=False``) its encryption, public access
+    block, lifecycle, ownership, versioning and tags."""
     _reject_unknown("AWS::S3::Bucket", properties, _BUCKET_PROPERTIES)
     region = s3.meta.region_name
     if region == "us-east-1":
         s3.create_bucket(Bucket=name)
     else:
         s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": region})  # type: ignore[typeddict-item]
+    attributes = {"Ref": name, "Arn": f"arn:aws:s3:::{name}", "DomainName": f"{name}.s3.amazonaws.com"}
+    if not settings:
+        return attributes
     if "OwnershipControls" in properties:
         s3.put_bucket_ownership_controls(Bucket=name, OwnershipControls=properties["OwnershipControls"])
     if "PublicAccessBlockConfiguration" in properties:
@@ -196,7 +204,7 @@ def create_bucket(s3: S3Client, name: str, properties: Mapping[str, Any]) -> dic
         s3.put_bucket_versioning(Bucket=name, VersioningConfiguration={"Status": status})
     if "Tags" in properties:
         s3.put_bucket_tagging(Bucket=name, Tagging={"TagSet": list(properties["Tags"])})
-    return {"Ref": name, "Arn": f"arn:aws:s3:::{name}", "DomainName": f"{name}.s3.amazonaws.com"}
+    return attributes
 
 
 def put_bucket_policy(s3: S3Client, properties: Mapping[str, Any]) -> dict[str, str]:

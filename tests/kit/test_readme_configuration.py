@@ -1,0 +1,23 @@
+"""The README's configuration table says what the code does: the deployment id's two defaults."""
+
+from __future__ import annotations
+
+from world_aws.aws.config import AwsConfig
+from world_aws.aws.infra.template import load_template, parameter_defaults
+
+from .readme import section
+
+REQUIRED = {
+    "WORKFLOW_TABLE_NAME": "t",
+    "WORKFLOW_QUEUE_URL": "http://q/w",
+    "STEP_QUEUE_URL": "http://q/s",
+    "WORKFLOW_PAYLOAD_BUCKET": "b",
+    "AWS_REGION": "us-east-1",
+}
+
+
+def test_the_deployment_id_defaults_are_the_ones_the_readme_names() -> None:
+    row = next(line for line in section("Configuration").splitlines() if "`WORKFLOW_DEPLOYMENT_ID`" in line)
+    assert "`dpl_local`" in row and "default `dpl_default`" in row
+    assert AwsConfig.from_env(REQUIRED).deployment_id == "dpl_local"
+    assert parameter_defaults(load_template())["DeploymentId"] == "dpl_default"
