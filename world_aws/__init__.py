@@ -52,6 +52,7 @@ from world_aws.runtime.registry import Workflows
 from world_aws.runtime.retry import Backoff
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde_limits import PayloadLimits
+from world_aws.runtime.streams import StreamWriter, get_writable
 
 __all__ = [
     "Backoff",
@@ -73,6 +74,7 @@ __all__ = [
     "SerializationError",
     "StepFailedError",
     "StepMetadata",
+    "StreamWriter",
     "WorkflowFailedError",
     "WorkflowMetadata",
     "Workflows",
@@ -80,6 +82,7 @@ __all__ = [
     "create_hook",
     "get_step_metadata",
     "get_workflow_metadata",
+    "get_writable",
     "now",
     "random",
     "sleep",

@@ -18,7 +18,9 @@ from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.s3 import S3BlobStore
 from world_aws.aws.sequencer import Sequencer
 from world_aws.aws.sqs import SqsQueue
+from world_aws.aws.stream_store import DynamoStreamStore
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
     Consumers,
@@ -63,6 +65,7 @@ class AwsWorld:
         self.steps: StepStore = DynamoStepStore(self.table, self.blobs)
         self.hooks: HookStore = DynamoHookStore(self.table, self.blobs)
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
+        self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),

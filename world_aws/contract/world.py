@@ -30,6 +30,7 @@ from world_aws.contract.records import (
     Step,
     Wait,
 )
+from world_aws.contract.streams import StreamStore
 
 # The spec version this code mints for new runs. Resilient step dispatch (raw
 # bytes on the queue) needs runs of version >= SPEC_VERSION_BINARY_TRANSPORT.
@@ -290,6 +291,7 @@ class World(Protocol):
     blobs: BlobStore
     queue: Queue
     clock: Clock
+    streams: StreamStore
 
     @property
     def capabilities(self) -> WorldCapabilities: ...
@@ -322,6 +324,7 @@ class ForwardingWorld:
         self.blobs: BlobStore = inner.blobs
         self.queue: Queue = inner.queue
         self.clock: Clock = inner.clock
+        self.streams: StreamStore = inner.streams
 
     @property
     def capabilities(self) -> WorldCapabilities:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
     EventStore,
@@ -34,6 +35,7 @@ from world_aws.local.memory_queue import DEFAULT_MAX_RECEIVE_COUNT, MemoryQueue
 from world_aws.local.memory_reads import MemoryHookStore, MemoryRunStore, MemoryStepStore, MemoryWaitStore
 from world_aws.local.memory_state import MemoryState
 from world_aws.local.memory_stats import WorldStats
+from world_aws.local.memory_streams import MemoryStreamStore
 
 
 class MemoryWorld:
@@ -47,6 +49,7 @@ class MemoryWorld:
     blobs: BlobStore
     queue: Queue
     clock: Clock
+    streams: StreamStore
 
     def __init__(
         self,
@@ -67,6 +70,7 @@ class MemoryWorld:
         self.hooks = MemoryHookStore(state, self.stats)
         self.waits = MemoryWaitStore(state, self.stats)
         self.blobs = MemoryBlobStore(self.stats)
+        self.streams = MemoryStreamStore()
         self.memory_queue = MemoryQueue(
             clock,
             stats=self.stats,

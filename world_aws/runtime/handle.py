@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from world_aws.contract.records import Event, EventData, EventRequest, EventType, ResolveData, Run, RunStatus
+from world_aws.contract.streams import DEFAULT_STREAM
 from world_aws.contract.world import World
 from world_aws.errors import Conflict, ResultTimeout, RunCancelledError, WorkflowFailedError
 from world_aws.runtime.serde import Serializer, decode_error
+from world_aws.runtime.stream_reader import StreamCursor, follow_async
 
 POLL_MIN_SECONDS = 0.02
 POLL_MAX_SECONDS = 0.5
@@ -77,3 +80,31 @@ class RunHandle:
         except Conflict:
             return False
         return True
+
+    def readable(
+        self,
+        name: str = DEFAULT_STREAM,
+        start_index: int = 0,
+        *,
+        pause: Callable[[float], None] | None = None,
+    ) -> AsyncIterator[Any]:
+        """The values of the run's stream ``name`` in order, from index ``start_index``.
+
+        ``async for value in handle.readable():`` yields each value once, as the run's
+        steps write them, and ends when the stream is closed or the run has ended.
+
+        Args:
+            name: the stream (``get_writable(name)`` in a step).
+            start_index: the index of the first value wanted (the count already read).
+            pause: called with seconds between polls that found nothing (default: the
+                World clock's ``sleep``).
+
+        Raises:
+            BadInput: a bad name or a negative ``start_index``.
+        """
+        cursor = StreamCursor(self._world, self._serializer, self.run_id, name, start_index)
+        return follow_async(cursor, pause)
+
+    def stream_cursor(self, name: str = DEFAULT_STREAM, start_index: int = 0) -> StreamCursor:
+        """A cursor on stream ``name`` for polling it yourself (``poll()``, ``ended()``)."""
+        return StreamCursor(self._world, self._serializer, self.run_id, name, start_index)

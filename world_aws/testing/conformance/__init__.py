@@ -27,6 +27,7 @@ AREAS = (
     "concurrency",
     "queue",
     "live",
+    "streams",
 )
 
 
