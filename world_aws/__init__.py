@@ -53,12 +53,14 @@ from world_aws.runtime.retry import Backoff
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.streams import StreamWriter, get_writable
+from world_aws.runtime.typed_hooks import Hook, TypedHook
 
 __all__ = [
     "Backoff",
     "BadInput",
     "Conflict",
     "FatalError",
+    "Hook",
     "HookConflictError",
     "HookDisposedError",
     "Misconfigured",
@@ -75,6 +77,7 @@ __all__ = [
     "StepFailedError",
     "StepMetadata",
     "StreamWriter",
+    "TypedHook",
     "WorkflowFailedError",
     "WorkflowMetadata",
     "Workflows",
