@@ -7,7 +7,9 @@ recorded) and hands the workflow an instance of its class.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pytest
 from pydantic import BaseModel
@@ -25,6 +27,17 @@ class Approval(Hook):
 class Review(Hook, BaseModel):
     score: int
     note: str | None = None
+
+
+class Level(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+class Escalation(Hook):
+    level: Level
+    at: datetime
+    tags: list[str]
 
 
 @dataclass
@@ -50,6 +63,11 @@ def typed_app() -> Workflows:
             if len(scores) == want:
                 break
         return scores
+
+    @app.workflow
+    async def escalate() -> list[object]:
+        got = await Escalation.wait(token="escalate")
+        return [got.level is Level.HIGH, got.at, got.tags]
 
     return app
 
@@ -141,3 +159,30 @@ def test_a_plain_subclass_is_a_dataclass_and_keeps_defaults() -> None:
     assert Approval(approved=True) == Approval(True, "someone")
     with pytest.raises(TypeError):
         Approval()  # type: ignore[call-arg]
+
+
+def test_enum_and_datetime_fields_are_recorded_as_plain_data_and_come_back_typed(harness: Harness) -> None:
+    runtime = harness.runtime_for(typed_app())
+    handle = runtime.start("escalate")
+    harness.drain()
+    at = datetime(2026, 3, 4, 5, 6, tzinfo=UTC)
+    runtime.resume_hook("escalate", Escalation(level=Level.HIGH, at=at, tags=["a"]))
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == [True, at, ["a"]]
+    [received] = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]
+    assert Workflows().serializer.loads(received.data.payload or b"") == {
+        "level": "high",
+        "at": at,
+        "tags": ["a"],
+    }
+
+
+def test_a_datetime_field_sent_as_iso_text_is_recorded_and_typed(harness: Harness) -> None:
+    runtime = harness.runtime_for(typed_app())
+    handle = runtime.start("escalate")
+    harness.drain()
+    runtime.resume_hook("escalate", {"level": "low", "at": "2026-03-04T05:06:00+02:00", "tags": []})
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    [is_high, at, tags] = handle.result(timeout=0)
+    assert (is_high, tags) == (False, [])
+    assert at == datetime(2026, 3, 4, 3, 6, tzinfo=UTC)

@@ -28,9 +28,11 @@ workflow's code names (a module global or a closure variable), and
 from __future__ import annotations
 
 import dataclasses
+import enum
 import inspect
 import types
 from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, dataclass_transform
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -143,10 +145,22 @@ def validate(cls: type[H], payload: Any) -> H:
 
 
 def plain(value: Hook) -> Any:
-    """A typed payload as the plain data the log records: a dict of its fields."""
-    if isinstance(value, BaseModel):
-        return value.model_dump()
-    return dataclasses.asdict(value)  # type: ignore[call-overload]
+    """A typed payload as the plain data the log records: a dict of its fields, nested models
+    and dataclasses as dicts and enums as their values (``validate`` turns it back)."""
+    return _without_enums(TypeAdapter(type(value)).dump_python(value))
+
+
+def _without_enums(value: Any) -> Any:
+    if isinstance(value, datetime) and value.tzinfo is not None and not isinstance(value.tzinfo, timezone):
+        # pydantic parses "...Z" / "+02:00" into its own tzinfo, which the serializer refuses
+        return value.astimezone(timezone(value.utcoffset() or timedelta(0)))
+    if isinstance(value, enum.Enum):
+        return _without_enums(value.value)
+    if isinstance(value, dict):
+        return {key: _without_enums(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return type(value)(_without_enums(item) for item in value)
+    return value
 
 
 def declared_type(serializer: Serializer, metadata: bytes | None) -> str | None:
