@@ -12,10 +12,10 @@ import pytest
 from world_aws import Workflows, get_writable
 from world_aws.api import handle_http
 from world_aws.contract.clock import ManualClock
-from world_aws.local.memory import MemoryWorld, create_memory_world
+from world_aws.local.memory import MemoryWorld
 from world_aws.runtime.runtime import Runtime
 
-from .conftest import http_event
+from .conftest import http_event, memory_runtime
 
 app = Workflows()
 
@@ -53,14 +53,8 @@ class StreamApi:
 
 @pytest.fixture
 def api() -> Iterator[StreamApi]:
-    clock = ManualClock()
-    world = create_memory_world(clock=clock)
-    runtime = Runtime(world, app)
-    try:
+    with memory_runtime(app) as (runtime, world, clock):
         yield StreamApi(runtime, world, clock)
-    finally:
-        runtime.close()
-        world.close()
 
 
 def test_a_closed_stream_is_served_as_ndjson_lines_with_a_done_cursor(api: StreamApi) -> None:

@@ -59,17 +59,10 @@ def test_two_attempts_of_one_step_writing_at_once_are_read_once(harness: Harness
     world = harness.world
     run_id = create_run(world)
     first, second = writer(world, run_id, "step_x", 1), writer(world, run_id, "step_x", 2)
-    for v in (0, 1):
-        first.write(v)
-    first.flush()
-    for v in (0, 1, 2):
-        second.write(v)
-    second.flush()
-    for v in (2, 3):
-        first.write(v)
-    first.flush()
-    for v in (3, 4, 5):
-        second.write(v)
+    for w, values in ((first, (0, 1)), (second, (0, 1, 2)), (first, (2, 3)), (second, (3, 4, 5))):
+        for v in values:
+            w.write(v)
+        w.flush()
     second.close()
     first.write(4)
     first.flush()  # after the close: not read
