@@ -104,3 +104,30 @@ def test_an_unknown_run_is_404_and_a_bad_name_or_index_is_400(api: StreamApi) ->
     assert status == 400
     status, _, [body] = api.read(handle.run_id, start_index="-1")
     assert status == 400 and "start_index" in body["error"]["message"]
+
+
+@app.step
+def big_values(count: int) -> int:
+    writer = get_writable("big")
+    for i in range(count):
+        writer.write(f"{i}:" + "x" * 1024 * 1024)
+    writer.close()
+    return count
+
+
+@app.workflow
+async def large(count: int) -> int:
+    return await big_values(count)
+
+
+def test_an_answer_stops_short_of_the_response_cap_and_says_where_to_go_on(api: StreamApi) -> None:
+    # GIVEN six values of 1 MiB each
+    handle = api.runtime.start("large", 6)
+    api.world.memory_queue.drain(api.runtime.handle)
+    # WHEN they are read THEN the first answer holds what fits in 4 MiB, the next the rest
+    _, _, first = api.read(handle.run_id, name="big")
+    assert [line.get("index") for line in first] == [0, 1, 2, None]
+    assert first[-1] == {"next_index": 3, "done": False}
+    _, _, rest = api.read(handle.run_id, name="big", start_index="3")
+    assert [line["value"][:2] for line in rest[:-1]] == ["3:", "4:", "5:"]
+    assert rest[-1] == {"next_index": 6, "done": True}

@@ -9,12 +9,18 @@ stream for up to that many seconds before answering.
 
 from __future__ import annotations
 
+import json
+
 from world_aws.api.http import NdjsonBody, Request, Response, parse_query
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import ReadStreamQuery
 from world_aws.contract.records import ResolveData
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.stream_reader import POLL_SECONDS, StreamCursor
+
+# Values stop short of this many bytes of NDJSON (the API answers at most 5 MiB); the
+# cursor line says where to go on. A single larger value is still sent (and refused as 413).
+MAX_BODY_BYTES = 4 * 1024 * 1024
 
 
 def read_stream(request: Request, params: dict[str, str], runtime: Runtime) -> Response:
@@ -31,9 +37,15 @@ def read_stream(request: Request, params: dict[str, str], runtime: Runtime) -> R
         values = cursor.poll()
     if not cursor.closed and cursor.ended():
         values += cursor.poll()  # what a step wrote just before its run ended
-    page = values[: query.limit]
-    next_index = page[-1][0] + 1 if page else max(query.start_index, cursor.next_index)
-    done = len(page) == len(values) and (cursor.closed or cursor.run_ended)
-    lines: list[object] = [{"index": index, "value": to_jsonable(value)} for index, value in page]
+    lines: list[object] = []
+    size = 0
+    for index, value in values[: query.limit]:
+        line = {"index": index, "value": to_jsonable(value)}
+        size += len(json.dumps(line, ensure_ascii=False).encode("utf-8", "replace")) + 1
+        if lines and size > MAX_BODY_BYTES:
+            break
+        lines.append(line)
+    next_index = len(lines) + (values[0][0] if values else max(query.start_index, cursor.next_index))
+    done = len(lines) == len(values) and (cursor.closed or cursor.run_ended)
     lines.append({"next_index": next_index, "done": done})
     return Response(200, NdjsonBody(lines))

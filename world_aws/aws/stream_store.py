@@ -52,17 +52,25 @@ class DynamoStreamStore:
     def read(
         self, run_id: str, name: str, *, after: int = -1, limit: int = MAX_READ_CHUNKS
     ) -> builtins.list[StreamChunk]:
-        """One consistent Query from ``after + 1`` (a page stops at 1 MB; the caller reads on)."""
+        """Consistent Queries from ``after + 1``: one per 1 MB page, until ``limit`` chunks or the end."""
         check_stream_name(name)
         prefix = keys.stream_prefix(name)
         start = f"{prefix}{after + 1:0{keys.POSITION_DIGITS}d}"
-        page = self._table.query_page(
-            "pk = :pk AND sk BETWEEN :start AND :end",
-            {":pk": keys.run_pk(run_id), ":start": start, ":end": f"{prefix}~"},
-            limit=max(1, limit),
-        )
         reader = PayloadReader(self._blobs)
-        return [_chunk(item, reader) for item in page.items]
+        found: builtins.list[StreamChunk] = []
+        start_key: Item | None = None
+        while len(found) < limit:  # a page stops at 1 MB: read on, so a short answer means the end
+            page = self._table.query_page(
+                "pk = :pk AND sk BETWEEN :start AND :end",
+                {":pk": keys.run_pk(run_id), ":start": start, ":end": f"{prefix}~"},
+                limit=limit - len(found),
+                start_key=start_key,
+            )
+            found += [_chunk(item, reader) for item in page.items]
+            if page.last_key is None:
+                break
+            start_key = page.last_key
+        return found
 
     def tail(self, run_id: str, name: str) -> int:
         """One consistent Query of the stream's last item."""

@@ -85,8 +85,8 @@ class StreamStore(Protocol):
     ) -> list[StreamChunk]:
         """Chunks from position ``after + 1`` on, in position order, at most ``limit``.
 
-        Includes every chunk appended before the call began. An unknown run or
-        stream gives an empty list.
+        Includes every chunk appended before the call began; fewer than ``limit``
+        means there were no more. An unknown run or stream gives an empty list.
         """
         ...
 

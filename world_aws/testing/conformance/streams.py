@@ -86,3 +86,15 @@ def test_a_stream_name_with_a_separator_is_bad_input(world: World, clock: Manual
     for name in ("a#b", "", "x" * 129, "sp ace"):
         with pytest.raises(BadInput):
             world.streams.append(run_id, name, chunk(clock, 0))
+
+
+def test_a_read_goes_past_a_one_megabyte_page(world: World, clock: ManualClock) -> None:
+    # 12 chunks of 120 KiB (inline) make 1.4 MB: more than one DynamoDB Query page
+    run_id = create_run(world)
+    for position in range(12):
+        data = bytes([position]) * (120 * 1024)
+        world.streams.append(run_id, "default", chunk(clock, position, seq=position, data=data))
+    read = world.streams.read(run_id, "default")
+    assert [c.position for c in read] == list(range(12))
+    assert all(c.data == bytes([c.position]) * (120 * 1024) for c in read)
+    assert [c.position for c in world.streams.read(run_id, "default", after=3, limit=5)] == [4, 5, 6, 7, 8]
