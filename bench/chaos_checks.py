@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.chaos_workload import FAIL_MESSAGE, STREAM, expected_output, narrated
-from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
+from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus, StepStatus
 from world_aws.contract.world import World
 from world_aws.runtime.serde import Serializer, decode_error
 from world_aws.runtime.stream_reader import StreamCursor
@@ -77,14 +77,14 @@ def check_run(world: World, serializer: Serializer, caller: CallerView) -> list[
 
 
 def _stream(world: World, serializer: Serializer, run: Run, caller: CallerView) -> list[tuple[str, str]]:
-    """Every value once and in order, from index 0 and from a resumed index; complete if the step ended."""
+    """Every value once and in order, from index 0 and from a resumed index; all once the step completed."""
     want = narrated(caller.spec)
     whole = StreamCursor(world, serializer, run.run_id, STREAM)
     seen = [value for _, value in whole.poll()]
     resumed = StreamCursor(world, serializer, run.run_id, STREAM, start_index=2)
     again = [value for _, value in resumed.poll()]
     narrate_done = any(
-        s.step_name == "chaos.narrate" and s.status.terminal
+        s.step_name == "chaos.narrate" and s.status is StepStatus.COMPLETED
         for s in world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
     )
     if seen != want[: len(seen)] or again != seen[2:]:
