@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.chaos_children import check_children
-from bench.chaos_workload import FAIL_MESSAGE, expected_output
-from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
+from bench.chaos_workload import FAIL_MESSAGE, STREAM, expected_output, narrated
+from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus, StepStatus
 from world_aws.contract.world import World
 from world_aws.runtime.serde import Serializer, decode_error
+from world_aws.runtime.stream_reader import StreamCursor
 
 VIOLATIONS = (
     "stuck",  # not terminal once nothing is queued (or after the simulated-time bound)
@@ -32,6 +33,7 @@ VIOLATIONS = (
     "hook_payload",  # a resumed hook's payload not received exactly once (or received unasked)
     "child_run",  # a child workflow run not terminal, unsound, or not with the outcome its parent implies
     "child_outcome",  # a child's outcome recorded in its parent other than once
+    "stream",  # a reader of the run's stream does not see each value exactly once, in order
     "dead_letter",  # a message in a dead-letter queue
     "handler_error",  # a non-domain exception out of the queue handler
 )
@@ -78,11 +80,30 @@ def check_run(world: World, serializer: Serializer, caller: CallerView) -> list[
     )
     if received > 1 or (caller.resumed and received != 1 and run.status is RunStatus.COMPLETED):
         found.append(("hook_payload", f"{received} hook_received after {caller.resume_calls} resume call(s)"))
+    found += _stream(world, serializer, run, caller)
     return found
 
 
 def _sound(world: World, run: Run, events: list[Event]) -> list[tuple[str, str]]:
     return log_shape(run, events) + step_checks(world, run.run_id, events)
+
+
+def _stream(world: World, serializer: Serializer, run: Run, caller: CallerView) -> list[tuple[str, str]]:
+    """Every value once and in order, from index 0 and from a resumed index; all once the step completed."""
+    want = narrated(caller.spec)
+    whole = StreamCursor(world, serializer, run.run_id, STREAM)
+    seen = [value for _, value in whole.poll()]
+    resumed = StreamCursor(world, serializer, run.run_id, STREAM, start_index=2)
+    again = [value for _, value in resumed.poll()]
+    narrate_done = any(
+        s.step_name == "chaos.narrate" and s.status is StepStatus.COMPLETED
+        for s in world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
+    )
+    if seen != want[: len(seen)] or again != seen[2:]:
+        return [("stream", f"read {seen!r}, from index 2 {again!r}")]
+    if narrate_done and (seen != want or not whole.closed):
+        return [("stream", f"the step finished but the stream holds {len(seen)} of {len(want)} values")]
+    return []
 
 
 def explain(world: World, run_id: str, journal: list[str], tail: int = 10) -> list[str]:

@@ -1,7 +1,9 @@
 """The chaos workload: one workflow that uses every feature at once, and what each run must return.
 
 ``chaos.mix(spec)`` creates a hook first (the driver resumes it from outside
-while the run works), then runs two sequential steps, an 8-24-way
+while the run works), then runs two sequential steps, a step that writes
+``narrated(spec)`` values to the stream ``progress`` in several chunks (its first
+attempt fails after the first chunk, so its retry rewrites it), an 8-24-way
 ``asyncio.gather`` fan-out, a gather of two child workflows (``chaos.child``:
 two steps each), a step that fails with ``RetryableError`` before it
 succeeds, a step that raises ``FatalError`` (caught as ``StepFailedError``), a
@@ -21,11 +23,20 @@ import threading
 from collections import Counter
 from typing import Any
 
-from world_aws import FatalError, RetryableError, StepFailedError, Workflows, create_hook, sleep
+from world_aws import (
+    FatalError,
+    RetryableError,
+    StepFailedError,
+    Workflows,
+    create_hook,
+    get_writable,
+    sleep,
+)
 from world_aws.runtime.context import get_step_metadata
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 
 BIG_INPUT_BYTES = 150 * 1024
+STREAM = "progress"
 WORKFLOW = "chaos.mix"
 CHILD_WORKFLOW = "chaos.child"
 FAIL_MESSAGE = "asked to fail"
@@ -98,11 +109,17 @@ def expected_child_output(n: int) -> int:
     return (n + 10) + n * n
 
 
+def narrated(spec: dict[str, Any]) -> list[dict[str, int]]:
+    """The values ``chaos.narrate`` writes to the stream ``progress``, in order, each once."""
+    return [{"run": spec["index"], "i": i} for i in range(3 + spec["n"])]
+
+
 def expected_output(spec: dict[str, Any]) -> dict[str, Any]:
     """What ``chaos.mix(spec)`` returns in mode ``"complete"``, whatever failed underneath."""
     first = 1 + spec["n"]
     return {
         "sequential": first + 1,
+        "narrated": len(narrated(spec)),
         "fanout": sum(i * i for i in range(spec["fanout"])),
         "children": [expected_child_output(n) for n in child_inputs(spec)],
         "flaky": "ok",
@@ -126,6 +143,22 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
     def add(a: int, b: int) -> int:
         ran()
         return a + b
+
+    @app.step(name="chaos.narrate", max_retries=4)
+    def narrate(spec: dict[str, Any]) -> int:
+        attempt = get_step_metadata().attempt
+        writer = get_writable(STREAM)
+        values = narrated(spec)
+        for i, value in enumerate(values):
+            writer.write(value)
+            if i % 2 == 1:
+                writer.flush()  # several chunks per attempt
+            if attempt == 1 and i == 1:
+                ran(final=False)
+                raise RetryableError("the narrator lost its voice", retry_after=0.5)
+        writer.close()
+        ran()
+        return len(values)
 
     @app.step(name="chaos.square")
     def square(i: int) -> int:
@@ -159,6 +192,7 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
         hook = create_hook(token=spec["token"])
         first = await add(1, spec["n"])
         second = await add(first, 1)
+        told = await narrate(spec)
         squares = await asyncio.gather(*(square(i) for i in range(spec["fanout"])))
         kids = await asyncio.gather(*(child(n) for n in child_inputs(spec)))
         flaky_out = await flaky(spec["fails"])
@@ -174,6 +208,7 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
             raise ValueError(FAIL_MESSAGE)
         return {
             "sequential": second,
+            "narrated": told,
             "fanout": sum(squares),
             "children": list(kids),
             "flaky": flaky_out,

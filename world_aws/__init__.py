@@ -55,6 +55,8 @@ from world_aws.runtime.retry import Backoff
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.schedules import Overlap
 from world_aws.runtime.serde_limits import PayloadLimits
+from world_aws.runtime.streams import StreamWriter, get_writable
+from world_aws.runtime.typed_hooks import Hook, TypedHook
 
 __all__ = [
     "Backoff",
@@ -62,6 +64,7 @@ __all__ = [
     "Conflict",
     "ContinuedAsNew",
     "FatalError",
+    "Hook",
     "HookConflictError",
     "HookDisposedError",
     "Misconfigured",
@@ -79,6 +82,8 @@ __all__ = [
     "StepFailedError",
     "StepMetadata",
     "StepTimeoutError",
+    "StreamWriter",
+    "TypedHook",
     "WorkflowFailedError",
     "WorkflowMetadata",
     "Workflows",
@@ -87,6 +92,7 @@ __all__ = [
     "create_hook",
     "get_step_metadata",
     "get_workflow_metadata",
+    "get_writable",
     "now",
     "random",
     "sleep",

@@ -10,11 +10,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from world_aws import Workflows
 from world_aws.api import handle_http
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
@@ -88,13 +90,20 @@ class Api:
         return str(answer.body["run_id"])
 
 
-@pytest.fixture
-def api() -> Iterator[Api]:
+@contextmanager
+def memory_runtime(workflows: Workflows) -> Iterator[tuple[Runtime, MemoryWorld, ManualClock]]:
+    """A ``Runtime`` of ``workflows`` over a fresh in-memory World on a ``ManualClock``."""
     clock = ManualClock()
     world = create_memory_world(clock=clock)
-    runtime = Runtime(world, app)
+    runtime = Runtime(world, workflows)
     try:
-        yield Api(runtime, world, clock)
+        yield runtime, world, clock
     finally:
         runtime.close()
         world.close()
+
+
+@pytest.fixture
+def api() -> Iterator[Api]:
+    with memory_runtime(app) as (runtime, world, clock):
+        yield Api(runtime, world, clock)

@@ -45,6 +45,7 @@ def handle_http(
     Routes: ``POST /runs``, ``GET /runs``, ``GET /runs/{run_id}``,
     ``GET /runs/{run_id}/events``, ``GET /runs/{run_id}/events/{position}``,
     ``GET /runs/{run_id}/steps``, ``GET /runs/{run_id}/timeline``, ``GET /workflows``,
+    ``GET /runs/{run_id}/streams/{name}`` (NDJSON),
     ``POST /runs/{run_id}/cancel``, ``POST /hooks/{token}/resume``.
 
     Args:

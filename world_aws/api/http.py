@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 from world_aws.errors import BadInput
 
 JSON_HEADERS = {"content-type": "application/json"}
+NDJSON_HEADERS = {"content-type": "application/x-ndjson"}
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -64,12 +65,19 @@ class Response:
         Raises:
             ValueError, TypeError: the body is not JSON-safe (see ``jsonable.to_jsonable``).
         """
-        return {
-            "statusCode": self.status,
-            "headers": {**JSON_HEADERS, **self.headers},
-            "body": _json_text(self.body),
-            "isBase64Encoded": False,
-        }
+        if isinstance(self.body, NdjsonBody):
+            text = "".join(_json_text(line) + "\n" for line in self.body.lines)
+            headers = {**NDJSON_HEADERS, **self.headers}
+        else:
+            text, headers = _json_text(self.body), {**JSON_HEADERS, **self.headers}
+        return {"statusCode": self.status, "headers": headers, "body": text, "isBase64Encoded": False}
+
+
+@dataclass(frozen=True, slots=True)
+class NdjsonBody:
+    """A body of newline-delimited JSON documents (``application/x-ndjson``), one per line."""
+
+    lines: list[Any]
 
 
 def _json_text(body: Any) -> str:

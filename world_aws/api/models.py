@@ -72,6 +72,16 @@ class ListEventsQuery(_Strict):
     payloads: bool = False
 
 
+class ReadStreamQuery(_Strict):
+    """``GET /runs/{run_id}/streams/{name}?start_index=&limit=&wait=``: values from an index on."""
+
+    start_index: int = Field(default=0, ge=0)
+    limit: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
+    # Seconds to hold the request while nothing new is there (long poll); the API function's
+    # timeout is 29 s (template.yaml), so at most 20.
+    wait: float = Field(default=0, ge=0, le=20)
+
+
 # --- responses -----------------------------------------------------------------------
 
 

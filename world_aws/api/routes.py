@@ -33,6 +33,7 @@ from world_aws.api.models import (
     WorkflowList,
 )
 from world_aws.api.schedule_routes import list_schedules
+from world_aws.api.stream_route import read_stream
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, UnknownWorkflow
 from world_aws.runtime.runtime import Runtime
@@ -199,6 +200,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs", "{run_id}", "timeline"), get_timeline),
     Route("GET", ("workflows",), list_workflows),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
+    Route("GET", ("runs", "{run_id}", "streams", "{name}"), read_stream),
     Route("POST", ("hooks", "{token}", "resume"), resume_hook),
     Route("GET", ("schedules",), list_schedules),
 )

@@ -18,6 +18,7 @@ hook-resume dedup       ``run#<run_id>``            ``resume#<resume_id>``
 hook token              ``token#<token>``           ``token``
 queue idempotency key   ``dedup#<key>``             ``dedup``
 schedule state          ``schedule#<name>``         ``schedule``
+stream chunk at p       ``run#<run_id>``            ``strm#<name>#<p zero-padded>``
 ======================  ==========================  ================================
 
 A ``pend#`` marker is put in the transaction that creates its step and deleted
@@ -56,6 +57,7 @@ PENDING_PREFIX: Final = "pend#"
 HOOK_PREFIX: Final = "hook#"
 WAIT_PREFIX: Final = "wait#"
 RESUME_PREFIX: Final = "resume#"
+STREAM_PREFIX: Final = "strm#"
 TOKEN_SK: Final = "token"
 DEDUP_SK: Final = "dedup"
 SCHEDULE_SK: Final = "schedule"
@@ -137,3 +139,12 @@ def live_sk(mark_iso: str, run_id: str) -> str:
 def runs_gsi_sk(created_at_iso: str, run_id: str) -> str:
     """Sorts runs by creation time, then id; listed newest first (ScanIndexForward=False)."""
     return f"{created_at_iso}#{run_id}"
+
+
+def stream_prefix(name: str) -> str:
+    """The sort-key prefix of one stream's chunks (names hold no ``#``: contract/streams)."""
+    return f"{STREAM_PREFIX}{name}#"
+
+
+def stream_key(run_id: str, name: str, position: int) -> Key:
+    return {PK: run_pk(run_id), SK: f"{stream_prefix(name)}{position:0{POSITION_DIGITS}d}"}

@@ -19,8 +19,10 @@ from world_aws.aws.s3 import S3BlobStore
 from world_aws.aws.schedule_store import DynamoScheduleStore
 from world_aws.aws.sequencer import Sequencer
 from world_aws.aws.sqs import SqsQueue
+from world_aws.aws.stream_store import DynamoStreamStore
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
     Consumers,
@@ -66,6 +68,7 @@ class AwsWorld:
         self.hooks: HookStore = DynamoHookStore(self.table, self.blobs)
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
+        self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),

@@ -126,12 +126,26 @@ class ApiClient:
             body["resume_id"] = resume_id
         return self.call("POST", f"/hooks/{_segment(token)}/resume", body=body)
 
+    def stream(self, run_id: str, name: str, start_index: int, wait: float) -> list[Any]:
+        """One NDJSON page of a stream: value lines, then ``{"next_index", "done"}``."""
+        path = f"/runs/{_segment(run_id)}/streams/{_segment(name)}"
+        lines: list[Any] = self.call(
+            "GET", path, query={"start_index": start_index, "wait": wait}, ndjson=True
+        )
+        return lines
+
     # --- HTTP ----------------------------------------------------------------------------
 
     def call(
-        self, method: str, path: str, *, query: Mapping[str, Any] | None = None, body: Any = None
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        ndjson: bool = False,
     ) -> Any:
-        """One request; returns the decoded JSON answer.
+        """One request; returns the decoded JSON answer (a list of its lines if ``ndjson``).
 
         Raises:
             ApiError: an error status (the API's own message when it sent one).
@@ -142,7 +156,10 @@ class ApiClient:
         data = None if body is None else json.dumps(body).encode("utf-8")
         try:
             with self._open(method, target, data, "application/json") as answer:
-                return self._decode(answer.status, answer.read())
+                raw = answer.read()
+                if ndjson:
+                    return [self._decode(answer.status, line) for line in raw.splitlines() if line.strip()]
+                return self._decode(answer.status, raw)
         except urllib.error.HTTPError as exc:
             raise self._error(exc.code, exc.read(), exc.reason) from None
         except (urllib.error.URLError, OSError) as exc:

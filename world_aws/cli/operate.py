@@ -1,4 +1,4 @@
-"""The operator commands: start, ls, inspect, cancel, resume and schedules, over the HTTP API.
+"""The operator commands (start, ls, inspect, cancel, resume, schedules, stream) over the HTTP API.
 
 They talk to ``$WORLD_AWS_API`` (``world-aws dev``, or a deployed stack's API
 URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. ``--api``
@@ -98,6 +98,14 @@ def add_commands(sub: Any) -> None:
     )
     schedules.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     schedules.set_defaults(func=_operate(list_schedules))
+    stream = sub.add_parser("stream", parents=[common], help="print a run's stream values, one JSON per line")
+    stream.add_argument("run_id", metavar="RUN_ID")
+    stream.add_argument("--name", default="default", help="the stream (default: default)")
+    stream.add_argument("--from", dest="start_index", type=int, default=0, metavar="N", help="from index N")
+    stream.add_argument(
+        "--follow", action="store_true", help="keep reading until the stream is closed or the run ends"
+    )
+    stream.set_defaults(func=_operate(_stream))
 
 
 def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
@@ -193,3 +201,19 @@ def _resume(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
         raise ApiError(exc.status, exc.kind, f"{exc}{hint}") from None
     out.write(f"resumed {resumed['token']} ({resumed['resume_id']})\n")
     return 0
+
+
+# Seconds each --follow request long-polls (below the API's 20 s cap and the client's timeout).
+FOLLOW_WAIT_SECONDS = 10.0
+
+
+def _stream(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    index = ns.start_index
+    while True:
+        *values, cursor = client.stream(ns.run_id, ns.name, index, FOLLOW_WAIT_SECONDS if ns.follow else 0)
+        for line in values:
+            out.write(json.dumps(line["value"]) + "\n")
+        out.flush()
+        index = int(cursor["next_index"])
+        if cursor["done"] or not ns.follow:
+            return 0

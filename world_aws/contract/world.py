@@ -31,6 +31,7 @@ from world_aws.contract.records import (
     Wait,
 )
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.streams import StreamStore
 
 # The spec version this code mints for new runs. Resilient step dispatch (raw
 # bytes on the queue) needs runs of version >= SPEC_VERSION_BINARY_TRANSPORT.
@@ -293,6 +294,7 @@ class World(Protocol):
     queue: Queue
     clock: Clock
     schedules: ScheduleStore
+    streams: StreamStore
 
     @property
     def capabilities(self) -> WorldCapabilities: ...
@@ -326,6 +328,7 @@ class ForwardingWorld:
         self.queue: Queue = inner.queue
         self.clock: Clock = inner.clock
         self.schedules: ScheduleStore = inner.schedules
+        self.streams: StreamStore = inner.streams
 
     @property
     def capabilities(self) -> WorldCapabilities:

@@ -17,6 +17,7 @@ import threading
 
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
     EventStore,
@@ -36,6 +37,7 @@ from world_aws.local.memory_reads import MemoryHookStore, MemoryRunStore, Memory
 from world_aws.local.memory_schedules import MemoryScheduleStore
 from world_aws.local.memory_state import MemoryState
 from world_aws.local.memory_stats import WorldStats
+from world_aws.local.memory_streams import MemoryStreamStore
 
 
 class MemoryWorld:
@@ -50,6 +52,7 @@ class MemoryWorld:
     queue: Queue
     clock: Clock
     schedules: ScheduleStore
+    streams: StreamStore
 
     def __init__(
         self,
@@ -71,6 +74,7 @@ class MemoryWorld:
         self.waits = MemoryWaitStore(state, self.stats)
         self.blobs = MemoryBlobStore(self.stats)
         self.schedules = MemoryScheduleStore(clock)
+        self.streams = MemoryStreamStore()
         self.memory_queue = MemoryQueue(
             clock,
             stats=self.stats,

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from world_aws.contract.records import Event, ResolveData, Run, RunStatus
+from world_aws.contract.streams import DEFAULT_STREAM
 from world_aws.contract.world import World
 from world_aws.errors import ResultTimeout, RunCancelledError, WorkflowFailedError
 from world_aws.runtime.chain import ContinuedAsNew
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.serde import Serializer, decode_error
+from world_aws.runtime.stream_reader import StreamCursor, follow_async
 
 POLL_MIN_SECONDS = 0.02
 POLL_MAX_SECONDS = 0.5
@@ -81,3 +84,31 @@ class RunHandle:
             WorldAwsError: a write failed; call again (a retry finishes what is left).
         """
         return Lineage(self._world, self._serializer).cancel(self.run_id, reason)
+
+    def readable(
+        self,
+        name: str = DEFAULT_STREAM,
+        start_index: int = 0,
+        *,
+        pause: Callable[[float], None] | None = None,
+    ) -> AsyncIterator[Any]:
+        """The values of the run's stream ``name`` in order, from index ``start_index``.
+
+        ``async for value in handle.readable():`` yields each value once, as the run's
+        steps write them, and ends when the stream is closed or the run has ended.
+
+        Args:
+            name: the stream (``get_writable(name)`` in a step).
+            start_index: the index of the first value wanted (the count already read).
+            pause: called with seconds between polls that found nothing (default: the
+                World clock's ``sleep``).
+
+        Raises:
+            BadInput: a bad name or a negative ``start_index``.
+        """
+        cursor = StreamCursor(self._world, self._serializer, self.run_id, name, start_index)
+        return follow_async(cursor, pause)
+
+    def stream_cursor(self, name: str = DEFAULT_STREAM, start_index: int = 0) -> StreamCursor:
+        """A cursor on stream ``name`` for polling it yourself (``poll()``, ``ended()``)."""
+        return StreamCursor(self._world, self._serializer, self.run_id, name, start_index)

@@ -24,6 +24,7 @@ from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
 from world_aws.runtime.step_timeout import run_attempt
+from world_aws.runtime.typed_hooks import Hook, hook_types_in
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -162,6 +163,7 @@ class Workflows:
         self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
         self._steps: dict[str, StepFunction[Any, Any]] = {}
         self._schedules: dict[str, Schedule] = {}
+        self._hook_types: dict[str, type[Hook]] = {}
         self.serializer = Serializer(types, limits=limits)
         self.serializer.register(ContinuedAsNew, name=CONTINUED_AS_NEW_TYPE)
 
@@ -204,6 +206,8 @@ class Workflows:
                 raise BadInput(f"a workflow named {wf_name!r} is already registered")
             wf = WorkflowFunction(f, wf_name, self)
             self._register_types(wf.hints)
+            for hook_type in hook_types_in(f):
+                self.register_type(hook_type)
             self._workflows[wf_name] = wf
             if schedule is not None:
                 self.schedule(wf, schedule, overlap=overlap)
@@ -332,9 +336,19 @@ class Workflows:
         return [self._schedules[n] for n in sorted(self._schedules)]
 
     def register_type(self, cls: type[R]) -> type[R]:
-        """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator)."""
+        """Register a dataclass, pydantic model or Enum for serialization (usable as a decorator).
+
+        A typed hook class (``world_aws.Hook``) is also looked up by name when a resume
+        of one of its hooks is validated.
+        """
         self.serializer.register(cls)
+        if isinstance(cls, type) and issubclass(cls, Hook):
+            self._hook_types[cls.hook_type_name()] = cls
         return cls
+
+    def hook_type(self, name: str) -> type[Hook] | None:
+        """The typed hook class registered under ``name`` (``module:qualname``), if any."""
+        return self._hook_types.get(name)
 
     def with_steps_replaced(
         self, replacements: Mapping[StepFunction[Any, Any] | str, Callable[..., Any]]
@@ -352,6 +366,7 @@ class Workflows:
         copy._workflows = self._workflows
         copy._schedules = self._schedules
         copy.serializer = self.serializer
+        copy._hook_types = self._hook_types
         copy._steps = dict(self._steps)
         for key, fn in replacements.items():
             name = key if isinstance(key, str) else key.name

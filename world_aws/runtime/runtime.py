@@ -44,6 +44,8 @@ from world_aws.runtime.serde import encode_error
 from world_aws.runtime.serde_limits import Payload
 from world_aws.runtime.starting import start_run
 from world_aws.runtime.telemetry import LOG
+from world_aws.runtime.typed_hooks import Hook as TypedHookBase
+from world_aws.runtime.typed_hooks import checked_payload, declared_type
 
 # A first workflow message whose run never appeared is retried this many times.
 MISSING_RUN_DELIVERIES = 5
@@ -162,23 +164,35 @@ class Runtime:
         self.world.runs.get(run_id)
         return RunHandle(self.world, self.app.serializer, run_id)
 
-    def resume_hook(self, token: str, payload: Any, *, resume_id: str | None = None) -> str:
+    def resume_hook(
+        self,
+        token: str,
+        payload: Any,
+        *,
+        resume_id: str | None = None,
+        hook_type: type[TypedHookBase] | None = None,
+    ) -> str:
         """Deliver ``payload`` to the live hook holding ``token`` and wake its run (SPEC §6.2).
 
         Args:
             token: the hook's token.
-            payload: any value the app's serializer handles.
+            payload: any value the app's serializer handles. For a typed hook
+                (``runtime/typed_hooks``), an instance of its type or a mapping of its
+                fields: validated, and recorded as plain data.
             resume_id: the caller's key for this resume: a retry with the same id (after
                 a timeout or an error) appends the payload once and wakes the run
                 again (collapsed by key). Default: a fresh id, so a retry without it
                 may deliver the payload twice.
+            hook_type: the typed hook class the caller expects (``Hook.resume``), used
+                when this app does not know the hook's type by name.
 
         Returns:
             The resume id.
 
         Raises:
             NotFound: an unknown or disposed token.
-            BadInput: an unusable resume id or payload.
+            BadInput: an unusable resume id or payload; a payload that does not fit a
+                typed hook's type (naming the field).
             WorldAwsError: the wake-up could not be published after the payload was
                 recorded; retry with the same ``resume_id`` (the reconciler also wakes
                 a run left like this).
@@ -187,6 +201,8 @@ class Runtime:
             _check_resume_id(resume_id)
         refuse_reserved_token(token)
         hook = self.world.hooks.get_by_token(check_token(token))
+        declared = declared_type(self.app.serializer, hook.metadata)
+        payload = checked_payload(self.app.hook_type, declared, payload, hook_type)
         data = self.app.serializer.dumps(payload, context="a hook payload", payload=Payload.HOOK_PAYLOAD)
         resume_id = resume_id or f"resume_{ids.new_ulid()}"
         self.world.events.create(

@@ -20,6 +20,7 @@ from world_aws.runtime.registry import Workflows
 from world_aws.runtime.retry import Backoff, retry_in_process
 from world_aws.runtime.serde import encode_error
 from world_aws.runtime.serde_limits import Payload
+from world_aws.runtime.streams import step_streams
 
 # In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
 # a failed record is an infrastructure error, never a step retry).
@@ -70,7 +71,8 @@ def run_step_body(
     try:
         value = app.serializer.loads(step_input)
         args, kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
-        result = fn.run_body(args, kwargs, clock=world.clock, deadline=deadline)
+        with step_streams(world, app.serializer, meta):
+            result = fn.run_body(args, kwargs, clock=world.clock, deadline=deadline)
         output = app.serializer.dumps(
             result, context=f"result of step {step.step_name!r}", payload=Payload.STEP_RESULT
         )

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from typing import Any, cast
 
 from world_aws.contract.records import EventRequest
+from world_aws.contract.streams import StreamChunk, StreamStore
 from world_aws.contract.world import (
     BlobStore,
     EventStore,
@@ -45,7 +46,9 @@ from world_aws.errors import Throttled, Transient, WorldAwsError
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 
 # Calls whose repeat changes nothing a retry could not change on AWS too.
-WRITES = frozenset({"events.create", "queue.publish", "blobs.put", "runs.claim_continuation"})
+WRITES = frozenset(
+    {"events.create", "queue.publish", "blobs.put", "runs.claim_continuation", "streams.append"}
+)
 # Real seconds a copy may take before the original goes on without it (a deadlock guard).
 COPY_JOIN_SECONDS = 60.0
 
@@ -70,6 +73,7 @@ class FaultyWorld(ForwardingWorld):
         self.waits = cast(WaitStore, _FaultyStore(self, "waits", inner.waits))
         self.blobs = cast(BlobStore, _FaultyStore(self, "blobs", inner.blobs))
         self.queue = cast(Queue, _FaultyStore(self, "queue", inner.queue))
+        self.streams = cast(StreamStore, _FaultyStore(self, "streams", inner.streams))
 
     def close(self) -> None:
         """The inner World belongs to whoever built it: nothing to close here."""
@@ -166,6 +170,8 @@ def _part(value: Any) -> str:
         return f"{value.type}:{value.correlation_id}"
     if isinstance(value, bytes):
         return _digest(value)
+    if isinstance(value, StreamChunk):  # not its created_at: a copy's timing must not move the faults
+        return f"chunk:{value.writer}:{value.attempt}:{value.seq}:{value.position}:{value.closed}"
     return str(value)
 
 

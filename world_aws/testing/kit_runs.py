@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus, StepStatus
+from world_aws.contract.streams import DEFAULT_STREAM
 from world_aws.runtime.registry import StepFunction
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_errors import ErrorInfo, decode_error
+from world_aws.runtime.stream_reader import StreamCursor
 
 if TYPE_CHECKING:
     from world_aws.testing.kit import WorkflowKit
@@ -110,6 +112,11 @@ class KitRun:
             name = step if isinstance(step, str) else step.name
             raise LookupError(f"step {name!r} ran {len(found)} times in run {self.run_id}: use calls()")
         return found[0]
+
+    def stream(self, name: str = DEFAULT_STREAM) -> list[Any]:
+        """The values the run's steps wrote to stream ``name`` so far, each once, in order."""
+        cursor = StreamCursor(self._kit.world, self._kit.app.serializer, self.run_id, name)
+        return [value for _, value in cursor.poll()]
 
     def waiting_hooks(self) -> list[str]:
         """Tokens of the hooks the run has created and not disposed (a test resumes them)."""

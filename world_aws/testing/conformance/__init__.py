@@ -28,6 +28,7 @@ AREAS = (
     "queue",
     "live",
     "schedules",
+    "streams",
 )
 
 

@@ -1,0 +1,100 @@
+"""Conformance: stream chunks (``contract/streams``): a conditional append at the tail, read in order."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
+from world_aws.contract.streams import StreamChunk
+from world_aws.contract.world import World
+from world_aws.errors import BadInput, Conflict
+from world_aws.testing.conformance.support import create_run
+
+
+def chunk(
+    clock: ManualClock, position: int, *, writer: str = "step_a", seq: int = 0, data: bytes = b"x"
+) -> StreamChunk:
+    return StreamChunk(position, writer, 1, seq, 1, data, False, clock.now())
+
+
+def test_appended_chunks_are_read_back_in_position_order(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    first, second = chunk(clock, 0, data=b"one"), chunk(clock, 1, seq=1, data=b"two")
+    world.streams.append(run_id, "default", first)
+    world.streams.append(run_id, "default", second)
+    assert world.streams.read(run_id, "default") == [first, second]
+    assert world.streams.read(run_id, "default", after=0) == [second]
+    assert world.streams.read(run_id, "default", after=-1, limit=1) == [first]
+    assert world.streams.tail(run_id, "default") == 2
+
+
+def test_an_unknown_stream_is_empty(world: World) -> None:
+    run_id = create_run(world)
+    assert world.streams.read(run_id, "nothing") == []
+    assert world.streams.tail(run_id, "nothing") == 0
+    assert world.streams.read("wrun_unknown", "default") == []
+
+
+def test_streams_of_one_run_are_apart(world: World, clock: ManualClock) -> None:
+    # "a" is a prefix of "a.b": the store must not mix their chunks
+    run_id = create_run(world)
+    world.streams.append(run_id, "a", chunk(clock, 0, data=b"a"))
+    world.streams.append(run_id, "a.b", chunk(clock, 0, data=b"ab"))
+    world.streams.append(run_id, "a.b", chunk(clock, 1, data=b"ab2"))
+    assert [c.data for c in world.streams.read(run_id, "a")] == [b"a"]
+    assert (world.streams.tail(run_id, "a"), world.streams.tail(run_id, "a.b")) == (1, 2)
+
+
+def test_append_at_a_taken_position_is_conflict_and_changes_nothing(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    world.streams.append(run_id, "default", chunk(clock, 0, writer="step_a"))
+    with pytest.raises(Conflict):
+        world.streams.append(run_id, "default", chunk(clock, 0, writer="step_b"))
+    assert [c.writer for c in world.streams.read(run_id, "default")] == ["step_a"]
+
+
+def test_racing_appends_at_one_position_have_one_winner(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+
+    def attempt(writer: str) -> bool:
+        try:
+            world.streams.append(run_id, "default", chunk(clock, 0, writer=writer))
+        except Conflict:
+            return False
+        return True
+
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(attempt, [f"step_{i}" for i in range(8)]))
+    assert won.count(True) == 1
+    [stored] = world.streams.read(run_id, "default")
+    assert stored.writer == f"step_{won.index(True)}"
+
+
+def test_a_chunk_over_the_inline_limit_reads_back_byte_for_byte(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    big = bytes(range(256)) * (MAX_INLINE_PAYLOAD_BYTES // 256 + 8)
+    world.streams.append(run_id, "default", chunk(clock, 0, data=big))
+    [stored] = world.streams.read(run_id, "default")
+    assert stored.data == big
+
+
+def test_a_stream_name_with_a_separator_is_bad_input(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    for name in ("a#b", "", "x" * 129, "sp ace"):
+        with pytest.raises(BadInput):
+            world.streams.append(run_id, name, chunk(clock, 0))
+
+
+def test_a_read_goes_past_a_one_megabyte_page(world: World, clock: ManualClock) -> None:
+    # 12 chunks of 120 KiB (inline) make 1.4 MB: more than one DynamoDB Query page
+    run_id = create_run(world)
+    for position in range(12):
+        data = bytes([position]) * (120 * 1024)
+        world.streams.append(run_id, "default", chunk(clock, position, seq=position, data=data))
+    read = world.streams.read(run_id, "default")
+    assert [c.position for c in read] == list(range(12))
+    assert all(c.data == bytes([c.position]) * (120 * 1024) for c in read)
+    assert [c.position for c in world.streams.read(run_id, "default", after=3, limit=5)] == [4, 5, 6, 7, 8]
