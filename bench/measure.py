@@ -225,7 +225,8 @@ def measure(
         legacy_producer=variant.prologue == "legacy",
         charge=backend.charge,
     )
-    config = RuntimeConfig(resilient_step_dispatch=variant.dispatch == "resilient")
+    # The dispatched-step path is what this bench measures (inline execution off).
+    config = RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=variant.dispatch == "resilient")
     runtime = Runtime(world, fanout_app(gate, run_timeout), config)
 
     def handle(delivery: Delivery) -> HandlerResult:

@@ -49,26 +49,27 @@ def rig() -> Iterator[Rig]:
 
 
 def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_units(rig: Rig) -> None:
+    # (inline execution on, the default: the step runs in the workflow function)
     # GIVEN the template's step function (BatchSize 1) and workflow function
     functions = template_functions()
     step_fn, workflow_fn = functions[QueueName.STEP], functions[QueueName.WORKFLOW]
     assert (step_fn.batch_size, workflow_fn.batch_size) == (1, 10)
     # WHEN W0 (one step) runs to completion
     sample = run_workload(rig.meters, WORKLOADS["W0"], timeout=120)
-    # THEN its one step message was one step invocation, and the workflow queue's one batch one more
+    # THEN the step ran inline in the workflow function's one invocation: no step message
     assert sample.run_status == "completed" and sample.steps_completed == 1
-    step_usage, workflow_usage = sample.functions[step_fn.name], sample.functions[workflow_fn.name]
-    assert (step_usage.invocations, step_usage.records) == (1, 1)
+    assert step_fn.name not in sample.functions
+    workflow_usage = sample.functions[workflow_fn.name]
     assert workflow_usage.invocations == workflow_usage.records == 1
     # AND the event source received and deleted each delivered record: one request each
-    records = step_usage.records + workflow_usage.records
+    records = workflow_usage.records
     assert sample.bill[EVENT_SOURCE].sqs_requests == 2 * records
     total = sample.total
-    # AND every event was written (at least 1 WRU each), and the claim read the run and the step
+    # AND every event was written (at least 1 WRU each); the inline step has no step_started
     for op, usage in sample.bill.items():
         if op.startswith("events.create:"):
             assert usage.wru >= 1, op
-    assert sample.bill["events.create:step_started"].rru >= 2
+    assert "events.create:step_started" not in sample.bill
     # AND the writes by kind of item add up to the table's WRU, the event items among them
     assert sum(w.wru for w in sample.items.values()) == total.wru
     assert sample.items["evt"].writes >= sum(1 for op in sample.bill if op.startswith("events.create:"))
@@ -81,9 +82,7 @@ def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_
         + PRICES["s3_put"].of(total.s3_put)
         + PRICES["s3_get"].of(total.s3_get)
         + PRICES["lambda_request"].of(records)
-        + PRICES["lambda_gb_second_arm64"].of(
-            (step_usage.billed_ms + workflow_usage.billed_ms) / 1000 * step_fn.memory_mb / 1024
-        )
+        + PRICES["lambda_gb_second_arm64"].of(workflow_usage.billed_ms / 1000 * workflow_fn.memory_mb / 1024)
     )
     assert row.total == pytest.approx(expected * 1_000_000)
     assert sum(entry["usd_per_million_steps"] for entry in row.breakdown.values()) == pytest.approx(row.total)

@@ -278,20 +278,26 @@ def test_the_local_loop_ticks_on_its_period_and_stops_cleanly() -> None:
     repaired = threading.Event()
     reconciler = Reconciler(world, CONFIG, on_repair=lambda repair: repaired.set())
     # WHEN the loop runs with a short period
+    before = _reconciler_threads()  # another test's leftover is not this loop's
     loop = ReconcilerLoop(reconciler, period_seconds=0.01).start()
     try:
         # THEN a tick wakes the run (a bounded wait for the loop's thread, not a sleep)
         assert repaired.wait(timeout=10)
     finally:
         loop.stop()
-    assert not any(t.name == "world-aws-reconciler" for t in threading.enumerate())
+    assert _reconciler_threads() <= before
     (message,) = world.memory_queue.pending(QueueName.WORKFLOW)
     payload = decode_payload(message.body)
     assert isinstance(payload, InvokePayload) and payload.run_id == run_id
 
 
 def test_the_local_stack_runs_the_reconciler_until_it_exits() -> None:
+    before = _reconciler_threads()
     with local_stack(two_steps_app(), kind="memory") as stack:
         assert stack.reconciler.config == ReconcilerConfig.from_env()
-        assert any(t.name == "world-aws-reconciler" for t in threading.enumerate())
-    assert not any(t.name == "world-aws-reconciler" for t in threading.enumerate())
+        assert _reconciler_threads() - before
+    assert _reconciler_threads() <= before
+
+
+def _reconciler_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "world-aws-reconciler"}

@@ -26,7 +26,7 @@ from world_aws.errors import BadInput
 Command = Callable[[ApiClient, argparse.Namespace, TextIO], int]
 
 
-COMMANDS = ("start", "ls", "inspect", "cancel", "resume")
+COMMANDS = ("start", "ls", "inspect", "cancel", "resume", "schedules", "stream")
 
 
 def add_api_options(parser: argparse.ArgumentParser, *, default: Any = None) -> None:

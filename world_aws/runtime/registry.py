@@ -6,7 +6,6 @@ two apps in one process do not see each other's functions.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -23,7 +22,7 @@ from world_aws.runtime.schedules import MAX_SCHEDULE_ARGS_BYTES, Overlap, Schedu
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_limits import PayloadLimits
 from world_aws.runtime.signature_types import convert_arguments, parameter_types, serializable_types
-from world_aws.runtime.step_timeout import run_attempt
+from world_aws.runtime.step_timeout import run_attempt, run_to_end
 from world_aws.runtime.typed_hooks import Hook, hook_types_in
 
 P = ParamSpec("P")
@@ -90,7 +89,7 @@ class StepFunction(Generic[P, R]):
             StepTimeoutError: the attempt ran past its timeout or its invocation's time.
         """
         if clock is None:
-            return asyncio.run(self.fn(*args, **kwargs)) if self.is_async else self.fn(*args, **kwargs)
+            return run_to_end(lambda: self.fn(*args, **kwargs)) if self.is_async else self.fn(*args, **kwargs)
         return run_attempt(
             lambda: self.fn(*args, **kwargs),
             is_async=self.is_async,

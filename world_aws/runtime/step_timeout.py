@@ -102,7 +102,7 @@ def run_attempt(
     started = clock.now()
     bound, reason = _bound(started, timeout_seconds, deadline)
     if bound is None:
-        return asyncio.run(call()) if is_async else call()
+        return run_to_end(call) if is_async else call()
     if clock.now() >= bound:  # no time left at all: do not begin what cannot finish
         raise StepTimeoutError(f"step {step_name!r} {reason}")
     attempt = _Attempt(call, is_async)
@@ -135,3 +135,28 @@ def _bound(
     if not bounds:
         return None, ""
     return min(bounds, key=lambda b: b[0])
+
+
+def run_to_end(make: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run the coroutine ``make()`` to its end on this thread, or, if an event loop already
+    runs on this thread (an async caller driving a World in-process), on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    result: list[Any] = []
+    failure: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            result.append(asyncio.run(make()))
+        except BaseException as exc:  # handed back to the caller's thread as is
+            failure.append(exc)
+
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(body,), name="world-aws-step", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
