@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(skip)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def dev() -> Iterator[DevStack]:
     stack = start_dev_stack(app, port=0, kind="memory")
     try:
@@ -54,7 +54,9 @@ def dev() -> Iterator[DevStack]:
         stack.stop()
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: Playwright's sync API keeps an asyncio loop running on
+# this thread while it is open, and a later test's asyncio.run() on the same worker fails.
+@pytest.fixture(scope="module")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
