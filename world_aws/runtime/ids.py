@@ -56,6 +56,11 @@ def step_idempotency_key(step_id: str, step_name: str) -> str:
     return f"{step_id}:{fnv1a32(step_name):08x}"
 
 
+def retry_key_tag(attempt: int) -> str:
+    """What a step's key is tagged with for the message of its next attempt after ``attempt`` failed."""
+    return f"retry{attempt}"
+
+
 def retry_idempotency_key(step_id: str, step_name: str, attempt: int) -> str:
     """The key of the message that carries a step's next attempt after ``attempt`` failed."""
-    return f"{step_idempotency_key(step_id, step_name)}:retry{attempt}"
+    return f"{step_idempotency_key(step_id, step_name)}:{retry_key_tag(attempt)}"

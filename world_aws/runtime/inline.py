@@ -39,7 +39,7 @@ from typing import Any
 from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Run, Step, StepStatus
 from world_aws.contract.world import Delivery, World
 from world_aws.errors import Conflict, RunExpired, TooEarly
-from world_aws.runtime import stepbody, telemetry, tracing
+from world_aws.runtime import ids, stepbody, telemetry, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.registry import Workflows
@@ -245,7 +245,7 @@ class InlineSteps:
         """The message of the next attempt (keyed by the failed one, so re-publishes collapse)."""
         seconds = max(1.0, float(math.ceil(delay)))
         self._dispatcher.publish(
-            run, request, with_input=False, delay_seconds=seconds, key_tag=f"retry{attempt}"
+            run, request, with_input=False, delay_seconds=seconds, key_tag=ids.retry_key_tag(attempt)
         )
         telemetry.LOG.info(
             "inline step retrying by message",
