@@ -70,10 +70,12 @@ class Owner:
 
     def succeeds(self, tag: str) -> bool:
         """Whether ``tag`` names an earlier delivery of this same message (so it is gone)."""
-        parts = tag.rsplit("#", 2)
-        if len(parts) != 3 or not parts[1].isdigit():
-            return False
-        return parts[0] == self.message_id and int(parts[1]) < self.attempt
+        delivery = _delivery_of(tag)
+        return delivery is not None and delivery[0] == self.message_id and delivery[1] < self.attempt
+
+    def twin_of(self, tag: str) -> bool:
+        """Whether ``tag`` names another handling of this very delivery (an SQS duplicate)."""
+        return tag != self.tag and _delivery_of(tag) == (self.message_id, self.attempt)
 
 
 @dataclass(slots=True)
@@ -147,10 +149,8 @@ class InlineSteps:
         """
         if owner is None:
             return None
-        for owned in outcome.owned_steps:
-            parts = owned.owner.rsplit("#", 2)
-            if parts[:2] == [owner.message_id, str(owner.attempt)] and owned.owner != owner.tag:
-                return float(self._config.inline_lease_seconds)
+        if any(owner.twin_of(owned.owner) for owned in outcome.owned_steps):
+            return float(self._config.inline_lease_seconds)
         return None
 
     def time_left(self, owner: Owner) -> bool:
@@ -251,6 +251,14 @@ class InlineSteps:
             "inline step retrying by message",
             extra={"run_id": run.run_id, "step_id": request.step_id, "attempt": attempt},
         )
+
+
+def _delivery_of(tag: str) -> tuple[str, int] | None:
+    """The message id and receive count an owner tag names (None if it is not one)."""
+    parts = tag.rsplit("#", 2)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    return parts[0], int(parts[1])
 
 
 def _values(results: list[Any]) -> list[Any]:
