@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -9,15 +11,34 @@ from typing import Any
 import pytest
 
 from world_aws.aws import keys
+from world_aws.aws.payloads import COMPRESS_MIN_BYTES, PayloadReader
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import EventData, EventType, ResolveData
+from world_aws.errors import BadInput
 from world_aws.testing.conformance.support import create_run, create_step, running_step, write
 
 # DynamoDB's item limit (400 KB, attribute names included); items must stay far below it.
 ITEM_LIMIT = 400 * 1024
 
+
+def incompressible(size: int) -> bytes:
+    """``size`` bytes zlib cannot shrink (seeded, so every run stores the same)."""
+    return random.Random(size).randbytes(size)
+
+
+def json_like(size: int) -> bytes:
+    """About ``size`` bytes of JSON records, compressible as real payloads are (not one byte repeated)."""
+    rows = [
+        {"order": i, "sku": f"SKU-{i % 97:04d}", "qty": i % 7, "note": "gift wrap"}
+        for i in range(size // 60 + 1)
+    ]
+    return json.dumps(rows).encode()[:size]
+
+
 PAYLOADS = {
+    "json-100-kb": json_like(100 * 1024),
+    "random-100-kb": incompressible(100 * 1024),
     "empty": b"",
     "nul-bytes": b"\x00\xff\x00" * 1000,
     "at-the-limit": bytes(range(256)) * (MAX_INLINE_PAYLOAD_BYTES // 256),
@@ -79,7 +100,7 @@ def test_event_payloads_above_128_kib_live_in_s3_under_their_digest(
 ) -> None:
     # GIVEN a step created with an input of the given size
     run_id = create_run(world)
-    create_step(world, run_id, input=b"\x07" * size)
+    create_step(world, run_id, input=incompressible(size))
     # WHEN the stored event item is inspected
     stored = world.table.get(keys.event_key(run_id, 3))
     # THEN it holds the bytes inline up to 128 KiB, and a content-addressed reference above
@@ -89,7 +110,7 @@ def test_event_payloads_above_128_kib_live_in_s3_under_their_digest(
         assert isinstance(value, dict) and value["size"] == size
         assert value["ref"] == f"blobs/sha256/{value['sha256']}"
     else:
-        assert value == b"\x07" * size
+        assert value == incompressible(size)
 
 
 def test_items_stay_far_below_the_dynamodb_item_limit(world: AwsWorld) -> None:
@@ -143,3 +164,54 @@ def test_one_large_payload_is_put_in_s3_once_per_write(world: AwsWorld) -> None:
     assert [c for c in calls if c.endswith("PutObject")] == ["before-call.s3.PutObject"]
     listed = world.clients.s3.list_objects_v2(Bucket=world.config.bucket_name)
     assert len(listed.get("Contents", [])) == 1
+
+
+def test_compressible_payloads_are_stored_compressed_inline_and_read_back_whole(world: AwsWorld) -> None:
+    # GIVEN a step whose input and output are 100 KB of JSON (over the entity's 64 KiB inline limit)
+    payload = json_like(100 * 1024)
+    run_id = create_run(world)
+    with counting_s3_calls(world) as calls:
+        step_id = running_step(world, run_id, input=payload)
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=payload))
+    # WHEN the stored items are inspected
+    event = world.table.get(keys.event_key(run_id, 3))
+    step_item = world.table.get(keys.step_key(run_id, step_id))
+    assert event is not None and step_item is not None
+    # THEN the event and the step item hold the compressed bytes inline, a few KB, and S3 was never called
+    for stored in (event["data"]["input"], step_item["input"], step_item["output"]):
+        assert isinstance(stored, dict) and set(stored) == {"zlib", "size"}
+        assert stored["size"] == len(payload)
+    assert _item_size(step_item) < 16 * 1024
+    assert calls == []
+    # ... and every reader gets the exact bytes back
+    assert world.steps.get(run_id, step_id).input == payload
+    assert world.steps.get(run_id, step_id).output == payload
+    assert world.events.list(run_id)[2].data.input == payload
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [b"x" * (COMPRESS_MIN_BYTES - 1), incompressible(10 * 1024)],
+    ids=["under-a-kb", "incompressible"],
+)
+def test_payloads_that_compression_cannot_pay_for_stay_raw_bytes(world: AwsWorld, payload: bytes) -> None:
+    # GIVEN a step created with a payload too small to gain, or one zlib cannot shrink by a tenth
+    run_id = create_run(world)
+    create_step(world, run_id, input=payload)
+    # WHEN the stored event is inspected
+    stored = world.table.get(keys.event_key(run_id, 3))
+    # THEN it holds the plain bytes
+    assert stored is not None and stored["data"]["input"] == payload
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [{"zlib": b"not zlib at all", "size": 5}, {"zlib": __import__("zlib").compress(b"abcdef"), "size": 3}],
+    ids=["corrupt", "wrong-size"],
+)
+def test_a_corrupt_compressed_payload_is_a_clear_error(world: AwsWorld, stored: dict[str, Any]) -> None:
+    # GIVEN a compressed attribute that is damaged, or does not inflate to its recorded size
+    reader = PayloadReader(world.blobs)
+    # WHEN it is read, THEN the error names a corrupt compressed payload
+    with pytest.raises(BadInput, match="compressed payload"):
+        reader.decode(stored)
