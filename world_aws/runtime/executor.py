@@ -171,7 +171,7 @@ class StepExecutor:
         if isinstance(recorded, str):
             return self._refused(payload.run_id, step.step_id, owner, Ack(), recorded)
         label = "completed" if outcome.etype is EventType.STEP_COMPLETED else "failed"
-        return self._maybe_continue(payload.run_id, step.step_id, owner, recorded), label
+        return self._maybe_continue(payload.run_id, step.step_id, owner, recorded.position), label
 
     def _retry(
         self, payload: InvokePayload, step: Step, outcome: stepbody.BodyOutcome, owner: Owner

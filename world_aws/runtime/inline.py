@@ -36,7 +36,16 @@ from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Run, Step, StepStatus
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    EventRequest,
+    EventType,
+    ResolveData,
+    Run,
+    Step,
+    StepStatus,
+)
 from world_aws.contract.world import Delivery, World
 from world_aws.errors import Conflict, RunExpired, TooEarly
 from world_aws.runtime import ids, stepbody, telemetry, tracing
@@ -91,6 +100,29 @@ class InlinePlan:
     @property
     def runs_steps(self) -> bool:
         return bool(self.create or self.reclaim or self.adopt)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claim of an inline step: the step when it is ours to run, and the event that claimed it."""
+
+    step: Step | None
+    request: StepRequest
+    event: Event | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InlineRound:
+    """What ``InlineSteps.run`` did: the steps whose body ran, and the events it wrote, by position.
+
+    ``complete``: every claim and outcome write returned its event. When one was refused
+    (a lost answer to a write that landed is refused on its retry), ``written`` may miss
+    an event of ours already in the log.
+    """
+
+    ran: set[str] = field(default_factory=set)
+    written: list[Event] = field(default_factory=list)
+    complete: bool = False
 
 
 class InlineSteps:
@@ -162,8 +194,8 @@ class InlineSteps:
         margin = timedelta(seconds=self._config.inline_margin_seconds)
         return self._world.clock.now() + margin < owner.deadline
 
-    def run(self, run: Run, plan: InlinePlan, owner: Owner | None) -> set[str]:
-        """Re-publish lost retries, then claim and run ``plan``'s inline steps; the ids of those run.
+    def run(self, run: Run, plan: InlinePlan, owner: Owner | None) -> InlineRound:
+        """Re-publish lost retries, then claim and run ``plan``'s inline steps: which ran, what was written.
 
         A claim refused as a duplicate (another continuation's step, or our own whose answer
         was lost) runs nothing now: the next round's replay shows whose it is.
@@ -175,15 +207,23 @@ class InlineSteps:
         for owned in plan.republish:
             self._publish_retry(run, owned.request, owned.attempt)
         if owner is None or not plan.runs_steps:
-            return set()
+            return InlineRound()
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in plan.create]
         claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
-        claimed = _values(run_parallel(self._pool, claims))
-        started = [(step, request) for step, request in claimed if step is not None]
-        attempts = [partial(self._traced_attempt, run, s, r, owner) for s, r in started]
-        _values(run_parallel(self._pool, attempts))
-        return {step.step_id for step, _ in started}
+        claimed: list[Claim] = _values(run_parallel(self._pool, claims))
+        started = [(c.step, c.request) for c in claimed if c.step is not None]
+        attempts = [partial(self._traced_attempt, run, step, request, owner) for step, request in started]
+        outcomes: list[list[Event] | None] = _values(run_parallel(self._pool, attempts))
+        written = [c.event for c in claimed if c.event is not None] + [
+            e for out in outcomes if out for e in out
+        ]
+        # A refused write may be our own that landed with its answer lost: then the log
+        # holds an event of ours we do not know, and only a read shows it.
+        complete = all(c.step is not None for c in claimed) and all(out is not None for out in outcomes)
+        return InlineRound(
+            {step.step_id for step, _ in started}, sorted(written, key=lambda e: e.position), complete
+        )
 
     # --- internals ------------------------------------------------------------------
 
@@ -192,54 +232,58 @@ class InlineSteps:
             return True
         return now - owned.since >= timedelta(seconds=self._config.inline_lease_seconds)
 
-    def _create(self, run: Run, request: StepRequest, owner: Owner) -> tuple[Step | None, StepRequest]:
+    def _create(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
         data = EventData(step_name=request.step_name, input=request.input, owner=owner.tag)
         try:
             result = self._world.events.create(
                 run.run_id, EventRequest(EventType.STEP_CREATED, request.step_id, data)
             )
         except (Conflict, RunExpired):
-            return None, request  # another continuation has it, or the run ended
-        return result.step, request
+            return Claim(None, request)  # another continuation has it, or the run ended
+        return Claim(result.step, request, result.event)
 
-    def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> tuple[Step | None, StepRequest]:
+    def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
         data = EventData(step_name=request.step_name, owner=owner.tag)
         try:
             result = self._world.events.create(
                 run.run_id, EventRequest(EventType.STEP_STARTED, request.step_id, data)
             )
         except (Conflict, RunExpired, TooEarly):
-            return None, request  # settled, handed to a retry message, or the run ended
-        return result.step, request
+            return Claim(None, request)  # settled, handed to a retry message, or the run ended
+        return Claim(result.step, request, result.event)
 
-    def _adopt(self, run: Run, owned: OwnedStep) -> tuple[Step | None, StepRequest]:
+    def _adopt(self, run: Run, owned: OwnedStep) -> Claim:
         step = self._world.steps.get(run.run_id, owned.request.step_id, resolve_data=ResolveData.NONE)
         if step.status is not StepStatus.RUNNING:
-            return None, owned.request
-        return step, owned.request
+            return Claim(None, owned.request)
+        return Claim(step, owned.request)
 
-    def _traced_attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> None:
+    def _traced_attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> list[Event] | None:
         with tracing.inline_step_span(step):
-            self._attempt(run, step, request, owner)
+            return self._attempt(run, step, request, owner)
 
-    def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> None:
+    def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> list[Event] | None:
+        """One attempt of an owned step and its outcome's write: the event written, None if refused."""
         outcome = stepbody.run_step_body(self._world, self._app, step, request.input, deadline=owner.deadline)
         tracing.record_step_outcome(outcome.etype)
         if outcome.etype is not EventType.STEP_RETRYING:
-            stepbody.record(self._world, run.run_id, stepbody.outcome_request(step, outcome, owner.tag))
-            return
+            recorded = stepbody.record(
+                self._world, run.run_id, stepbody.outcome_request(step, outcome, owner.tag)
+            )
+            return [recorded] if isinstance(recorded, Event) else None
         delay = stepbody.retry_delay(outcome, step.attempt)
         retrying = stepbody.retrying_request(self._world, step, outcome, delay, owner.tag)
         recorded = stepbody.record(self._world, run.run_id, retrying)
         if recorded == "gone":
-            return
+            return None
         if recorded == "skipped":
             # Refused: the step is no longer running. A lost answer to our own write looks
             # the same (it landed; its in-process retry was refused): pending means ours.
             current = self._world.steps.get(run.run_id, step.step_id, resolve_data=ResolveData.NONE)
             if current.status is not StepStatus.PENDING:
-                return
+                return None
         self._publish_retry(run, request, step.attempt, delay)
+        return [recorded] if isinstance(recorded, Event) else None
 
     def _publish_retry(self, run: Run, request: StepRequest, attempt: int, delay: float = 0) -> None:
         """The message of the next attempt (keyed by the failed one, so re-publishes collapse)."""

@@ -4,6 +4,13 @@ Continuing a run reads only the events after the last cached position, so the
 event items read over a run's life grow with its length, not its square. The
 cache is per ``Runtime`` instance, bounded (least recently used runs drop out),
 and thread-safe.
+
+A continuation that ran steps inline hands back the events it wrote
+(:meth:`LogCache.feed`). When their positions follow the cached log's last one
+without a gap, nothing else was written in between (positions are dense and
+handed out in order, ARCHITECTURE §8), so the next round replays them without
+reading the log: one round trip fewer between two inline steps (ARCHITECTURE §5,
+"Inline execution", why that is as safe as a read).
 """
 
 from __future__ import annotations
@@ -23,16 +30,17 @@ class LogCache:
         self._logs: OrderedDict[str, list[Event]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, run_id: str, *, after: int = 0) -> list[Event]:
+    def read(self, run_id: str, *, after: int = 0, fetch: bool = True) -> list[Event]:
         """The run's log after position ``after`` as known now: the cached part plus what is new.
 
         Costs what is returned plus what the World has that is new: the cached log is
         extended in place, never copied whole (a run of n steps reads O(n) in all).
+        ``fetch=False`` (right after a successful :meth:`feed`): the cached part only.
         """
         with self._lock:
             cached = self._logs.get(run_id)
             known = cached[-1].position if cached else 0
-        fresh = self._world.events.list(run_id, after=known)
+        fresh = self._world.events.list(run_id, after=known) if fetch or cached is None else []
         with self._lock:
             current = self._logs.get(run_id)
             if current is None:
@@ -46,6 +54,26 @@ class LogCache:
             # Positions are increasing: find the first one after ``after`` by bisection.
             start = bisect.bisect_right(current, after, key=_position)
             return current[start:]
+
+    def feed(self, run_id: str, written: list[Event]) -> bool:
+        """Append events this handler wrote if they continue the cached log densely; whether they did.
+
+        ``written`` must be sorted by position. False (and nothing appended) when the
+        run is not cached, ``written`` is empty, or a position is missing: something
+        else was written there, and only a read shows it.
+        """
+        if not written:
+            return False
+        with self._lock:
+            cached = self._logs.get(run_id)
+            if not cached:
+                return False
+            first = cached[-1].position + 1
+            if [e.position for e in written] != list(range(first, first + len(written))):
+                return False
+            cached.extend(written)
+            self._logs.move_to_end(run_id)
+            return True
 
     def forget(self, run_id: str) -> None:
         with self._lock:

@@ -89,9 +89,11 @@ class Orchestrator:
         published: set[str] = set()  # steps this call dispatched: no need to re-publish them
         ran: set[str] = set()  # steps whose body this call ran inline
         rounds = 0
+        fed = False  # the events of the last inline round continued the cached log: no read
         try:
             while True:
-                replay.feed(self._logs.read(run.run_id, after=replay.last_position))
+                replay.feed(self._logs.read(run.run_id, after=replay.last_position, fetch=not fed))
+                fed = False
                 if replay.last_position > self._max_events:
                     limit = EventLimitExceeded(run.run_id, replay.last_position, self._max_events)
                     self.fail_run(run.run_id, encode_error(limit), ERROR_CODE_EVENT_LIMIT, run=run)
@@ -119,14 +121,15 @@ class Orchestrator:
                 again = self._suspend(run, outcome, plan.dispatch, redispatch_tag if not rounds else None)
                 published.update(s.step_id for s in [*plan.dispatch, *outcome.undispatched_steps])
                 if self._inline is not None:
-                    ran_now = self._inline.run(run, plan, owner)
-                    if ran_now:
-                        ran |= ran_now
+                    inline_round = self._inline.run(run, plan, owner)
+                    if inline_round.ran:
+                        ran |= inline_round.ran
                         if not self._replays.keeps_replays:
                             # Replaying cold after every step, as a new container would, is
                             # what catches a workflow that is not deterministic (local runs).
                             replay.close()
                             replay = Replay(run, workflow, self._app.serializer)
+                        fed = inline_round.complete and self._logs.feed(run.run_id, inline_round.written)
                         continue  # outcomes recorded: replay them (progress, not a round)
                     # Every claim refused: another continuation's steps, or ours with a lost
                     # answer. Another round (counted) shows whose they are.

@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from world_aws.contract.records import EventData, EventRequest, EventType, Step
+from world_aws.contract.records import Event, EventData, EventRequest, EventType, Step
 from world_aws.contract.world import World
 from world_aws.errors import Conflict, FatalError, RetryableError, RunExpired, SerializationError
 from world_aws.runtime import context
@@ -115,8 +115,8 @@ def outcome_request(step: Step, outcome: BodyOutcome, owner: str | None) -> Even
     return EventRequest(outcome.etype, step.step_id, data)
 
 
-def record(world: World, run_id: str, request: EventRequest) -> int | str:
-    """Write an outcome: its position when recorded, else why it was refused ("skipped" / "gone")."""
+def record(world: World, run_id: str, request: EventRequest) -> Event | str:
+    """Write an outcome: the event when recorded, else why it was refused ("skipped" / "gone")."""
     try:
         result = retry_in_process(
             lambda: world.events.create(run_id, request),
@@ -129,4 +129,4 @@ def record(world: World, run_id: str, request: EventRequest) -> int | str:
     except RunExpired:
         return "gone"
     assert result.event is not None
-    return result.event.position
+    return result.event
