@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import cast
 
 from bench.instrument import CallRecorder
@@ -130,6 +131,14 @@ class TimedEvents:
         elif request.type in _RUN_ENDINGS:
             self._timeline.run_ended(run_id)
         return result
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> list[EventResult] | None:
+        results = self._inner.append_after(run_id, after, requests, at=at)
+        if results is not None and any(r.type in _RUN_ENDINGS for r in requests):
+            self._timeline.run_ended(run_id)  # pragma: no cover (a batch holds step writes only)
+        return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

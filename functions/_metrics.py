@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from aws_lambda_powertools.metrics import EphemeralMetrics
@@ -155,6 +157,16 @@ class CountingEventStore:
             if request.type is EventType.RUN_FAILED and request.data.error_code == _OVER_DELIVERY_CAP:
                 self._counts.add(DELIVERIES_DEAD_LETTERED)
         return result
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> list[EventResult] | None:
+        results = self._inner.append_after(run_id, after, requests, at=at)
+        for request in requests if results is not None else ():
+            name = _BY_EVENT.get(request.type)
+            if name is not None:
+                self._counts.add(name, run_id=run_id)
+        return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

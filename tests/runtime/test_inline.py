@@ -26,7 +26,7 @@ from world_aws.testing.harness import Harness
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 from .failures import Crash, survive_crashes
-from .spy import Call
+from .spy import Call, Fault
 
 
 def chain_app(ran: list[str]) -> Workflows:
@@ -60,6 +60,31 @@ def fan_app(ran: list[str]) -> Workflows:
         return list(await asyncio.gather(*(square(i) for i in range(n))))
 
     return app
+
+
+def outcome_in(call: Call) -> EventType | None:
+    """The step outcome a write carries: an ``events.create`` of one, or a batch that starts with one."""
+    detail = call.detail
+    if isinstance(detail, list):  # events.append_after: the outcome first, then the next creates
+        detail = detail[0]
+    etype = getattr(detail, "type", None)
+    return etype if etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED) else None
+
+
+def inject_at_outcome(harness: Harness, nth: int, error: Exception, *, after: bool = False) -> list[Fault]:
+    """Make the ``nth`` write of a step outcome (alone or pipelined with the next creates) raise ``error``."""
+    seen = {"outcomes": 0}
+
+    def nth_outcome(call: Call) -> bool:
+        if outcome_in(call) is None:
+            return False
+        seen["outcomes"] += 1
+        return seen["outcomes"] == nth
+
+    return [
+        harness.spy.inject(op, error, match=nth_outcome, after=after)
+        for op in ("events.create", "events.append_after")
+    ]
 
 
 def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_messages(
@@ -125,22 +150,16 @@ def test_an_inline_outcome_whose_answer_was_lost_is_read_back_not_left_unseen(ha
     # (its in-process retry is then refused: the handler does not know the event it wrote)
     ran: list[str] = []
     runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(replay_cache_runs=256))
-    third = {"seen": 0}
-
-    def third_outcome(call: Call) -> bool:
-        if call.detail.type is not EventType.STEP_COMPLETED:
-            return False
-        third["seen"] += 1
-        return third["seen"] == 3
-
-    harness.spy.inject("events.create", Transient("answer lost"), match=third_outcome, after=True)
+    faults = inject_at_outcome(harness, 3, Transient("answer lost"), after=True)
     # WHEN a 5-step run settles
     handle = runtime.start("chain", 5)
     # THEN it completes in its first delivery: the round after the lost answer read the log
     # (replaying only what it knew it wrote would have left the run waiting on that step)
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 10
+    assert sum(f.fired for f in faults) == 1
     assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    assert len(ran) == 5
 
 
 def test_the_log_a_handler_kept_from_its_own_writes_is_the_log_the_world_lists(harness: Harness) -> None:
@@ -233,20 +252,13 @@ def test_crash_inside_an_inline_step_is_taken_over_by_the_owners_redelivery(harn
     # GIVEN the invocation running the second inline step dies writing its outcome
     ran: list[str] = []
     runtime = harness.runtime_for(chain_app(ran))
-    seen = {"outcomes": 0}
-
-    def second_outcome(call: Call) -> bool:
-        if getattr(call.detail, "type", None) is not EventType.STEP_COMPLETED:
-            return False
-        seen["outcomes"] += 1
-        return seen["outcomes"] == 2
-
-    harness.spy.inject("events.create", Crash(), match=second_outcome)  # type: ignore[arg-type]
+    faults = inject_at_outcome(harness, 2, Crash())  # type: ignore[arg-type]
     # WHEN the queues settle (the workflow message comes back after its visibility timeout)
     handle = runtime.start("chain", 3)
     assert harness.settle(handle, intercept=survive_crashes) is RunStatus.COMPLETED
     # THEN the run completed; the step's body ran again, as a new attempt of the same owner's message
     assert handle.result(timeout=0) == 3
+    assert sum(f.fired for f in faults) == 1
     assert ran == ["add 0+0", "add 0+1", "add 0+1", "add 1+2"]
     workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
     assert [d.attempt for d in workflow] == [1, 2]
@@ -265,11 +277,7 @@ def _wake_during_an_inline_step(harness: Harness) -> None:
     # GIVEN an inline step left running by an owner that crashed (its message not yet back)
     ran: list[str] = []
     runtime = harness.runtime_for(chain_app(ran))
-    harness.spy.inject(
-        "events.create",
-        Crash(),
-        match=lambda call: getattr(call.detail, "type", None) is EventType.STEP_COMPLETED,
-    )
+    inject_at_outcome(harness, 1, Crash())  # type: ignore[arg-type]
     handle = runtime.start("chain", 2)
     harness.drain(intercept=survive_crashes)
     assert ran == ["add 0+0"]

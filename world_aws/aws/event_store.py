@@ -45,6 +45,8 @@ wait_completed      3      BatchGetItem(run, wait), UpdateItem, TransactWriteIte
 hook_received       3      BatchGetItem(run, hook, resume), UpdateItem,
                            TransactWriteItems(event, check hook, resume)
 hook_disposed       3      BatchGetItem(run, hook), UpdateItem, TransactWriteItems(event, hook, token)
+append_after        1      TransactWriteItems(run: seq = after + n if seq = after, not terminal;
+                           then per event its put and entity actions, as create commits them)
 ==================  =====  ==========================================================
 
 Payloads above the inline limits add one S3 PutObject per distinct payload
@@ -56,6 +58,8 @@ cancelled commit, noop seal). ``bench/world_ops.py`` measures all of this.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
+from datetime import datetime
 
 from world_aws.aws.hook_events import HookEvents
 from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
@@ -67,6 +71,7 @@ from world_aws.contract import rules
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
 from world_aws.contract.world import BlobStore
+from world_aws.errors import BadInput
 
 
 class DynamoEventStore:
@@ -108,6 +113,19 @@ class DynamoEventStore:
         if etype is EventType.WAIT_CREATED:
             return self._waits.wait_created(run_id, request, now)
         return self._waits.wait_completed(run_id, request, now)
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> builtins.list[EventResult] | None:
+        """Owned step writes at ``after + 1`` on, all or none: one ``TransactWriteItems`` (1 round trip).
+
+        Raises:
+            BadInput: not owned step writes, or ``at`` later than the World's now.
+        """
+        rules.validate_batch(requests)
+        if at > self._clock.now():
+            raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
+        return self._steps.append_after(run_id, after, requests, at)
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -142,11 +142,13 @@ def _decompressed(value: Mapping[str, object]) -> bytes:
     Raises:
         BadInput: the compressed bytes are corrupt or do not give ``size`` bytes.
     """
-    size = int(str(value.get("size")))
+    zipped, size = value.get("zlib"), value.get("size")
+    if not isinstance(zipped, bytes) or not isinstance(size, int):
+        raise BadInput("a stored compressed payload is corrupt: it needs zlib (bytes) and size (a number)")
     try:
         inflater = zlib.decompressobj()
-        data = inflater.decompress(bytes(value["zlib"]), size + 1)  # type: ignore[arg-type]
-    except (zlib.error, TypeError, KeyError) as bad:
+        data = inflater.decompress(zipped, size + 1)
+    except zlib.error as bad:
         raise BadInput(f"a stored compressed payload is corrupt: {bad}") from None
     if len(data) != size or not inflater.eof:
         raise BadInput(f"a stored compressed payload gives {len(data)}+ bytes, not the {size} recorded")

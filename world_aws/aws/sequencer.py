@@ -200,6 +200,20 @@ class Sequencer:
             raise Transient("the run changed while reserving a position; retry") from None
         return int(run_item["seq"]), run_item
 
+    def take_positions_action(self, run_id: str, after: int, count: int, now: datetime) -> Action:
+        """The run item's part of an ``append_after`` transaction: positions ``after + 1..after + count``.
+
+        Conditioned on ``seq = :after`` (nothing took a position since the caller's
+        log ended) and the fence: inside the commit, this is the reservation.
+        """
+        return self.table.update_action(
+            keys.run_key(run_id),
+            f"SET seq = :last, {items.PROGRESS_US} = :at",
+            condition="seq = :after AND NOT #status IN (:completed, :failed, :cancelled)",
+            names={"#status": "status"},
+            values={":after": after, ":last": after + count, ":at": items.epoch_us(now), **TERMINAL_STATUSES},
+        )
+
     # ----------------------------------------------------------------------- commit
 
     def commit(

@@ -30,19 +30,25 @@ running, so the condition is the whole rule; a refused commit seals its position
 and the ``ALL_OLD`` image, judged with the run as of the reservation, names the
 rejection. Their result carries no
 step (nothing was read); the caller has what it wrote.
+
+``append_after`` (1 round trip): the single writer's batch of owned step writes (an
+outcome, the next creates) in one ``TransactWriteItems`` whose action 0 takes the
+positions on the run item (``seq = :after``, fenced), then the same actions as above.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from world_aws.aws import items, keys
-from world_aws.aws.dynamo import Action, Item
+from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import Sequencer, until_settled
+from world_aws.aws.sequencer import EntityActions, Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import (
+    Event,
     EventRequest,
     EventResult,
     EventType,
@@ -74,26 +80,49 @@ class StepEvents:
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
         step = rules.new_step(run_id, request, now)
-
-        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
-            actions = [
-                # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
-                # the first commit creates the step, the other fails here and gets Conflict.
-                self._table.put_action(
-                    items.step_item(step, writer, position=position), condition="attribute_not_exists(sk)"
-                ),
-            ]
-            if rules.counts_as_pending(request):
-                # Until the outcome deletes it, the step counts as pending for the last completer.
-                actions.append(self._table.put_action(keys.pending_key(run_id, step.step_id)))
-            return actions
-
+        entity_actions = self._create_actions(run_id, request, step)
         # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
         likely_duplicate = keys.step_key(run_id, step.step_id) if request.data.via_step_dispatch else None
         event = self._seq.create_child(
             run_id, request, now, entity_actions, entity_fields=("input",), read_first=likely_duplicate
         )
         return EventResult(event=event, step=step)
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], at: datetime
+    ) -> list[EventResult] | None:
+        """Owned step writes at ``after + 1`` on, in one transaction with the run item: 1 round trip.
+
+        Action 0 moves the run item's ``seq`` from ``after`` to ``after + n`` on the
+        condition ``seq = :after`` and the fence (not terminal): so the batch lands only
+        if nothing took a position since the caller's log ended, and it takes its
+        positions in the same write that orders it against every reservation (§8's
+        argument, with the reservation inside the commit). Then, per request, the event
+        put and the entity actions ``create`` would commit. Any cancellation (a
+        condition, a conflict with a concurrent write) writes nothing: None.
+        """
+        writer = PayloadWriter(self._blobs)
+        for request in requests:
+            created = request.type is EventType.STEP_CREATED
+            writer.prepare(request.data, entity_fields=("input",) if created else ("output", "error"))
+        actions = [self._seq.take_positions_action(run_id, after, len(requests), at)]
+        results: list[EventResult] = []
+        for offset, request in enumerate(requests, start=1):
+            position = after + offset
+            event = Event(run_id, position, request.type, request.correlation_id, at, request.data)
+            actions.append(self._seq.event_put(event, writer))
+            if request.type is EventType.STEP_CREATED:
+                step = rules.new_step(run_id, request, at)
+                actions += self._create_actions(run_id, request, step)(position, writer)
+                results.append(EventResult(event=event, step=step))
+            else:
+                actions += self._settle_actions(run_id, request, at)(position, writer)
+                results.append(EventResult(event=event))
+        try:
+            self._table.transact(actions)
+        except Cancelled:
+            return None
+        return results
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""
@@ -146,6 +175,48 @@ class StepEvents:
         """step_retrying / step_completed / step_failed: reserve + commit, no read (2 round trips)."""
         step_id = request.correlation_id
         assert step_id is not None
+        entity_actions = self._settle_actions(run_id, request, now)
+        appended = self._seq.append_event(
+            run_id,
+            request,
+            now,
+            # Unfenced: a running step may report its outcome, or its retry, after its run
+            # ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
+            fenced=False,
+            judge=lambda run: rules.judge_step_event(request, run, None, now),
+            entity_actions=entity_actions,
+            entity_fields=("output", "error"),
+        )
+        if appended.refused is None:
+            return EventResult(event=appended.event)
+        old = self._header(run_id, appended.refused.reasons[1].item)
+        rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
+        raise Transient(f"step {step_id}: commit refused for no rule; retry")
+
+    # ------------------------------------------------------------------------- internals
+
+    def _create_actions(self, run_id: str, request: EventRequest, step: Step) -> EntityActions:
+        """The entity actions of a ``step_created`` commit: the step put, and its pending marker."""
+
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
+            actions = [
+                # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
+                # the first commit creates the step, the other fails here and gets Conflict.
+                self._table.put_action(
+                    items.step_item(step, writer, position=position), condition="attribute_not_exists(sk)"
+                ),
+            ]
+            if rules.counts_as_pending(request):
+                # Until the outcome deletes it, the step counts as pending for the last completer.
+                actions.append(self._table.put_action(keys.pending_key(run_id, step.step_id)))
+            return actions
+
+        return entity_actions
+
+    def _settle_actions(self, run_id: str, request: EventRequest, now: datetime) -> EntityActions:
+        """The entity actions of a retry or outcome commit: the step update while it is running."""
+        step_id = request.correlation_id
+        assert step_id is not None
         step_key = keys.step_key(run_id, step_id)
         status = _SETTLED_STATUS[request.type]
 
@@ -169,24 +240,7 @@ class StepEvents:
                 actions.append(self._table.delete_action(keys.pending_key(run_id, step_id)))
             return actions
 
-        appended = self._seq.append_event(
-            run_id,
-            request,
-            now,
-            # Unfenced: a running step may report its outcome, or its retry, after its run
-            # ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
-            fenced=False,
-            judge=lambda run: rules.judge_step_event(request, run, None, now),
-            entity_actions=entity_actions,
-            entity_fields=("output", "error"),
-        )
-        if appended.refused is None:
-            return EventResult(event=appended.event)
-        old = self._header(run_id, appended.refused.reasons[1].item)
-        rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
-        raise Transient(f"step {step_id}: commit refused for no rule; retry")
-
-    # ------------------------------------------------------------------------- internals
+        return entity_actions
 
     def _header(self, run_id: str, item: Item | None) -> Step | None:
         return None if item is None else items.step_from_item(run_id, item, self._headers)

@@ -12,6 +12,7 @@ the rejection without a second read.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -30,6 +31,33 @@ from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 
 CLIENT_EVENT_TYPES = frozenset(EventType) - {EventType.HOOK_CONFLICT, EventType.NOOP}
 RESERVED_ATTRIBUTE_PREFIX = "$"
+
+
+# Event types an ``events.append_after`` batch may hold (owned step writes only).
+BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED})
+# A batch is one owned outcome and the owned creates of the next wave (at most 3 by default).
+MAX_BATCH_EVENTS = 10
+
+
+def validate_batch(requests: Sequence[EventRequest]) -> None:
+    """Reject an ``events.append_after`` batch that is not owned step writes, one per step.
+
+    Raises:
+        BadInput: naming what is wrong (empty, too long, a type, no owner, a step twice).
+    """
+    if not requests or len(requests) > MAX_BATCH_EVENTS:
+        raise BadInput(f"an appended batch holds 1 to {MAX_BATCH_EVENTS} events, not {len(requests)}")
+    seen: set[str] = set()
+    for request in requests:
+        validate_request(request)
+        if request.type not in BATCH_EVENT_TYPES:
+            raise BadInput(f"{request.type.value} cannot be appended in a batch (owned step writes only)")
+        if request.data.owner is None:
+            raise BadInput(f"{request.type.value} {request.correlation_id} in a batch needs an owner")
+        assert request.correlation_id is not None
+        if request.correlation_id in seen:
+            raise BadInput(f"step {request.correlation_id} appears twice in one batch")
+        seen.add(request.correlation_id)
 
 
 def validate_request(request: EventRequest) -> None:

@@ -12,7 +12,7 @@ threads.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -45,6 +45,26 @@ class EventStore(Protocol):
 
         Raises:
             NotFound, Conflict, RunExpired, TooEarly, Throttled, Transient, BadInput.
+        """
+        ...
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> list[EventResult] | None:
+        """Append ``requests`` at positions ``after + 1`` on, all or none, iff the log ends at ``after``.
+
+        The single writer's fast path (inline execution, ARCHITECTURE §5): an owned
+        step's outcome and the next owned steps' creates in one write. Each request is
+        judged by its rule as if written one by one in order; every event is stamped
+        ``at`` (a time read from this World's clock). Returns the results in order, or
+        None with nothing written when any position after ``after`` is taken (an event
+        or a sealed gap), the run is missing or terminal, or a rule refuses a request:
+        the caller then writes them one by one with ``create``.
+
+        Raises:
+            BadInput: not owned step writes (``rules.validate_batch``), or ``at`` is
+                later than the World's now.
+            Throttled, Transient: the outcome is unknown (all or nothing landed).
         """
         ...
 

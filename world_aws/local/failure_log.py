@@ -9,6 +9,8 @@ access log, so the person at the terminal sees why a step failed as it happens.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from datetime import datetime
 
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
 from world_aws.contract.world import EventStore, ForwardingWorld, World
@@ -36,6 +38,16 @@ class _LoggedEvents:
         if request.type in _FAILURES and request.data.error:
             _log(run_id, request)
         return result
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> list[EventResult] | None:
+        results = self._inner.append_after(run_id, after, requests, at=at)
+        if results is not None:
+            for request in requests:
+                if request.type in _FAILURES and request.data.error:
+                    _log(run_id, request)
+        return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

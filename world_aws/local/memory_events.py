@@ -21,6 +21,7 @@ What only a World does, and therefore lives here rather than in the rules:
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import NoReturn
@@ -35,7 +36,7 @@ from world_aws.contract.records import (
     EventType,
     ResolveData,
 )
-from world_aws.errors import BadInput
+from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
 from world_aws.local.memory_stats import Stat, WorldStats
 
@@ -70,6 +71,33 @@ class MemoryEventStore:
             if etype.is_hook_event:
                 return self._hook_event(record, request, now)
             return self._wait_event(record, request, now)
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> builtins.list[EventResult] | None:
+        """Append owned step writes at ``after + 1`` on, all or none, iff the log ends at ``after``.
+
+        Every request is judged before any is applied (each names its own step, so
+        judging them against the state before the batch is judging them in order).
+        """
+        self._stats.incr(Stat.EVENTS_CREATED, len(requests))
+        rules.validate_batch(requests)
+        with self._state.lock:
+            if at > self._clock.now():
+                raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
+            record = self._state.runs.get(run_id)
+            if record is None or len(record.events) != after or record.run.status.terminal:
+                return None
+            try:
+                for request in requests:
+                    step = record.steps.get(_correlation(request))
+                    if request.type is EventType.STEP_CREATED:
+                        rules.judge_child_create(request, record.run, step)
+                    else:
+                        rules.judge_step_event(request, record.run, step, at)
+            except (Conflict, NotFound, RunExpired, TooEarly):
+                return None
+            return [self._step_event(record, request, at) for request in requests]
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

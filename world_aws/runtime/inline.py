@@ -112,6 +112,18 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class Attempt:
+    """One inline attempt: the events it wrote (None if a write was refused), or its unwritten outcome."""
+
+    written: list[Event] | None
+    deferred: EventRequest | None = None
+
+    @classmethod
+    def of(cls, recorded: Event | str) -> Attempt:
+        return cls([recorded] if isinstance(recorded, Event) else None)
+
+
+@dataclass(frozen=True, slots=True)
 class InlineRound:
     """What ``InlineSteps.run`` did: the steps whose body ran, and the events it wrote, by position.
 
@@ -123,6 +135,7 @@ class InlineRound:
     ran: set[str] = field(default_factory=set)
     written: list[Event] = field(default_factory=list)
     complete: bool = False
+    deferred: EventRequest | None = None  # a single step's outcome, left to the caller to write
 
 
 class InlineSteps:
@@ -194,11 +207,12 @@ class InlineSteps:
         margin = timedelta(seconds=self._config.inline_margin_seconds)
         return self._world.clock.now() + margin < owner.deadline
 
-    def run(self, run: Run, plan: InlinePlan, owner: Owner | None) -> InlineRound:
+    def run(self, run: Run, plan: InlinePlan, owner: Owner | None, *, defer: bool = False) -> InlineRound:
         """Re-publish lost retries, then claim and run ``plan``'s inline steps: which ran, what was written.
 
         A claim refused as a duplicate (another continuation's step, or our own whose answer
         was lost) runs nothing now: the next round's replay shows whose it is.
+        ``defer``: see :meth:`run_claimed`.
 
         Raises:
             WorldAwsError: a claim or a write failed; the delivery is redelivered and its
@@ -213,16 +227,38 @@ class InlineSteps:
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
         claimed: list[Claim] = _values(run_parallel(self._pool, claims))
         started = [(c.step, c.request) for c in claimed if c.step is not None]
-        attempts = [partial(self._traced_attempt, run, step, request, owner) for step, request in started]
-        outcomes: list[list[Event] | None] = _values(run_parallel(self._pool, attempts))
-        written = [c.event for c in claimed if c.event is not None] + [
-            e for out in outcomes if out for e in out
-        ]
+        bodies = self.run_claimed(run, started, owner, defer=defer and len(started) == len(claimed))
         # A refused write may be our own that landed with its answer lost: then the log
         # holds an event of ours we do not know, and only a read shows it.
-        complete = all(c.step is not None for c in claimed) and all(out is not None for out in outcomes)
         return InlineRound(
-            {step.step_id for step, _ in started}, sorted(written, key=lambda e: e.position), complete
+            bodies.ran,
+            sorted([c.event for c in claimed if c.event is not None] + bodies.written, key=_position),
+            bodies.complete and len(started) == len(claimed),
+            bodies.deferred,
+        )
+
+    def run_claimed(
+        self, run: Run, started: list[tuple[Step, StepRequest]], owner: Owner, *, defer: bool = False
+    ) -> InlineRound:
+        """Run the bodies of steps this delivery holds (running, owned by it) and record their outcomes.
+
+        ``defer`` with a single step: its completion or failure is not written but returned
+        (``InlineRound.deferred``) for the caller to append with what the workflow does
+        next (``Orchestrator``, "pipelined outcome" in ARCHITECTURE §5). A retry is always
+        written here (its message follows it).
+        """
+        defer = defer and len(started) == 1
+        attempts = [
+            partial(self._traced_attempt, run, step, request, owner, defer) for step, request in started
+        ]
+        outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
+        written = [e for out in outcomes if out.written for e in out.written]
+        deferred = next((out.deferred for out in outcomes if out.deferred is not None), None)
+        return InlineRound(
+            {step.step_id for step, _ in started},
+            sorted(written, key=_position),
+            all(out.written is not None for out in outcomes),
+            deferred,
         )
 
     # --- internals ------------------------------------------------------------------
@@ -233,11 +269,8 @@ class InlineSteps:
         return now - owned.since >= timedelta(seconds=self._config.inline_lease_seconds)
 
     def _create(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
-        data = EventData(step_name=request.step_name, input=request.input, owner=owner.tag)
         try:
-            result = self._world.events.create(
-                run.run_id, EventRequest(EventType.STEP_CREATED, request.step_id, data)
-            )
+            result = self._world.events.create(run.run_id, owned_create(request, owner))
         except (Conflict, RunExpired):
             return Claim(None, request)  # another continuation has it, or the run ended
         return Claim(result.step, request, result.event)
@@ -258,32 +291,34 @@ class InlineSteps:
             return Claim(None, owned.request)
         return Claim(step, owned.request)
 
-    def _traced_attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> list[Event] | None:
+    def _traced_attempt(
+        self, run: Run, step: Step, request: StepRequest, owner: Owner, defer: bool
+    ) -> Attempt:
         with tracing.inline_step_span(step):
-            return self._attempt(run, step, request, owner)
+            return self._attempt(run, step, request, owner, defer)
 
-    def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner) -> list[Event] | None:
-        """One attempt of an owned step and its outcome's write: the event written, None if refused."""
+    def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner, defer: bool) -> Attempt:
+        """One attempt of an owned step and its outcome's write (unless ``defer``: then returned)."""
         outcome = stepbody.run_step_body(self._world, self._app, step, request.input, deadline=owner.deadline)
         tracing.record_step_outcome(outcome.etype)
         if outcome.etype is not EventType.STEP_RETRYING:
-            recorded = stepbody.record(
-                self._world, run.run_id, stepbody.outcome_request(step, outcome, owner.tag)
-            )
-            return [recorded] if isinstance(recorded, Event) else None
+            settled = stepbody.outcome_request(step, outcome, owner.tag)
+            if defer:
+                return Attempt([], settled)
+            return Attempt.of(stepbody.record(self._world, run.run_id, settled))
         delay = stepbody.retry_delay(outcome, step.attempt)
         retrying = stepbody.retrying_request(self._world, step, outcome, delay, owner.tag)
         recorded = stepbody.record(self._world, run.run_id, retrying)
         if recorded == "gone":
-            return None
+            return Attempt(None)
         if recorded == "skipped":
             # Refused: the step is no longer running. A lost answer to our own write looks
             # the same (it landed; its in-process retry was refused): pending means ours.
             current = self._world.steps.get(run.run_id, step.step_id, resolve_data=ResolveData.NONE)
             if current.status is not StepStatus.PENDING:
-                return None
+                return Attempt(None)
         self._publish_retry(run, request, step.attempt, delay)
-        return [recorded] if isinstance(recorded, Event) else None
+        return Attempt.of(recorded)
 
     def _publish_retry(self, run: Run, request: StepRequest, attempt: int, delay: float = 0) -> None:
         """The message of the next attempt (keyed by the failed one, so re-publishes collapse)."""
@@ -297,12 +332,22 @@ class InlineSteps:
         )
 
 
+def owned_create(step: StepRequest, owner: Owner) -> EventRequest:
+    """The ``step_created`` of an inline step: owned (and so started) by ``owner``'s delivery."""
+    data = EventData(step_name=step.step_name, input=step.input, owner=owner.tag)
+    return EventRequest(EventType.STEP_CREATED, step.step_id, data)
+
+
 def _delivery_of(tag: str) -> tuple[str, int] | None:
     """The message id and receive count an owner tag names (None if it is not one)."""
     parts = tag.rsplit("#", 2)
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     return parts[0], int(parts[1])
+
+
+def _position(event: Event) -> int:
+    return event.position
 
 
 def _values(results: list[Any]) -> list[Any]:

@@ -47,7 +47,14 @@ from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 
 # Calls whose repeat changes nothing a retry could not change on AWS too.
 WRITES = frozenset(
-    {"events.create", "queue.publish", "blobs.put", "runs.claim_continuation", "streams.append"}
+    {
+        "events.create",
+        "events.append_after",
+        "queue.publish",
+        "blobs.put",
+        "runs.claim_continuation",
+        "streams.append",
+    }
 )
 # Real seconds a copy may take before the original goes on without it (a deadlock guard).
 COPY_JOIN_SECONDS = 60.0
@@ -166,6 +173,8 @@ def call_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
 
 
 def _part(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_part(v) for v in value) + "]"
     if isinstance(value, EventRequest):
         return f"{value.type}:{value.correlation_id}"
     if isinstance(value, bytes):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -164,6 +164,18 @@ class _SpyEvents:
             "events.create", run_id, request, lambda: inner.create(run_id, request)
         )
         return result
+
+    def append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+    ) -> builtins.list[EventResult] | None:
+        inner = self._spy.inner.events
+        results: builtins.list[EventResult] | None = self._spy.invoke(
+            "events.append_after",
+            run_id,
+            list(requests),
+            lambda: inner.append_after(run_id, after, requests, at=at),
+        )
+        return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

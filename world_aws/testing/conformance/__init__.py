@@ -18,6 +18,7 @@ AREAS = (
     "runs",
     "steps",
     "owned_steps",
+    "appended",
     "fence",
     "hooks",
     "waits",

@@ -1,0 +1,196 @@
+"""Conformance: ``events.append_after``, the single writer's batch of owned step writes.
+
+All or none, at ``after + 1`` on, iff the log ends at ``after``: an owned step's
+outcome and the next owned steps' creates land together, judged by the same rules
+as one-by-one writes, or nothing lands (None) and the caller writes them singly.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import pytest
+
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.records import EventData, EventRequest, EventType, StepStatus
+from world_aws.contract.world import World
+from world_aws.errors import BadInput
+from world_aws.testing.conformance.support import STEP, create_run, end_run, new_id, write
+
+OWNER = "msg-9#1#h"
+
+
+def owned_create(step_id: str, owner: str = OWNER) -> EventRequest:
+    return EventRequest(EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in", owner=owner))
+
+
+def owned_outcome(step_id: str, output: bytes = b"out") -> EventRequest:
+    return EventRequest(EventType.STEP_COMPLETED, step_id, EventData(output=output, owner=OWNER))
+
+
+def last_position(world: World, run_id: str) -> int:
+    return world.events.list(run_id)[-1].position
+
+
+def running_owned(world: World, run_id: str) -> str:
+    step_id = new_id("step")
+    world.events.create(run_id, owned_create(step_id))
+    return step_id
+
+
+def test_an_outcome_and_the_next_creates_land_together_at_the_positions_after(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a run whose log ends with an owned step running
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    after = last_position(world, run_id)
+    clock.advance(1)
+    at = clock.now()
+    nexts = [new_id("step"), new_id("step")]
+    # WHEN its outcome and two owned creates are appended after that position
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), *(owned_create(s) for s in nexts)], at=at
+    )
+    # THEN they hold the next three positions, stamped at, and the log lists exactly them
+    assert results is not None
+    assert [r.event.position for r in results if r.event] == [after + 1, after + 2, after + 3]
+    listed = world.events.list(run_id, after=after)
+    assert [(e.type, e.correlation_id, e.created_at) for e in listed] == [
+        (EventType.STEP_COMPLETED, done, at),
+        (EventType.STEP_CREATED, nexts[0], at),
+        (EventType.STEP_CREATED, nexts[1], at),
+    ]
+    assert [e for r in results if (e := r.event)] == listed
+    # AND the entities are as if written one by one: done completed, the new ones running owned
+    finished = world.steps.get(run_id, done)
+    assert (finished.status, finished.output) == (StepStatus.COMPLETED, b"out")
+    for step_id, result in zip(nexts, results[1:], strict=True):
+        step = world.steps.get(run_id, step_id)
+        assert (step.status, step.attempt, step.input) == (StepStatus.RUNNING, 1, b"in")
+        assert result.step is not None and result.step.step_id == step_id
+    assert world.steps.any_pending(run_id) is False
+
+
+def test_nothing_lands_when_the_log_has_moved_past_after(world: World) -> None:
+    # GIVEN a running owned step, and another event written after the position the writer knew
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    after = last_position(world, run_id)
+    other = running_owned(world, run_id)
+    # WHEN the batch is appended after the stale position
+    nxt = new_id("step")
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=world.clock.now()
+    )
+    # THEN nothing was written: the step still runs, the next one does not exist
+    assert results is None
+    assert last_position(world, run_id) == after + 1
+    assert world.steps.get(run_id, done).status is StepStatus.RUNNING
+    assert other in {s.step_id for s in world.steps.list(run_id)}
+    assert nxt not in {s.step_id for s in world.steps.list(run_id)}
+
+
+def test_nothing_lands_when_a_rule_refuses_one_request(world: World) -> None:
+    # GIVEN an owned step that already completed
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    write(world, run_id, EventType.STEP_COMPLETED, done, EventData(output=b"first", owner=OWNER))
+    after = last_position(world, run_id)
+    # WHEN a batch repeats its outcome beside a create
+    nxt = new_id("step")
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done, b"second"), owned_create(nxt)], at=world.clock.now()
+    )
+    # THEN nothing of it landed (not even the create), and the first outcome stands
+    assert results is None
+    assert last_position(world, run_id) == after
+    assert world.steps.get(run_id, done).output == b"first"
+    assert nxt not in {s.step_id for s in world.steps.list(run_id)}
+
+
+def test_a_batch_with_a_create_is_fenced_by_a_terminal_run(world: World) -> None:
+    # GIVEN a run that ended while its owned step ran
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    end_run(world, run_id)
+    after = last_position(world, run_id)
+    # WHEN a batch with a create is appended after the terminal event
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(new_id("step"))], at=world.clock.now()
+    )
+    # THEN it is refused whole (the outcome alone may still be written one by one)
+    assert results is None
+    assert world.events.list(run_id)[-1].type is EventType.RUN_COMPLETED
+    write(world, run_id, EventType.STEP_COMPLETED, done, EventData(output=b"late", owner=OWNER))
+
+
+def test_a_missing_run_appends_nothing(world: World) -> None:
+    results = world.events.append_after(
+        new_id("wrun"), 2, [owned_create(new_id("step"))], at=world.clock.now()
+    )
+    assert results is None
+
+
+@pytest.mark.parametrize(
+    ("requests", "message"),
+    [
+        ([], "1 to"),
+        ([EventRequest(EventType.STEP_CREATED, "s1", EventData(step_name=STEP, input=b"i"))], "owner"),
+        ([EventRequest(EventType.STEP_STARTED, "s1", EventData(owner=OWNER))], "cannot be appended"),
+        ([owned_create("s1"), owned_outcome("s1")], "twice"),
+    ],
+    ids=["empty", "no-owner", "a-start", "one-step-twice"],
+)
+def test_a_batch_that_is_not_owned_step_writes_is_bad_input(
+    world: World, requests: list[EventRequest], message: str
+) -> None:
+    run_id = create_run(world)
+    after = last_position(world, run_id)
+    with pytest.raises(BadInput, match=message):
+        world.events.append_after(run_id, after, requests, at=world.clock.now())
+    assert last_position(world, run_id) == after
+
+
+def test_a_stamp_later_than_the_worlds_now_is_bad_input(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    after = last_position(world, run_id)
+    with pytest.raises(BadInput, match="later than the World's now"):
+        world.events.append_after(
+            run_id, after, [owned_create(new_id("step"))], at=clock.now() + timedelta(seconds=5)
+        )
+    assert last_position(world, run_id) == after
+
+
+def test_a_batch_racing_the_runs_end_never_lands_after_it(world: World) -> None:
+    # GIVEN runs whose owned step's outcome and next create race their run's completion
+    for _ in range(8):
+        run_id = create_run(world)
+        done = running_owned(world, run_id)
+        after = last_position(world, run_id)
+        barrier = threading.Barrier(2)
+        batch = [owned_outcome(done), owned_create(new_id("step"))]
+
+        def append(
+            run_id: str = run_id,
+            after: int = after,
+            barrier: threading.Barrier = barrier,
+            batch: list[EventRequest] = batch,
+        ) -> object:
+            barrier.wait()
+            return world.events.append_after(run_id, after, batch, at=world.clock.now())
+
+        def finish(run_id: str = run_id, barrier: threading.Barrier = barrier) -> object:
+            barrier.wait()
+            return end_run(world, run_id)
+
+        # WHEN both go at once
+        with ThreadPoolExecutor(2) as pool:
+            appended, _ = pool.submit(append), pool.submit(finish)
+            landed = appended.result()
+        # THEN the log ends with run_completed: the batch landed before it or not at all
+        types = [e.type for e in world.events.list(run_id)]
+        assert types[-1] is EventType.RUN_COMPLETED
+        assert types.count(EventType.STEP_CREATED) == (2 if landed is not None else 1)
