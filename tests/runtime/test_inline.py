@@ -17,7 +17,7 @@ import pytest
 
 from world_aws import Workflows, create_hook, sleep
 from world_aws.contract.records import EventType, RunStatus, StepStatus
-from world_aws.contract.world import QueueName
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName, Redeliver
 from world_aws.errors import Transient
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
@@ -323,6 +323,42 @@ def test_a_failing_inline_step_is_retried_by_a_delayed_step_message(memory_harne
     assert types.count(EventType.STEP_RETRYING) == 1
     assert types.count(EventType.STEP_STARTED) == 1
     assert [d.attempt for d in harness.step_deliveries()] == [1]
+
+
+def test_a_step_left_owned_by_a_delivery_whose_message_is_gone_is_taken_over_after_the_lease(
+    harness: Harness,
+) -> None:
+    # GIVEN an owner that died writing its inline step's outcome, and whose message was then
+    # acked by another consumer of the same delivery (SQS gave it twice): no redelivery left
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    inject_at_outcome(harness, 1, Crash())  # type: ignore[arg-type]
+    owner_message: list[str] = []
+
+    def twin_acks_the_redelivery(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        if delivery.queue is QueueName.WORKFLOW and not owner_message:
+            owner_message.append(delivery.message_id)
+        elif delivery.message_id in owner_message:
+            return Ack()  # the other consumer of that delivery acked it: never seen again
+        return survive_crashes(delivery, handle)
+
+    handle = runtime.start("chain", 2)
+    harness.drain(intercept=twin_acks_the_redelivery)
+    harness.advance(60)
+    harness.drain(intercept=twin_acks_the_redelivery)
+    assert ran == ["add 0+0"]
+    # WHEN any other message continues the run while the step's lease runs
+    wake = runtime.orchestrator.wake(handle.run_id, delay_seconds=0, key="another")
+    harness.drain(intercept=twin_acks_the_redelivery)
+    # THEN it left the step alone but did not ack: it comes back when the lease is over
+    assert ran == ["add 0+0"]
+    (woken,) = [d for d in harness.deliveries if d.message_id == wake]
+    assert isinstance(woken.result, Redeliver)
+    assert 800 < woken.result.seconds <= RuntimeConfig().inline_lease_seconds
+    # AND then takes the step over, and the run completes
+    assert harness.settle(handle, intercept=twin_acks_the_redelivery) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 1
+    assert ran == ["add 0+0", "add 0+0", "add 0+1"]
 
 
 # --- planning (unit) ---------------------------------------------------------------------

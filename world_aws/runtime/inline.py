@@ -185,18 +185,30 @@ class InlineSteps:
         return plan
 
     def hold(self, outcome: Suspended, owner: Owner | None) -> float | None:
-        """Seconds to keep the message for, if another handling of this same delivery owns a step.
+        """Seconds to keep the message for, if a step another delivery owns is still open.
 
-        SQS may give one delivery to two consumers; if the other one dies inside its inline
-        step, nothing brings the message back once this one acks it. So this one does not
-        ack: the message comes back after the lease, when the other is surely done, and
-        that delivery (a higher receive count) takes over whatever it left.
+        Acking would leave that step to its owner alone, and an owner can vanish without
+        a redelivery: SQS may give one delivery to two consumers, and the one that acks
+        need not be the one that died inside its inline step (or after creating it, its
+        body never run). So this message does not ack: it comes back when the first such
+        step may be taken over (the remaining lease; a twin's, the whole lease), and its
+        next delivery reclaims whatever is still open then, or finds the run moved on.
+        Steps waiting for their retry message are not held for (but a twin's are).
         """
         if owner is None:
             return None
+        lease = timedelta(seconds=self._config.inline_lease_seconds)
         if any(owner.twin_of(owned.owner) for owned in outcome.owned_steps):
-            return float(self._config.inline_lease_seconds)
-        return None
+            return lease.total_seconds()
+        now = self._world.clock.now()
+        left = [
+            (owned.since + lease - now).total_seconds()
+            for owned in outcome.owned_steps
+            # A retrying step waits for the message its owner published right after
+            # step_retrying: holding for it would redeliver every wake while a retry waits.
+            if not owned.retrying and owned.owner != owner.tag and not self._owner_gone(owned, owner, now)
+        ]
+        return max(1.0, math.ceil(min(left))) if left else None
 
     def time_left(self, owner: Owner) -> bool:
         """Whether an inline step may still start before ``owner``'s invocation is stopped."""
