@@ -49,6 +49,26 @@ def test_every_run_ends_soundly_under_faults_on_the_memory_world(group: str) -> 
     assert_sound(row)
 
 
+@pytest.mark.parametrize(
+    ("group", "seed", "runs"),
+    [
+        # A consumer of a delivery SQS gave twice created a wave's inline steps and died;
+        # the other acked: stranded until continuations hold for open owned steps
+        # (ARCHITECTURE 5, "Hold, do not ack").
+        ("all", 5, 20),
+    ],
+    ids=["all-seed5-twin-owner-died"],
+)
+def test_configurations_that_once_stranded_a_run_end_soundly(group: str, seed: int, runs: int) -> None:
+    # GIVEN a fault group and seed under which a run was once left stuck
+    config = ChaosConfig(group, runs=runs, seed=seed, batch=20)
+    # WHEN they are pumped until the queues settle
+    row = run_configuration(config)
+    # THEN every run is terminal with its fault-free outcome and a sound log
+    assert sum(row["faults_fired"].values()) > 0
+    assert_sound(row)
+
+
 def test_every_run_ends_soundly_under_all_faults_on_the_aws_world() -> None:
     # GIVEN 2 runs with 8-way fan-outs under every fault, on moto
     config = ChaosConfig("all", runs=2, seed=SEED, world="aws", fanout=(8, 8))
