@@ -10,15 +10,13 @@ delayed step message.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 
 import pytest
 
-from world_aws import Workflows, create_hook, sleep
+from world_aws import Workflows
 from world_aws.contract.records import EventType, RunStatus, StepStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName, Redeliver
-from world_aws.errors import Transient
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
@@ -26,65 +24,7 @@ from world_aws.testing.harness import Harness
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 from .failures import Crash, survive_crashes
-from .spy import Call, Fault
-
-
-def chain_app(ran: list[str]) -> Workflows:
-    app = Workflows()
-
-    @app.step(name="add")
-    def add(x: int, y: int) -> int:
-        ran.append(f"add {x}+{y}")
-        return x + y
-
-    @app.workflow
-    async def chain(n: int) -> int:
-        total = 0
-        for i in range(n):
-            total = await add(total, i)
-        return total
-
-    return app
-
-
-def fan_app(ran: list[str]) -> Workflows:
-    app = Workflows()
-
-    @app.step(name="square")
-    def square(x: int) -> int:
-        ran.append(f"square {x}")
-        return x * x
-
-    @app.workflow
-    async def fan(n: int) -> list[int]:
-        return list(await asyncio.gather(*(square(i) for i in range(n))))
-
-    return app
-
-
-def outcome_in(call: Call) -> EventType | None:
-    """The step outcome a write carries: an ``events.create`` of one, or a batch that starts with one."""
-    detail = call.detail
-    if isinstance(detail, list):  # events.append_after: the outcome first, then the next creates
-        detail = detail[0]
-    etype = getattr(detail, "type", None)
-    return etype if etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED) else None
-
-
-def inject_at_outcome(harness: Harness, nth: int, error: Exception, *, after: bool = False) -> list[Fault]:
-    """Make the ``nth`` write of a step outcome (alone or pipelined with the next creates) raise ``error``."""
-    seen = {"outcomes": 0}
-
-    def nth_outcome(call: Call) -> bool:
-        if outcome_in(call) is None:
-            return False
-        seen["outcomes"] += 1
-        return seen["outcomes"] == nth
-
-    return [
-        harness.spy.inject(op, error, match=nth_outcome, after=after)
-        for op in ("events.create", "events.append_after")
-    ]
+from .inline_support import chain_app, fan_app, inject_at_outcome
 
 
 def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_messages(
@@ -126,109 +66,6 @@ def test_fan_out_runs_max_inline_steps_branches_inline_and_dispatches_the_rest(h
     assert len(created) == 5
     assert len([e for e in created if e.data.owner is not None]) == 3
     assert len({d.step_id for d in harness.step_deliveries()}) == 2
-
-
-def test_a_sequential_inline_run_replays_its_own_writes_without_reading_its_log_again(
-    harness: Harness,
-) -> None:
-    # GIVEN a warm handler (suspended replays and logs kept) and a 6-step sequential run
-    ran: list[str] = []
-    runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(replay_cache_runs=256))
-    # WHEN it settles
-    handle = runtime.start("chain", 6)
-    assert harness.settle(handle) is RunStatus.COMPLETED
-    assert handle.result(timeout=0) == 15
-    # THEN its one workflow delivery read the log once: every later round replayed the
-    # events it had just written itself (their positions followed the cached log's)
-    (workflow,) = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
-    assert len(harness.spy.calls("events.list", delivery=workflow.index)) == 1
-    assert len(ran) == 6
-
-
-def test_an_inline_outcome_whose_answer_was_lost_is_read_back_not_left_unseen(harness: Harness) -> None:
-    # GIVEN a warm handler, and the third step's step_completed landing with its answer lost
-    # (its in-process retry is then refused: the handler does not know the event it wrote)
-    ran: list[str] = []
-    runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(replay_cache_runs=256))
-    faults = inject_at_outcome(harness, 3, Transient("answer lost"), after=True)
-    # WHEN a 5-step run settles
-    handle = runtime.start("chain", 5)
-    # THEN it completes in its first delivery: the round after the lost answer read the log
-    # (replaying only what it knew it wrote would have left the run waiting on that step)
-    assert harness.settle(handle) is RunStatus.COMPLETED
-    assert handle.result(timeout=0) == 10
-    assert sum(f.fired for f in faults) == 1
-    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
-    assert len(ran) == 5
-
-
-def test_the_log_a_handler_kept_from_its_own_writes_is_the_log_the_world_lists(harness: Harness) -> None:
-    # GIVEN a warm handler and a run that runs 4 steps inline, then sleeps
-    app = Workflows()
-
-    @app.step(name="echo")
-    def echo(i: int) -> bytes:
-        return bytes([i]) * 2000
-
-    @app.workflow
-    async def then_sleep(n: int) -> int:
-        for i in range(n):
-            await echo(i)
-        await sleep(60)
-        return n
-
-    runtime = harness.runtime_for(app, RuntimeConfig(replay_cache_runs=256))
-    handle = runtime.start("then_sleep", 4)
-    # WHEN its first delivery has run the steps and suspended on the sleep
-    harness.drain()
-    assert harness.status(handle.run_id) is RunStatus.RUNNING
-    # THEN the log it kept (fed by its own writes after one read) is the World's, event for
-    # event, up to its last step outcome (the sleep's wait_created came after: never fed)
-    kept = runtime.logs.read(handle.run_id, fetch=False)
-    assert [e.type for e in kept].count(EventType.STEP_COMPLETED) == 4
-    assert kept[-1].type is EventType.STEP_COMPLETED
-    assert kept == harness.events(handle.run_id)[: len(kept)]
-    assert harness.settle(handle) is RunStatus.COMPLETED
-
-
-def test_an_event_written_by_another_writer_during_an_inline_step_is_read_before_the_next_round(
-    harness: Harness,
-) -> None:
-    # GIVEN a run that holds a hook and runs steps inline; the second step's body resumes
-    # the hook, so a hook_received lands between that step's create and its outcome
-    runtime_box: list[object] = []
-    app = Workflows()
-
-    @app.step(name="poke")
-    def poke(i: int) -> int:
-        if i == 1:
-            runtime_box[0].resume_hook("inline-poke", "hello")  # type: ignore[attr-defined]
-        return i
-
-    @app.workflow
-    async def hooked(n: int) -> list[object]:
-        hook = create_hook(token="inline-poke")
-        total = 0
-        for i in range(n):
-            total += await poke(i)
-        value = await hook
-        return [total, value]
-
-    runtime = harness.runtime_for(app, RuntimeConfig(replay_cache_runs=256))
-    runtime_box.append(runtime)
-    # WHEN it settles
-    handle = runtime.start("hooked", 3)
-    assert harness.settle(handle) is RunStatus.COMPLETED
-    # THEN the delivery running the steps saw the foreign event (it did not replay only its
-    # own writes): it completed the run itself, before the hook's wake was delivered
-    assert handle.result(timeout=0) == [3, "hello"]
-    first = next(d for d in harness.deliveries if d.queue is QueueName.WORKFLOW)
-    (completed,) = [
-        c
-        for c in harness.spy.calls("events.create", delivery=first.index)
-        if c.detail.type is EventType.RUN_COMPLETED
-    ]
-    assert completed.error is None
 
 
 def test_kill_switch_dispatches_every_step_by_message(harness: Harness) -> None:

@@ -14,22 +14,22 @@ import contextlib
 from concurrent.futures import Executor
 from datetime import datetime
 from functools import partial
-from typing import Any
 
 from world_aws.contract.clock import epoch_ms
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import Event, EventData, EventRequest, EventType, Run, RunStatus
+from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
-from world_aws.errors import Conflict, NotFound, RunExpired, Throttled, Transient, UnknownWorkflow
-from world_aws.runtime import stepbody, tracing
+from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
+from world_aws.runtime import tracing
 from world_aws.runtime.chain import ERROR_CODE_EVENT_LIMIT, EventLimitExceeded
 from world_aws.runtime.config import DEFAULT_MAX_EVENTS_PER_RUN
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
-from world_aws.runtime.inline import InlinePlan, InlineRound, InlineSteps, Owner, owned_create
+from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.logcache import LogCache
-from world_aws.runtime.registry import WorkflowFunction, Workflows
+from world_aws.runtime.pipeline import OutcomePipeline
+from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import Completed, Continued, Failed, Replay, StepRequest, Suspended, WaitRequest
 from world_aws.runtime.replaycache import ReplayCache
 from world_aws.runtime.serde import encode_error
@@ -65,6 +65,7 @@ class Orchestrator:
         self._inline = inline
         self.lineage = lineage or Lineage(world, app.serializer, pool)
         self._max_events = max_events_per_run
+        self._pipeline = OutcomePipeline(world, app, logs, self._replays, inline, max_events_per_run)
 
     def continue_run(
         self, run: Run, *, redispatch_tag: str | None = None, owner: Owner | None = None
@@ -133,7 +134,7 @@ class Orchestrator:
                         fed = inline_round.complete and self._logs.feed(run.run_id, inline_round.written)
                         while inline_round.deferred is not None:
                             assert owner is not None  # only an owner runs steps
-                            replay, inline_round, fed = self._pipeline(
+                            replay, inline_round, fed = self._pipeline.settle(
                                 run, workflow, replay, inline_round.deferred, fed, owner, ran
                             )
                             ran |= inline_round.ran
@@ -159,84 +160,6 @@ class Orchestrator:
                 self._replays.put(run.run_id, replay)
             else:
                 replay.close()
-
-    def _pipeline(
-        self,
-        run: Run,
-        workflow: WorkflowFunction[Any, Any],
-        replay: Replay,
-        settled: EventRequest,
-        fed: bool,
-        owner: Owner,
-        ran: set[str],
-    ) -> tuple[Replay, InlineRound, bool]:
-        """Write an inline step's outcome with the creates of the steps the workflow calls next.
-
-        When the round's own writes continued the cached log (``fed``), the log is known
-        to end at the replay's last position: the outcome is replayed there first, and if
-        the pass it leads to would only create inline steps, the outcome and those creates
-        are appended in one write (``events.append_after``, 1 round trip) and their bodies
-        run. Otherwise the outcome goes alone, in the same single write. If the log moved
-        meanwhile nothing was appended: the outcome is written one by one and the replay,
-        which saw it at a position it may not have, starts over from the log.
-
-        Returns:
-            The replay to go on with, the round the pipelined steps ran (empty if none),
-            and whether the cached log is known to be whole.
-        """
-        if not fed:
-            stepbody.record(self._world, run.run_id, settled)
-            return replay, InlineRound(), False
-        if not self._replays.keeps_replays:
-            replay.close()  # local runs: every replay cold (see continue_run)
-            replay = Replay(run, workflow, self._app.serializer)
-        replay.feed(self._logs.read(run.run_id, after=replay.last_position, fetch=False))
-        after = replay.last_position
-        at = self._world.clock.now()
-        replay.feed([Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)])
-        creates = self._next_creates(replay, owner, ran, room=self._max_events - after - 1)
-        requests = [settled, *(owned_create(s, owner) for s in creates)]
-        try:
-            results = self._world.events.append_after(run.run_id, after, requests, at=at)
-        except (Throttled, Transient):
-            # Unknown whether it landed: go the one-by-one way, which finds out (a landed
-            # batch refuses the outcome; the replay from the log then shows our creates,
-            # which the next pass adopts and runs).
-            results = None
-        if results is None:
-            stepbody.record(self._world, run.run_id, settled)
-            replay.close()
-            return Replay(run, workflow, self._app.serializer), InlineRound(), False
-        appended = [r.event for r in results if r.event is not None]
-        fed = self._logs.feed(run.run_id, appended)
-        claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
-        if not claimed:
-            return replay, InlineRound(), fed
-        assert self._inline is not None
-        bodies = self._inline.run_claimed(run, claimed, owner, defer=True)
-        if not bodies.written:  # the usual case: the outcome deferred to the next batch
-            return replay, bodies, fed and bodies.complete
-        return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)
-
-    def _next_creates(self, replay: Replay, owner: Owner, ran: set[str], *, room: int) -> list[StepRequest]:
-        """The steps to create with a pipelined outcome: the next pass's, if it only creates inline ones."""
-        outcome = replay.outcome()
-        if not isinstance(outcome, Suspended) or room < len(outcome.new_steps):
-            return []
-        plan = self._plan(outcome, owner, frozenset(ran))
-        other_work = (
-            outcome.new_hooks
-            or outcome.disposed_hooks
-            or outcome.new_children
-            or outcome.new_waits
-            or outcome.pending_waits
-            or outcome.undispatched_steps
-            or plan.dispatch
-            or plan.reclaim
-            or plan.adopt
-            or plan.republish
-        )
-        return [] if other_work else list(plan.create)
 
     def _plan(self, outcome: Suspended, owner: Owner | None, ran: frozenset[str]) -> InlinePlan:
         if self._inline is None:

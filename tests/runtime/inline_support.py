@@ -1,0 +1,69 @@
+"""Apps and fault helpers shared by the inline-execution tests."""
+
+from __future__ import annotations
+
+import asyncio
+
+from world_aws import Workflows
+from world_aws.contract.records import EventType
+from world_aws.testing.harness import Harness
+
+from .spy import Call, Fault
+
+
+def chain_app(ran: list[str]) -> Workflows:
+    app = Workflows()
+
+    @app.step(name="add")
+    def add(x: int, y: int) -> int:
+        ran.append(f"add {x}+{y}")
+        return x + y
+
+    @app.workflow
+    async def chain(n: int) -> int:
+        total = 0
+        for i in range(n):
+            total = await add(total, i)
+        return total
+
+    return app
+
+
+def fan_app(ran: list[str]) -> Workflows:
+    app = Workflows()
+
+    @app.step(name="square")
+    def square(x: int) -> int:
+        ran.append(f"square {x}")
+        return x * x
+
+    @app.workflow
+    async def fan(n: int) -> list[int]:
+        return list(await asyncio.gather(*(square(i) for i in range(n))))
+
+    return app
+
+
+def outcome_in(call: Call) -> EventType | None:
+    """The step outcome a write carries: an ``events.create`` of one, or a batch that starts with one."""
+    detail = call.detail
+    if isinstance(detail, list):  # events.append_after: the outcome first, then the next creates
+        detail = detail[0]
+    etype = getattr(detail, "type", None)
+    return etype if etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED) else None
+
+
+def inject_at_outcome(harness: Harness, nth: int, error: Exception, *, after: bool = False) -> list[Fault]:
+    """Make the ``nth`` write of a step outcome (alone or pipelined with the next creates) raise ``error``."""
+    seen = {"outcomes": 0}
+
+    def nth_outcome(call: Call) -> bool:
+        if outcome_in(call) is None:
+            return False
+        seen["outcomes"] += 1
+        return seen["outcomes"] == nth
+
+    return [
+        harness.spy.inject(op, error, match=nth_outcome, after=after)
+        for op in ("events.create", "events.append_after")
+    ]

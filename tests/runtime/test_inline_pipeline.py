@@ -1,0 +1,205 @@
+"""Inline rounds without a log read, and the pipelined outcome (issue 12; ARCHITECTURE §5).
+
+A round that ran steps replays the events it wrote when they continue the cached
+log; a single step's outcome is written with the next inline creates in one
+``events.append_after``. On both Worlds: what the handler kept is what the World
+lists, a foreign event or a lost answer makes it read, and an append that does not
+land falls back to the one-by-one write without losing or repeating a step.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from world_aws import Workflows, create_hook, sleep
+from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.world import QueueName
+from world_aws.errors import Transient
+from world_aws.runtime.config import RuntimeConfig
+from world_aws.testing.harness import Harness
+
+from .inline_support import chain_app, inject_at_outcome
+from .spy import Call
+
+WARM = RuntimeConfig(replay_cache_runs=256)
+
+
+def test_a_sequential_inline_run_replays_its_own_writes_without_reading_its_log_again(
+    harness: Harness,
+) -> None:
+    # GIVEN a warm handler (suspended replays and logs kept) and a 6-step sequential run
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    # WHEN it settles
+    handle = runtime.start("chain", 6)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 15
+    # THEN its one workflow delivery read the log once: every later round replayed the
+    # events it had just written itself (their positions followed the cached log's)
+    (workflow,) = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert len(harness.spy.calls("events.list", delivery=workflow.index)) == 1
+    assert len(ran) == 6
+
+
+def test_an_inline_outcome_whose_answer_was_lost_is_read_back_not_left_unseen(harness: Harness) -> None:
+    # GIVEN a warm handler, and the third step's step_completed landing with its answer lost
+    # (its in-process retry is then refused: the handler does not know the event it wrote)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    faults = inject_at_outcome(harness, 3, Transient("answer lost"), after=True)
+    # WHEN a 5-step run settles
+    handle = runtime.start("chain", 5)
+    # THEN it completes in its first delivery: the round after the lost answer read the log
+    # (replaying only what it knew it wrote would have left the run waiting on that step)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 10
+    assert sum(f.fired for f in faults) == 1
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    assert len(ran) == 5
+
+
+def test_the_log_a_handler_kept_from_its_own_writes_is_the_log_the_world_lists(harness: Harness) -> None:
+    # GIVEN a warm handler and a run that runs 4 steps inline, then sleeps
+    app = Workflows()
+
+    @app.step(name="echo")
+    def echo(i: int) -> bytes:
+        return bytes([i]) * 2000
+
+    @app.workflow
+    async def then_sleep(n: int) -> int:
+        for i in range(n):
+            await echo(i)
+        await sleep(60)
+        return n
+
+    runtime = harness.runtime_for(app, WARM)
+    handle = runtime.start("then_sleep", 4)
+    # WHEN its first delivery has run the steps and suspended on the sleep
+    harness.drain()
+    assert harness.status(handle.run_id) is RunStatus.RUNNING
+    # THEN the log it kept (fed by its own writes after one read) is the World's, event for
+    # event, up to its last step outcome (the sleep's wait_created came after: never fed)
+    kept = runtime.logs.read(handle.run_id, fetch=False)
+    assert [e.type for e in kept].count(EventType.STEP_COMPLETED) == 4
+    assert kept[-1].type is EventType.STEP_COMPLETED
+    assert kept == harness.events(handle.run_id)[: len(kept)]
+    assert harness.settle(handle) is RunStatus.COMPLETED
+
+
+def test_an_event_written_by_another_writer_during_an_inline_step_is_read_before_the_next_round(
+    harness: Harness,
+) -> None:
+    # GIVEN a run that holds a hook and runs steps inline; the second step's body resumes
+    # the hook, so a hook_received lands between that step's create and its outcome
+    runtime_box: list[object] = []
+    app = Workflows()
+
+    @app.step(name="poke")
+    def poke(i: int) -> int:
+        if i == 1:
+            runtime_box[0].resume_hook("inline-poke", "hello")  # type: ignore[attr-defined]
+        return i
+
+    @app.workflow
+    async def hooked(n: int) -> list[object]:
+        hook = create_hook(token="inline-poke")
+        total = 0
+        for i in range(n):
+            total += await poke(i)
+        value = await hook
+        return [total, value]
+
+    runtime = harness.runtime_for(app, WARM)
+    runtime_box.append(runtime)
+    # WHEN it settles
+    handle = runtime.start("hooked", 3)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the delivery running the steps saw the foreign event (it did not replay only its
+    # own writes): it completed the run itself, before the hook's wake was delivered
+    assert handle.result(timeout=0) == [3, "hello"]
+    first = next(d for d in harness.deliveries if d.queue is QueueName.WORKFLOW)
+    (completed,) = [
+        c
+        for c in harness.spy.calls("events.create", delivery=first.index)
+        if c.detail.type is EventType.RUN_COMPLETED
+    ]
+    assert completed.error is None
+
+
+def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -> None:
+    # GIVEN a warm handler and a 5-step sequential run
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    # WHEN it settles
+    handle = runtime.start("chain", 5)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 10
+    # THEN every outcome but the last sits right before the next step's create in the log,
+    # and the two were one append (the first create went alone, before any body ran)
+    events = harness.events(handle.run_id)
+    after_outcome = [(a, b) for a, b in itertools.pairwise(events) if a.type is EventType.STEP_COMPLETED]
+    assert [b.type for _, b in after_outcome] == [EventType.STEP_CREATED] * 4 + [EventType.RUN_COMPLETED]
+    appends = [[r.type for r in c.detail] for c in harness.spy.calls("events.append_after")]
+    assert appends == [[EventType.STEP_COMPLETED, EventType.STEP_CREATED]] * 4 + [[EventType.STEP_COMPLETED]]
+    assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_COMPLETED]
+    assert len(ran) == 5
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
+def test_an_append_that_fails_falls_back_without_losing_or_repeating_a_step(
+    harness: Harness, landed: bool
+) -> None:
+    # GIVEN the second pipelined append failing: before it landed, or after (its answer lost)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    seen = {"appends": 0}
+
+    def second_append(call: Call) -> bool:
+        seen["appends"] += 1
+        return seen["appends"] == 2
+
+    fault = harness.spy.inject(
+        "events.append_after", Transient("timed out"), match=second_append, after=landed
+    )
+    # WHEN a 5-step run settles
+    handle = runtime.start("chain", 5)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the fault fired, the run completed in its first delivery, and each body ran once
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == 10
+    assert ran == ["add 0+0", "add 0+1", "add 1+2", "add 3+3", "add 6+4"]
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    # AND the log holds each step once: created, completed
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 5
+
+
+def test_a_pass_with_more_than_inline_creates_writes_the_outcome_alone(harness: Harness) -> None:
+    # GIVEN a workflow whose second step is followed by a sleep
+    app = Workflows()
+    ran: list[int] = []
+
+    @app.step(name="note")
+    def note(i: int) -> int:
+        ran.append(i)
+        return i
+
+    @app.workflow
+    async def nap(n: int) -> int:
+        await note(1)
+        await note(2)
+        await sleep(30)
+        return n
+
+    runtime = harness.runtime_for(app, WARM)
+    # WHEN it settles
+    handle = runtime.start("nap", 7)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the second outcome went alone and the sleep's wait came after it, by the normal pass
+    types = harness.event_types(handle.run_id)
+    second = [i for i, t in enumerate(types) if t is EventType.STEP_COMPLETED][1]
+    assert types[second + 1] is EventType.WAIT_CREATED
+    assert ran == [1, 2] and handle.result(timeout=0) == 7

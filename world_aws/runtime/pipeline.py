@@ -1,0 +1,119 @@
+"""The pipelined inline outcome: a step's outcome and the next inline creates in one write.
+
+When an inline round ran one step and its own writes continued the cached log, the
+log is known to end at the replay's last position. The outcome is then replayed
+there before it is written; if the pass it leads to would do nothing but create
+inline steps, the outcome and those creates go in one ``events.append_after`` (one
+round trip) and their bodies run, and so on step after step. Anything else in the
+pass, and an append that does not land, take the ordinary way (ARCHITECTURE §5,
+"Pipelined outcome").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from world_aws.contract.records import Event, EventRequest, Run
+from world_aws.contract.world import World
+from world_aws.errors import Throttled, Transient
+from world_aws.runtime import stepbody
+from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, owned_create
+from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.registry import WorkflowFunction, Workflows
+from world_aws.runtime.replay import Replay, StepRequest, Suspended
+from world_aws.runtime.replaycache import ReplayCache
+
+
+class OutcomePipeline:
+    """Writes deferred inline outcomes, with the next steps' creates when the next pass has only those."""
+
+    def __init__(
+        self,
+        world: World,
+        app: Workflows,
+        logs: LogCache,
+        replays: ReplayCache,
+        inline: InlineSteps | None,
+        max_events_per_run: int,
+    ) -> None:
+        self._world = world
+        self._app = app
+        self._logs = logs
+        self._replays = replays
+        self._inline = inline
+        self._max_events = max_events_per_run
+
+    def settle(
+        self,
+        run: Run,
+        workflow: WorkflowFunction[Any, Any],
+        replay: Replay,
+        settled: EventRequest,
+        fed: bool,
+        owner: Owner,
+        ran: set[str],
+    ) -> tuple[Replay, InlineRound, bool]:
+        """Write ``settled`` (a deferred outcome), with the creates of the steps the workflow calls next.
+
+        ``fed``: the round's writes continued the cached log, so the log ends at the
+        replay's last position. Without that the outcome is simply written. If the
+        append does not land (the log moved, or its answer was lost), the outcome is
+        written one by one and the replay, which saw it at a position it may not have,
+        starts over from the log.
+
+        Returns:
+            The replay to go on with, the round of the steps created with the outcome
+            (empty if none; its ``deferred`` is the next outcome to settle), and whether
+            the cached log is known to be whole.
+        """
+        if not fed:
+            stepbody.record(self._world, run.run_id, settled)
+            return replay, InlineRound(), False
+        if not self._replays.keeps_replays:
+            replay.close()  # local runs: every replay cold (Orchestrator.continue_run)
+            replay = Replay(run, workflow, self._app.serializer)
+        replay.feed(self._logs.read(run.run_id, after=replay.last_position, fetch=False))
+        after = replay.last_position
+        at = self._world.clock.now()
+        replay.feed([Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)])
+        creates = self._next_creates(replay, owner, ran, room=self._max_events - after - 1)
+        requests = [settled, *(owned_create(s, owner) for s in creates)]
+        try:
+            results = self._world.events.append_after(run.run_id, after, requests, at=at)
+        except (Throttled, Transient):
+            # Unknown whether it landed: go the one-by-one way, which finds out (a landed
+            # batch refuses the outcome; the replay from the log then shows our creates,
+            # which the next pass adopts and runs).
+            results = None
+        if results is None:
+            stepbody.record(self._world, run.run_id, settled)
+            replay.close()
+            return Replay(run, workflow, self._app.serializer), InlineRound(), False
+        fed = self._logs.feed(run.run_id, [r.event for r in results if r.event is not None])
+        claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
+        if not claimed or self._inline is None:
+            return replay, InlineRound(), fed
+        bodies = self._inline.run_claimed(run, claimed, owner, defer=True)
+        if not bodies.written:  # the usual case: the outcome deferred to the next batch
+            return replay, bodies, fed and bodies.complete
+        return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)
+
+    def _next_creates(self, replay: Replay, owner: Owner, ran: set[str], *, room: int) -> list[StepRequest]:
+        """The steps to create with the outcome: the next pass's, if it only creates inline ones."""
+        outcome = replay.outcome()
+        if self._inline is None or not isinstance(outcome, Suspended) or room < len(outcome.new_steps):
+            return []
+        plan = self._inline.plan(outcome, owner, frozenset(ran))
+        other_work = (
+            outcome.new_hooks
+            or outcome.disposed_hooks
+            or outcome.new_children
+            or outcome.new_waits
+            or outcome.pending_waits
+            or outcome.undispatched_steps
+            or plan.dispatch
+            or plan.reclaim
+            or plan.adopt
+            or plan.republish
+        )
+        return [] if other_work else list(plan.create)
