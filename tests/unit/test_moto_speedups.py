@@ -101,6 +101,49 @@ def test_a_paginated_query_walks_its_partition_once(ddb: Any) -> None:
     assert seen == [f"k#{i:03d}" for i in range(40)]
 
 
+KEYS = [f"k#{i:03d}" for i in range(40)]
+
+
+@pytest.mark.parametrize(
+    ("condition", "values", "expected"),
+    [
+        ("begins_with(sk, :a)", {":a": "k#02"}, [k for k in KEYS if k.startswith("k#02")]),
+        (
+            "sk BETWEEN :a AND :b",
+            {":a": "k#005", ":b": "k#031"},
+            [k for k in KEYS if "k#005" <= k <= "k#031"],
+        ),
+        ("sk > :a", {":a": "k#017"}, [k for k in KEYS if k > "k#017"]),
+        ("sk >= :a", {":a": "k#017"}, [k for k in KEYS if k >= "k#017"]),
+        ("sk < :a", {":a": "k#017"}, [k for k in KEYS if k < "k#017"]),
+        ("sk <= :a", {":a": "k#017"}, [k for k in KEYS if k <= "k#017"]),
+        ("sk = :a", {":a": "k#017"}, ["k#017"]),
+    ],
+    ids=["begins_with", "between", "gt", "ge", "lt", "le", "eq"],
+)
+@pytest.mark.parametrize("forward", [True, False], ids=["forward", "backward"])
+def test_a_range_condition_pages_through_exactly_its_items_in_order(
+    ddb: Any, condition: str, values: dict[str, str], expected: list[str], forward: bool
+) -> None:
+    # GIVEN partition "a" WHEN it is queried with a range condition, 4 items a page
+    seen: list[str] = []
+    kwargs: dict[str, Any] = {
+        "TableName": TABLE,
+        "KeyConditionExpression": f"pk = :p AND {condition}",
+        "ExpressionAttributeValues": {":p": {"S": "a"}, **{k: {"S": v} for k, v in values.items()}},
+        "ScanIndexForward": forward,
+        "Limit": 4,
+    }
+    while True:
+        page = ddb.query(**kwargs)
+        seen += _sks(page)
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    # THEN exactly the matching items came back, each once, in key order
+    assert seen == (expected if forward else expected[::-1])
+
+
 def test_index_queries_and_unknown_partitions_are_unchanged(ddb: Any) -> None:
     indexed = ddb.query(
         TableName=TABLE,
