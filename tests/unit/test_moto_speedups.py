@@ -84,20 +84,25 @@ def test_a_base_table_query_returns_its_partition_in_key_order(ddb: Any) -> None
     assert _sks(backward) == [f"k#{i:03d}" for i in range(19, 9, -1)]
 
 
-def test_a_paginated_query_walks_its_partition_once(ddb: Any) -> None:
+def _every_page(ddb: Any, **kwargs: Any) -> list[str]:
+    """The sort keys of a Query followed page by page to its end."""
     seen: list[str] = []
-    kwargs: dict[str, Any] = {
-        "TableName": TABLE,
-        "KeyConditionExpression": "pk = :p",
-        "ExpressionAttributeValues": {":p": {"S": "c"}},
-        "Limit": 7,
-    }
     while True:
         page = ddb.query(**kwargs)
         seen += _sks(page)
         if "LastEvaluatedKey" not in page:
-            break
+            return seen
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def test_a_paginated_query_walks_its_partition_once(ddb: Any) -> None:
+    seen = _every_page(
+        ddb,
+        TableName=TABLE,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "c"}},
+        Limit=7,
+    )
     assert seen == [f"k#{i:03d}" for i in range(40)]
 
 
@@ -126,20 +131,14 @@ def test_a_range_condition_pages_through_exactly_its_items_in_order(
     ddb: Any, condition: str, values: dict[str, str], expected: list[str], forward: bool
 ) -> None:
     # GIVEN partition "a" WHEN it is queried with a range condition, 4 items a page
-    seen: list[str] = []
-    kwargs: dict[str, Any] = {
-        "TableName": TABLE,
-        "KeyConditionExpression": f"pk = :p AND {condition}",
-        "ExpressionAttributeValues": {":p": {"S": "a"}, **{k: {"S": v} for k, v in values.items()}},
-        "ScanIndexForward": forward,
-        "Limit": 4,
-    }
-    while True:
-        page = ddb.query(**kwargs)
-        seen += _sks(page)
-        if "LastEvaluatedKey" not in page:
-            break
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    seen = _every_page(
+        ddb,
+        TableName=TABLE,
+        KeyConditionExpression=f"pk = :p AND {condition}",
+        ExpressionAttributeValues={":p": {"S": "a"}, **{k: {"S": v} for k, v in values.items()}},
+        ScanIndexForward=forward,
+        Limit=4,
+    )
     # THEN exactly the matching items came back, each once, in key order
     assert seen == (expected if forward else expected[::-1])
 
