@@ -54,7 +54,7 @@ def test_every_run_ends_soundly_under_faults_on_the_memory_world(group: str) -> 
     [
         # A consumer of a delivery SQS gave twice created a wave's inline steps and died;
         # the other acked: stranded until continuations hold for open owned steps
-        # (ARCHITECTURE 5, "Hold, do not ack").
+        # (ARCHITECTURE 5, "Leave a wake-up, not a bare ack").
         ("all", 5, 20),
     ],
     ids=["all-seed5-twin-owner-died"],

@@ -16,7 +16,7 @@ import pytest
 
 from world_aws import Workflows
 from world_aws.contract.records import EventType, RunStatus, StepStatus
-from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName, Redeliver
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
@@ -187,11 +187,17 @@ def test_a_step_left_owned_by_a_delivery_whose_message_is_gone_is_taken_over_aft
     # WHEN any other message continues the run while the step's lease runs
     wake = runtime.orchestrator.wake(handle.run_id, delay_seconds=0, key="another")
     harness.drain(intercept=twin_acks_the_redelivery)
-    # THEN it left the step alone but did not ack: it comes back when the lease is over
+    # THEN it left the step alone, and left a fresh wake-up due when the lease is over
+    # (not its own message held again: a held message's receive count would climb)
     assert ran == ["add 0+0"]
     (woken,) = [d for d in harness.deliveries if d.message_id == wake]
-    assert isinstance(woken.result, Redeliver)
-    assert 800 < woken.result.seconds <= RuntimeConfig().inline_lease_seconds
+    assert isinstance(woken.result, Ack)
+    (later,) = [
+        c.detail
+        for c in harness.spy.calls("queue.publish", delivery=woken.index)
+        if c.detail.queue is QueueName.WORKFLOW
+    ]
+    assert 800 < later.delay_seconds <= RuntimeConfig().inline_lease_seconds
     # AND then takes the step over, and the run completes
     assert harness.settle(handle, intercept=twin_acks_the_redelivery) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 1

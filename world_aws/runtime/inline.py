@@ -103,6 +103,14 @@ class InlinePlan:
 
 
 @dataclass(frozen=True, slots=True)
+class Hold:
+    """Come back in ``seconds``: as this same message (``same_message``), else as a fresh wake-up."""
+
+    seconds: float
+    same_message: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A claim of an inline step: the step when it is ours to run, and the event that claimed it."""
 
@@ -184,31 +192,39 @@ class InlineSteps:
         plan.dispatch = list(outcome.new_steps[room:])
         return plan
 
-    def hold(self, outcome: Suspended, owner: Owner | None) -> float | None:
-        """Seconds to keep the message for, if a step another delivery owns is still open.
+    def hold(self, outcome: Suspended, owner: Owner | None) -> Hold | None:
+        """What to leave behind instead of a bare ack, if a step another delivery owns is still open.
 
         Acking would leave that step to its owner alone, and an owner can vanish without
         a redelivery: SQS may give one delivery to two consumers, and the one that acks
         need not be the one that died inside its inline step (or after creating it, its
-        body never run). So this message does not ack: it comes back when the first such
-        step may be taken over (the remaining lease; a twin's, the whole lease), and its
-        next delivery reclaims whatever is still open then, or finds the run moved on.
+        body never run). So something must come back when the first such step may be
+        taken over (the remaining lease), reclaim whatever is still open then, or find
+        the run moved on:
+
+        * a twin handling of this same delivery owns it: this message, after the whole
+          lease (its next receive succeeds the twin and takes over at once);
+        * any other owner: a fresh wake-up after the remaining lease, this message
+          acked. Not this message again: a long inline run would have it held round
+          after round until its receive count reached the delivery cap, which fails the
+          run (``WORKFLOW_MAX_QUEUE_DELIVERIES``).
+
         Steps waiting for their retry message are not held for (but a twin's are).
         """
         if owner is None:
             return None
         lease = timedelta(seconds=self._config.inline_lease_seconds)
         if any(owner.twin_of(owned.owner) for owned in outcome.owned_steps):
-            return lease.total_seconds()
+            return Hold(lease.total_seconds(), same_message=True)
         now = self._world.clock.now()
         left = [
             (owned.since + lease - now).total_seconds()
             for owned in outcome.owned_steps
             # A retrying step waits for the message its owner published right after
-            # step_retrying: holding for it would redeliver every wake while a retry waits.
+            # step_retrying: holding for it would wake the run for nothing while it waits.
             if not owned.retrying and owned.owner != owner.tag and not self._owner_gone(owned, owner, now)
         ]
-        return max(1.0, math.ceil(min(left))) if left else None
+        return Hold(max(1.0, math.ceil(min(left))), same_message=False) if left else None
 
     def time_left(self, owner: Owner) -> bool:
         """Whether an inline step may still start before ``owner``'s invocation is stopped."""

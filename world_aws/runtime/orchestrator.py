@@ -16,6 +16,7 @@ from datetime import datetime
 from functools import partial
 
 from world_aws.contract.clock import epoch_ms
+from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
 from world_aws.contract.transport import encode_payload
@@ -145,7 +146,12 @@ class Orchestrator:
                 if not again:
                     suspended = True
                     hold = self._inline.hold(outcome, owner) if self._inline is not None else None
-                    return Ack() if hold is None else Redeliver(hold)
+                    if hold is None:
+                        return Ack()
+                    if hold.same_message:
+                        return Redeliver(hold.seconds)
+                    self.wake(run.run_id, delay_seconds=min(hold.seconds, SQS_MAX_DELAY_SECONDS), key=None)
+                    return Ack()
                 rounds += 1
                 if rounds >= MAX_ROUNDS:
                     LOG.warning(
