@@ -9,11 +9,13 @@ land falls back to the one-by-one write without losing or repeating a step.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 
 import pytest
 
 from world_aws import Workflows, create_hook, sleep
+from world_aws.contract import rules
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
@@ -203,3 +205,28 @@ def test_a_pass_with_more_than_inline_creates_writes_the_outcome_alone(harness: 
     second = [i for i, t in enumerate(types) if t is EventType.STEP_COMPLETED][1]
     assert types[second + 1] is EventType.WAIT_CREATED
     assert ran == [1, 2] and handle.result(timeout=0) == 7
+
+
+def test_a_wave_wider_than_one_batch_is_created_by_the_normal_pass(harness: Harness) -> None:
+    # GIVEN up to 12 inline steps, and a step followed by a 12-way gather: its outcome and
+    # 12 creates would not fit one append (rules.MAX_BATCH_EVENTS)
+    app = Workflows()
+
+    @app.step(name="one")
+    def one(i: int) -> int:
+        return i
+
+    @app.workflow
+    async def wide(n: int) -> int:
+        first = await one(0)
+        rest = await asyncio.gather(*(one(i) for i in range(1, n + 1)))
+        return first + sum(rest)
+
+    runtime = harness.runtime_for(app, RuntimeConfig(replay_cache_runs=256, max_inline_steps=12))
+    # WHEN it settles
+    handle = runtime.start("wide", 12)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN it completed in its first delivery: the first outcome went alone, the wave inline
+    assert handle.result(timeout=0) == 78
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    assert all(len(c.detail) <= rules.MAX_BATCH_EVENTS for c in harness.spy.calls("events.append_after"))

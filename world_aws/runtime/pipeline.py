@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from world_aws.contract import rules
 from world_aws.contract.records import Event, EventRequest, Run
 from world_aws.contract.world import World
 from world_aws.errors import Throttled, Transient
@@ -101,8 +102,10 @@ class OutcomePipeline:
     def _next_creates(self, replay: Replay, owner: Owner, ran: set[str], *, room: int) -> list[StepRequest]:
         """The steps to create with the outcome: the next pass's, if it only creates inline ones."""
         outcome = replay.outcome()
-        if self._inline is None or not isinstance(outcome, Suspended) or room < len(outcome.new_steps):
+        if self._inline is None or not isinstance(outcome, Suspended):
             return []
+        if len(outcome.new_steps) > min(room, rules.MAX_BATCH_EVENTS - 1):
+            return []  # wider than one batch (or than the log's room): the normal pass creates them
         plan = self._inline.plan(outcome, owner, frozenset(ran))
         other_work = (
             outcome.new_hooks
