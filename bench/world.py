@@ -135,10 +135,8 @@ class TimedEvents:
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
     ) -> list[EventResult] | None:
-        results = self._inner.append_after(run_id, after, requests, at=at)
-        if results is not None and any(r.type in _RUN_ENDINGS for r in requests):
-            self._timeline.run_ended(run_id)  # pragma: no cover (a batch holds step writes only)
-        return results
+        # A batch holds owned step writes only: no claim and no run ending to report.
+        return self._inner.append_after(run_id, after, requests, at=at)
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -150,12 +150,11 @@ class CountingEventStore:
         result = self._inner.create(run_id, request)
         if result.run is not None:
             self._counts.learn(run_id, result.run.workflow_name)
-        name = _BY_EVENT.get(request.type)
-        # result.event is None only for run_started on a running run: accepted, nothing changed.
-        if name is not None and result.event is not None:
-            self._counts.add(name, run_id=run_id)
-            if request.type is EventType.RUN_FAILED and request.data.error_code == _OVER_DELIVERY_CAP:
-                self._counts.add(DELIVERIES_DEAD_LETTERED)
+        if result.event is None:
+            return result  # run_started on a running run: accepted, nothing changed
+        self._count(run_id, request.type)
+        if request.type is EventType.RUN_FAILED and request.data.error_code == _OVER_DELIVERY_CAP:
+            self._counts.add(DELIVERIES_DEAD_LETTERED)
         return result
 
     def append_after(
@@ -163,10 +162,14 @@ class CountingEventStore:
     ) -> list[EventResult] | None:
         results = self._inner.append_after(run_id, after, requests, at=at)
         for request in requests if results is not None else ():
-            name = _BY_EVENT.get(request.type)
-            if name is not None:
-                self._counts.add(name, run_id=run_id)
+            self._count(run_id, request.type)
         return results
+
+    def _count(self, run_id: str, etype: EventType) -> None:
+        """Count one committed event of ``etype``, if it is one this store counts."""
+        name = _BY_EVENT.get(etype)
+        if name is not None:
+            self._counts.add(name, run_id=run_id)
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -71,7 +71,6 @@ from world_aws.contract import rules
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
 from world_aws.contract.world import BlobStore
-from world_aws.errors import BadInput
 
 
 class DynamoEventStore:
@@ -123,8 +122,7 @@ class DynamoEventStore:
             BadInput: not owned step writes, or ``at`` later than the World's now.
         """
         rules.validate_batch(requests)
-        if at > self._clock.now():
-            raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
+        rules.validate_stamp(at, self._clock.now())
         return self._steps.append_after(run_id, after, requests, at)
 
     def list(

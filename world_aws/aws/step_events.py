@@ -45,10 +45,9 @@ from typing import Any
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import EntityActions, Sequencer, until_settled
+from world_aws.aws.sequencer import EntityActions, EventCommit, Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import (
-    Event,
     EventRequest,
     EventResult,
     EventType,
@@ -60,6 +59,10 @@ from world_aws.contract.records import (
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Transient
 
+# Payload fields the step item stores beside its event: a create's input, a retry's or
+# an outcome's output and error (``PayloadWriter.prepare``).
+_CREATE_FIELDS: tuple[str, ...] = ("input",)
+_SETTLE_FIELDS: tuple[str, ...] = ("output", "error")
 # The status a step takes on each event written without reading it first.
 _SETTLED_STATUS = {
     EventType.STEP_RETRYING: StepStatus.PENDING,
@@ -84,7 +87,7 @@ class StepEvents:
         # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
         likely_duplicate = keys.step_key(run_id, step.step_id) if request.data.via_step_dispatch else None
         event = self._seq.create_child(
-            run_id, request, now, entity_actions, entity_fields=("input",), read_first=likely_duplicate
+            run_id, request, now, entity_actions, entity_fields=_CREATE_FIELDS, read_first=likely_duplicate
         )
         return EventResult(event=event, step=step)
 
@@ -101,28 +104,22 @@ class StepEvents:
         put and the entity actions ``create`` would commit. Any cancellation (a
         condition, a conflict with a concurrent write) writes nothing: None.
         """
-        writer = PayloadWriter(self._blobs)
-        for request in requests:
-            created = request.type is EventType.STEP_CREATED
-            writer.prepare(request.data, entity_fields=("input",) if created else ("output", "error"))
         actions = [self._seq.take_positions_action(run_id, after, len(requests), at)]
-        results: list[EventResult] = []
+        commits: list[tuple[EventCommit, Step | None]] = []
         for offset, request in enumerate(requests, start=1):
-            position = after + offset
-            event = Event(run_id, position, request.type, request.correlation_id, at, request.data)
-            actions.append(self._seq.event_put(event, writer))
-            if request.type is EventType.STEP_CREATED:
-                step = rules.new_step(run_id, request, at)
-                actions += self._create_actions(run_id, request, step)(position, writer)
-                results.append(EventResult(event=event, step=step))
+            step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
+            if step is not None:
+                entity_actions, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS
             else:
-                actions += self._settle_actions(run_id, request, at)(position, writer)
-                results.append(EventResult(event=event))
+                entity_actions, fields = self._settle_actions(run_id, request, at), _SETTLE_FIELDS
+            commit = EventCommit(self._seq, run_id, request, at, entity_actions, entity_fields=fields)
+            actions += commit(after + offset, {})
+            commits.append((commit, step))
         try:
             self._table.transact(actions)
         except Cancelled:
             return None
-        return results
+        return [EventResult(event=commit.event, step=step) for commit, step in commits]
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""
@@ -185,7 +182,7 @@ class StepEvents:
             fenced=False,
             judge=lambda run: rules.judge_step_event(request, run, None, now),
             entity_actions=entity_actions,
-            entity_fields=("output", "error"),
+            entity_fields=_SETTLE_FIELDS,
         )
         if appended.refused is None:
             return EventResult(event=appended.event)

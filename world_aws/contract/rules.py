@@ -39,6 +39,16 @@ BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED,
 MAX_BATCH_EVENTS = 10
 
 
+def validate_stamp(at: datetime, now: datetime) -> None:
+    """Reject an ``events.append_after`` stamp later than the World's clock.
+
+    Raises:
+        BadInput: ``at`` is after ``now``.
+    """
+    if at > now:
+        raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
+
+
 def validate_batch(requests: Sequence[EventRequest]) -> None:
     """Reject an ``events.append_after`` batch that is not owned step writes, one per step.
 

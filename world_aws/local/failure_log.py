@@ -35,18 +35,15 @@ class _LoggedEvents:
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
         result = self._inner.create(run_id, request)
-        if request.type in _FAILURES and request.data.error:
-            _log(run_id, request)
+        _log_failure(run_id, request)
         return result
 
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
     ) -> list[EventResult] | None:
         results = self._inner.append_after(run_id, after, requests, at=at)
-        if results is not None:
-            for request in requests:
-                if request.type in _FAILURES and request.data.error:
-                    _log(run_id, request)
+        for request in requests if results is not None else ():
+            _log_failure(run_id, request)
         return results
 
     def list(
@@ -55,7 +52,9 @@ class _LoggedEvents:
         return self._inner.list(run_id, after=after, resolve_data=resolve_data)
 
 
-def _log(run_id: str, request: EventRequest) -> None:
+def _log_failure(run_id: str, request: EventRequest) -> None:
+    if request.type not in _FAILURES or not request.data.error:
+        return
     try:
         info = decode_error(request.data.error or b"")
     except SerializationError:

@@ -35,6 +35,7 @@ from world_aws.contract.records import (
     EventResult,
     EventType,
     ResolveData,
+    Step,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
@@ -83,18 +84,13 @@ class MemoryEventStore:
         self._stats.incr(Stat.EVENTS_CREATED, len(requests))
         rules.validate_batch(requests)
         with self._state.lock:
-            if at > self._clock.now():
-                raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
+            rules.validate_stamp(at, self._clock.now())
             record = self._state.runs.get(run_id)
             if record is None or len(record.events) != after or record.run.status.terminal:
                 return None
             try:
                 for request in requests:
-                    step = record.steps.get(_correlation(request))
-                    if request.type is EventType.STEP_CREATED:
-                        rules.judge_child_create(request, record.run, step)
-                    else:
-                        rules.judge_step_event(request, record.run, step, at)
+                    _judge_step_event(record, request, at)
             except (Conflict, NotFound, RunExpired, TooEarly):
                 return None
             return [self._step_event(record, request, at) for request in requests]
@@ -177,12 +173,10 @@ class MemoryEventStore:
 
     def _step_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
         step_id = _correlation(request)
-        step = record.steps.get(step_id)
+        step = _judge_step_event(record, request, now)
         if request.type is EventType.STEP_CREATED:
-            rules.judge_child_create(request, record.run, step)
             new = rules.new_step(record.run.run_id, request, now)
         else:
-            rules.judge_step_event(request, record.run, step, now)
             assert step is not None
             new = rules.apply_step_event(request, step, now)
         record.steps[step_id] = new
@@ -244,6 +238,16 @@ class MemoryEventStore:
             new = rules.complete_wait(wait, now)
         record.waits[wait_id] = new
         return EventResult(event=self._append_request(record, request, now), wait=new)
+
+
+def _judge_step_event(record: RunRecord, request: EventRequest, now: datetime) -> Step | None:
+    """Judge a step event against the run and its step (raising the rejection); the step as it is."""
+    step = record.steps.get(_correlation(request))
+    if request.type is EventType.STEP_CREATED:
+        rules.judge_child_create(request, record.run, step)
+    else:
+        rules.judge_step_event(request, record.run, step, now)
+    return step
 
 
 def _correlation(request: EventRequest) -> str:

@@ -34,6 +34,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 from world_aws.contract.records import (
@@ -260,7 +261,9 @@ class InlineSteps:
         # holds an event of ours we do not know, and only a read shows it.
         return InlineRound(
             bodies.ran,
-            sorted([c.event for c in claimed if c.event is not None] + bodies.written, key=_position),
+            sorted(
+                [c.event for c in claimed if c.event is not None] + bodies.written, key=attrgetter("position")
+            ),
             bodies.complete and len(started) == len(claimed),
             bodies.deferred,
         )
@@ -284,7 +287,7 @@ class InlineSteps:
         deferred = next((out.deferred for out in outcomes if out.deferred is not None), None)
         return InlineRound(
             {step.step_id for step, _ in started},
-            sorted(written, key=_position),
+            sorted(written, key=attrgetter("position")),
             all(out.written is not None for out in outcomes),
             deferred,
         )
@@ -372,10 +375,6 @@ def _delivery_of(tag: str) -> tuple[str, int] | None:
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     return parts[0], int(parts[1])
-
-
-def _position(event: Event) -> int:
-    return event.position
 
 
 def _values(results: list[Any]) -> list[Any]:
