@@ -152,7 +152,7 @@ class CountingEventStore:
             self._counts.learn(run_id, result.run.workflow_name)
         if result.event is None:
             return result  # run_started on a running run: accepted, nothing changed
-        self._count(run_id, request.type)
+        self._count(run_id, result.event)
         if request.type is EventType.RUN_FAILED and request.data.error_code == _OVER_DELIVERY_CAP:
             self._counts.add(DELIVERIES_DEAD_LETTERED)
         return result
@@ -161,13 +161,18 @@ class CountingEventStore:
         self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
     ) -> list[EventResult] | None:
         results = self._inner.append_after(run_id, after, requests, at=at)
-        for request in requests if results is not None else ():
-            self._count(run_id, request.type)
+        for result in results or ():
+            if result.event is not None:
+                self._count(run_id, result.event)
         return results
 
-    def _count(self, run_id: str, etype: EventType) -> None:
-        """Count one committed event of ``etype``, if it is one this store counts."""
-        name = _BY_EVENT.get(etype)
+    def _count(self, run_id: str, event: Event) -> None:
+        """Count one committed event, if it is one this store counts.
+
+        A step is started by its ``step_started``, or, run inline, by its owned
+        ``step_created`` (``Event.starts_attempt``): both count as ``StepsStarted``.
+        """
+        name = STEPS_STARTED if event.starts_attempt else _BY_EVENT.get(event.type)
         if name is not None:
             self._counts.add(name, run_id=run_id)
 

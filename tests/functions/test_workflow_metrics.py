@@ -53,6 +53,8 @@ def test_a_workflow_invocation_counts_its_run_and_inline_steps_under_the_workflo
     # THEN every run and step count is also counted under checkout, equal to its total
     totals = {name: value for name, value in counted[None].items() if name in RUN_AND_STEP_COUNTS}
     assert totals["RunsStarted"] == 1 and totals["StepsCompleted"] >= 1
+    # (an inline step starts in its create: it is counted as started like any other)
+    assert totals["StepsStarted"] >= totals["StepsCompleted"]
     assert counted["checkout"] == totals
     # AND the delivery itself is only in the totals
     assert counted[None]["Deliveries"] == 1
