@@ -315,11 +315,87 @@ def noop_item(run_id: str, position: int, now: datetime) -> Item:
 
 
 def event_from_item(run_id: str, item: Item, reader: PayloadReader) -> Event:
+    """The event of a single event item (not a batch: ``events_from_item``)."""
+    return _event_of(run_id, int(item["pos"]), item, reader)
+
+
+def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader) -> Event:
     return Event(
         run_id=run_id,
-        position=int(item["pos"]),
-        type=EventType(item["type"]),
-        correlation_id=item.get("cid"),
-        created_at=_required_time(item, "created_at"),
-        data=decode_data(item.get("data"), reader),
+        position=position,
+        type=EventType(stored["type"]),
+        correlation_id=stored.get("cid"),
+        created_at=_required_time(stored, "created_at"),
+        data=decode_data(stored.get("data"), reader),
     )
+
+
+# -- batch event items (``events.append_after``) ---------------------------------------
+#
+# An append's consecutive events share one item when they fit: it is keyed by its
+# *last* position (so a Query from any position it covers finds it) and holds
+# ``pos`` (its first position), ``last`` and ``evts``, the events in position order,
+# each the map a single event item holds without its key and position. A write is
+# billed per item, so two small events in one item cost half of two items.
+
+# What a batch item may hold of payloads: DynamoDB's item limit is 400 KB, an inline
+# payload up to 128 KiB (``EVENT_INLINE_LIMIT``); the rest is margin for names.
+BATCH_ITEM_BYTES = 300 * 1024
+_EVENT_KEYS = (keys.PK, keys.SK, "pos")
+
+
+def batch_items(event_items: list[Item]) -> list[Item]:
+    """Consecutive event items grouped into as few items as fit ``BATCH_ITEM_BYTES`` each.
+
+    A group of one stays a plain event item, so a reader of one position finds it as before.
+    """
+    groups: list[list[Item]] = []
+    size = 0
+    for item in event_items:
+        weight = stored_bytes(item)
+        if groups and size + weight <= BATCH_ITEM_BYTES:
+            groups[-1].append(item)
+            size += weight
+        else:
+            groups.append([item])
+            size = weight
+    return [group[0] if len(group) == 1 else _batch_item(group) for group in groups]
+
+
+def _batch_item(group: list[Item]) -> Item:
+    first, last = group[0], group[-1]
+    return {
+        keys.PK: first[keys.PK],
+        keys.SK: last[keys.SK],
+        "pos": first["pos"],
+        "last": last["pos"],
+        "evts": [{k: v for k, v in item.items() if k not in _EVENT_KEYS} for item in group],
+    }
+
+
+def item_span(item: Item) -> tuple[int, int]:
+    """The first and last position an event item (single, batch or noop) covers."""
+    first = int(item["pos"])
+    return first, int(item.get("last", first))
+
+
+def events_from_item(run_id: str, item: Item, reader: PayloadReader, *, since: int = 0) -> list[Event]:
+    """The events an event item holds at positions from ``since`` on; none for a ``noop``."""
+    first, _ = item_span(item)
+    stored: list[Item] = item.get("evts", [item])
+    return [
+        _event_of(run_id, first + offset, event, reader)
+        for offset, event in enumerate(stored)
+        if first + offset >= since and event.get("type") != EventType.NOOP.value
+    ]
+
+
+def stored_bytes(value: object) -> int:
+    """About what ``value`` takes in an item (its bytes and strings; 8 for anything else)."""
+    if isinstance(value, bytes | str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(str(k)) + stored_bytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return sum(stored_bytes(v) for v in value)
+    return 8

@@ -15,6 +15,13 @@ reader may see position p+1 committed while p is not yet:
   finds its commit cancelled as a whole (action 0 is the event put) and reserves
   again, so nothing of it is lost or half-applied.
 
+An ``append_after`` stores its events in batch items (``items.batch_items``), each
+keyed by the last position it covers, so the Query from ``after + 1`` finds the
+one that holds it, and a re-read of position p looks for the first item at p or
+later and takes it if it begins at or before p. A batch never leaves a hole: its
+positions are taken in the transaction that writes it, so when any later position
+is visible the batch is too, and a seal (only ever at a hole) never lands inside one.
+
 So a read never skips a position and never returns a position that could later
 change: each read returns an extension of any earlier one. ``noop`` events
 (sealed positions) are left out of the returned list; the positions of the
@@ -34,7 +41,7 @@ from world_aws.aws.dynamo import Item
 from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer
 from world_aws.contract.clock import Clock
-from world_aws.contract.records import Event, EventType, ResolveData
+from world_aws.contract.records import Event, ResolveData
 from world_aws.contract.world import BlobStore
 
 
@@ -75,12 +82,14 @@ class LogReader:
         events: builtins.list[Event] = []
         expected = max(0, after) + 1
         for item in self._stored(run_id, expected):
-            position = int(item["pos"])
-            while expected < position:
-                self._add(run_id, self._repair(run_id, expected), reader, events)
-                expected += 1
-            self._add(run_id, item, reader, events)
-            expected = position + 1
+            first, last = items.item_span(item)
+            while expected < first:
+                repaired = self._repair(run_id, expected)
+                events += items.events_from_item(run_id, repaired, reader, since=expected)
+                expected = items.item_span(repaired)[1] + 1
+            if last >= expected:  # a batch item may begin before ``after``
+                events += items.events_from_item(run_id, item, reader, since=expected)
+                expected = last + 1
         return events
 
     def _stored(self, run_id: str, first: int) -> Iterator[Item]:
@@ -95,11 +104,6 @@ class LogReader:
             },
         )
 
-    @staticmethod
-    def _add(run_id: str, item: Item, reader: PayloadReader, events: builtins.list[Event]) -> None:
-        if item.get("type") != EventType.NOOP.value:
-            events.append(items.event_from_item(run_id, item, reader))
-
     def _repair(self, run_id: str, position: int) -> Item:
         """Wait for the writer of a hole at ``position``, or seal it after the grace period."""
         policy = self._policy
@@ -109,7 +113,7 @@ class LogReader:
         delay = policy.first_delay
         try:
             while True:
-                item = self._table.get(keys.event_key(run_id, position))
+                item = self._covering(run_id, position)
                 if item is not None:
                     return item
                 waited = policy.monotonic() - first_seen
@@ -120,3 +124,19 @@ class LogReader:
         finally:
             with self._lock:
                 self._first_seen.pop(hole, None)
+
+    def _covering(self, run_id: str, position: int) -> Item | None:
+        """The item holding ``position``: its own, or the batch item keyed by a later one."""
+        page = self._table.query_page(
+            "pk = :pk AND sk BETWEEN :from AND :to",
+            {
+                ":pk": keys.run_pk(run_id),
+                ":from": keys.event_sk(position),
+                ":to": keys.event_sk(keys.MAX_POSITION),
+            },
+            limit=1,
+        )
+        for item in page.items:
+            if items.item_span(item)[0] <= position:
+                return item
+        return None

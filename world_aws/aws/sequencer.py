@@ -110,11 +110,16 @@ class EventCommit:
         return self._event
 
     def __call__(self, position: int, _run_item: Item) -> list[Action]:
+        event_item, entity_actions = self.parts(position)
+        return [self._seq.item_put(event_item), *entity_actions]
+
+    def parts(self, position: int) -> tuple[Item, Sequence[Action]]:
+        """The event's item at ``position`` and its entity's actions (``append_after`` groups the items)."""
         request = self._request
         self._event = Event(
             self._run_id, position, request.type, request.correlation_id, self._now, request.data
         )
-        return [self._seq.event_put(self._event, self.writer), *self._entity_actions(position, self.writer)]
+        return items.event_item(self._event, self.writer), self._entity_actions(position, self.writer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +158,9 @@ class Sequencer:
         }
         return found.get(keys.RUN_SK), found.get(str(entity_key[keys.SK]))
 
-    def event_put(self, event: Event, writer: PayloadWriter) -> Action:
-        """The ``Put`` of an event at its reserved position; it fails if a reader sealed it."""
-        return self.table.put_action(items.event_item(event, writer), condition="attribute_not_exists(sk)")
+    def item_put(self, event_item: Item) -> Action:
+        """The ``Put`` of an event item at its reserved position; it fails if a reader sealed it."""
+        return self.table.put_action(event_item, condition="attribute_not_exists(sk)")
 
     # ----------------------------------------------------------------------- reserve
 

@@ -33,7 +33,9 @@ step (nothing was read); the caller has what it wrote.
 
 ``append_after`` (1 round trip): the single writer's batch of owned step writes (an
 outcome, the next creates) in one ``TransactWriteItems`` whose action 0 takes the
-positions on the run item (``seq = :after``, fenced), then the same actions as above.
+positions on the run item (``seq = :after``, fenced), then the events in as few items as
+fit (``items.batch_items``: an outcome and the next create share one), then the same
+entity actions as above.
 """
 
 from __future__ import annotations
@@ -100,21 +102,30 @@ class StepEvents:
         condition ``seq = :after`` and the fence (not terminal): so the batch lands only
         if nothing took a position since the caller's log ended, and it takes its
         positions in the same write that orders it against every reservation (§8's
-        argument, with the reservation inside the commit). Then, per request, the event
-        put and the entity actions ``create`` would commit. Any cancellation (a
+        argument, with the reservation inside the commit). Then the events, in as few items
+        as fit (``items.batch_items``), and per request the entity actions ``create``
+        would commit. Any cancellation (a
         condition, a conflict with a concurrent write) writes nothing: None.
         """
-        actions = [self._seq.take_positions_action(run_id, after, len(requests), at)]
+        event_items: list[Item] = []
+        entity_actions: list[Action] = []
         commits: list[tuple[EventCommit, Step | None]] = []
         for offset, request in enumerate(requests, start=1):
             step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
             if step is not None:
-                entity_actions, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS
+                actions_of, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS
             else:
-                entity_actions, fields = self._settle_actions(run_id, request, at), _SETTLE_FIELDS
-            commit = EventCommit(self._seq, run_id, request, at, entity_actions, entity_fields=fields)
-            actions += commit(after + offset, {})
+                actions_of, fields = self._settle_actions(run_id, request, at), _SETTLE_FIELDS
+            commit = EventCommit(self._seq, run_id, request, at, actions_of, entity_fields=fields)
+            event_item, actions = commit.parts(after + offset)
+            event_items.append(event_item)
+            entity_actions += actions
             commits.append((commit, step))
+        actions = [
+            self._seq.take_positions_action(run_id, after, len(requests), at),
+            *(self._seq.item_put(item) for item in items.batch_items(event_items)),
+            *entity_actions,
+        ]
         try:
             self._table.transact(actions)
         except Cancelled:

@@ -74,6 +74,29 @@ def test_an_outcome_and_the_next_creates_land_together_at_the_positions_after(
     assert world.steps.any_pending(run_id) is False
 
 
+def test_a_read_from_inside_an_appended_batch_lists_only_what_follows(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN an outcome and three creates appended together, then a one-by-one write after them
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    after = last_position(world, run_id)
+    nexts = [new_id("step") for _ in range(3)]
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), *(owned_create(s) for s in nexts)], at=clock.now()
+    )
+    assert results is not None
+    tail = write(world, run_id, EventType.STEP_COMPLETED, nexts[0], EventData(output=b"x", owner=OWNER))
+    assert tail.event is not None
+    everything = world.events.list(run_id)
+    # WHEN the log is read after each position the batch covers
+    for offset in range(1, 5):
+        listed = world.events.list(run_id, after=after + offset)
+        # THEN it lists exactly the events after that position, as the whole log has them
+        assert listed == [e for e in everything if e.position > after + offset]
+    assert world.events.list(run_id, after=after)[-1] == tail.event
+
+
 def test_nothing_lands_when_the_log_has_moved_past_after(world: World) -> None:
     # GIVEN a running owned step, and another event written after the position the writer knew
     run_id = create_run(world)
