@@ -22,7 +22,7 @@ from world_aws.errors import Transient
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.testing.harness import Harness
 
-from .inline_support import chain_app, inject_at_outcome
+from .inline_support import chain_app, fan_app, inject_at_outcome
 from .spy import Call
 
 WARM = RuntimeConfig(replay_cache_runs=256)
@@ -230,3 +230,100 @@ def test_a_wave_wider_than_one_batch_is_created_by_the_normal_pass(harness: Harn
     assert handle.result(timeout=0) == 78
     assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
     assert all(len(c.detail) <= rules.MAX_BATCH_EVENTS for c in harness.spy.calls("events.append_after"))
+
+
+def _creates_in(call: Call) -> list[EventType]:
+    return [r.type for r in call.detail if r.type is EventType.STEP_CREATED]
+
+
+def test_a_wide_inline_wave_is_created_by_appends_of_one_batch_each(harness: Harness) -> None:
+    # GIVEN up to 25 inline steps and a 25-way gather
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    # WHEN it settles
+    handle = runtime.start("fan", 25)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the wave's creates went in appends of at most one batch each, none one by one,
+    # and every body ran once, in the first delivery
+    assert handle.result(timeout=0) == [i * i for i in range(25)]
+    created = [len(_creates_in(c)) for c in harness.spy.calls("events.append_after") if _creates_in(c)]
+    assert created == [10, 10, 5]
+    assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_CREATED]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
+def test_a_wave_append_that_fails_falls_back_without_losing_or_repeating_a_step(
+    harness: Harness, landed: bool
+) -> None:
+    # GIVEN a 25-way inline wave whose second create batch fails: before it landed, or after
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    seen = {"batches": 0}
+
+    def second_batch(call: Call) -> bool:
+        if not _creates_in(call):
+            return False
+        seen["batches"] += 1
+        return seen["batches"] == 2
+
+    fault = harness.spy.inject(
+        "events.append_after", Transient("timed out"), match=second_batch, after=landed
+    )
+    # WHEN it settles
+    handle = runtime.start("fan", 25)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the fault fired, the run completed in its first delivery, and each body ran once
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == [i * i for i in range(25)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    # AND the log holds each step once: created, completed
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 25
+
+
+def _outcomes_in(call: Call) -> list[EventType]:
+    return [r.type for r in call.detail if r.type is EventType.STEP_COMPLETED]
+
+
+def test_a_wide_inline_waves_outcomes_are_appended_a_batch_at_a_time(harness: Harness) -> None:
+    # GIVEN up to 25 inline steps and a 25-way gather
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    # WHEN it settles
+    handle = runtime.start("fan", 25)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the outcomes went in appends of one batch each, none one by one
+    settled = [len(_outcomes_in(c)) for c in harness.spy.calls("events.append_after") if _outcomes_in(c)]
+    assert settled == [10, 10, 5]
+    assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_COMPLETED]
+    assert handle.result(timeout=0) == [i * i for i in range(25)]
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
+def test_an_outcome_batch_that_fails_is_written_one_by_one_without_repeating_a_step(
+    harness: Harness, landed: bool
+) -> None:
+    # GIVEN a 25-way inline wave whose first batch of outcomes fails: before it landed, or after
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+
+    def first_outcomes(call: Call) -> bool:
+        return bool(_outcomes_in(call))
+
+    fault = harness.spy.inject(
+        "events.append_after", Transient("timed out"), match=first_outcomes, after=landed, times=1
+    )
+    # WHEN it settles
+    handle = runtime.start("fan", 25)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the fault fired once, the rest were written one by one, and each body ran once
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == [i * i for i in range(25)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 25

@@ -37,6 +37,7 @@ from functools import partial
 from operator import attrgetter
 from typing import Any
 
+from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
     EventData,
@@ -48,10 +49,11 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.world import Delivery, World
-from world_aws.errors import Conflict, RunExpired, TooEarly
+from world_aws.errors import Conflict, RunExpired, Throttled, TooEarly, Transient
 from world_aws.runtime import ids, stepbody, telemetry, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
+from world_aws.runtime.outcomes import OutcomeBatch
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
 
@@ -236,12 +238,22 @@ class InlineSteps:
         margin = timedelta(seconds=self._config.inline_margin_seconds)
         return self._world.clock.now() + margin < owner.deadline
 
-    def run(self, run: Run, plan: InlinePlan, owner: Owner | None, *, defer: bool = False) -> InlineRound:
+    def run(
+        self,
+        run: Run,
+        plan: InlinePlan,
+        owner: Owner | None,
+        *,
+        defer: bool = False,
+        after: int | None = None,
+    ) -> InlineRound:
         """Re-publish lost retries, then claim and run ``plan``'s inline steps: which ran, what was written.
 
         A claim refused as a duplicate (another continuation's step, or our own whose answer
         was lost) runs nothing now: the next round's replay shows whose it is.
-        ``defer``: see :meth:`run_claimed`.
+        ``defer``: see :meth:`run_claimed`. ``after``: the log's end when the pass wrote
+        nothing else; then a wave's creates go in ``events.append_after`` batches
+        (:meth:`_append_creates`) instead of one write each.
 
         Raises:
             WorldAwsError: a claim or a write failed; the delivery is redelivered and its
@@ -251,12 +263,21 @@ class InlineSteps:
             self._publish_retry(run, owned.request, owned.attempt)
         if owner is None or not plan.runs_steps:
             return InlineRound()
-        claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in plan.create]
+        appended: list[Claim] = []
+        one_by_one = plan.create
+        if after is not None and len(plan.create) > 1 and not (plan.reclaim or plan.adopt):
+            appended, one_by_one = self._append_creates(run, after, plan.create, owner)
+        claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
         claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
-        claimed: list[Claim] = _values(run_parallel(self._pool, claims))
+        claimed: list[Claim] = appended + _values(run_parallel(self._pool, claims))
         started = [(c.step, c.request) for c in claimed if c.step is not None]
-        bodies = self.run_claimed(run, started, owner, defer=defer and len(started) == len(claimed))
+        whole = len(started) == len(claimed)
+        # Every claim wrote an event of ours: the log ends at the last one unless someone
+        # else wrote meanwhile (then a batch of outcomes is refused and goes one by one).
+        wrote = [c.event.position for c in claimed if c.event is not None]
+        end = max(wrote) if whole and len(wrote) == len(claimed) else None
+        bodies = self.run_claimed(run, started, owner, defer=defer and whole, after=end)
         # A refused write may be our own that landed with its answer lost: then the log
         # holds an event of ours we do not know, and only a read shows it.
         return InlineRound(
@@ -269,26 +290,43 @@ class InlineSteps:
         )
 
     def run_claimed(
-        self, run: Run, started: list[tuple[Step, StepRequest]], owner: Owner, *, defer: bool = False
+        self,
+        run: Run,
+        started: list[tuple[Step, StepRequest]],
+        owner: Owner,
+        *,
+        defer: bool = False,
+        after: int | None = None,
     ) -> InlineRound:
         """Run the bodies of steps this delivery holds (running, owned by it) and record their outcomes.
 
         ``defer`` with a single step: its completion or failure is not written but returned
         (``InlineRound.deferred``) for the caller to append with what the workflow does
-        next (``Orchestrator``, "pipelined outcome" in ARCHITECTURE §5). A retry is always
-        written here (its message follows it).
+        next (``Orchestrator``, "pipelined outcome" in ARCHITECTURE §5). With several and
+        ``after`` (where the log ends once they were claimed), their completions and
+        failures are appended in batches as they finish (``runtime/outcomes.py``). A retry
+        is always written alone (its message follows it).
         """
+        batch = (
+            OutcomeBatch(self._world, run.run_id, after) if len(started) > 1 and after is not None else None
+        )
         defer = defer and len(started) == 1
         attempts = [
-            partial(self._traced_attempt, run, step, request, owner, defer) for step, request in started
+            partial(self._traced_attempt, run, step, request, owner, defer, batch)
+            for step, request in started
         ]
         outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
         written = [e for out in outcomes if out.written for e in out.written]
+        complete = all(out.written is not None for out in outcomes)
+        if batch is not None:
+            batched, landed = batch.flush()
+            written += batched
+            complete = complete and landed
         deferred = next((out.deferred for out in outcomes if out.deferred is not None), None)
         return InlineRound(
             {step.step_id for step, _ in started},
             sorted(written, key=attrgetter("position")),
-            all(out.written is not None for out in outcomes),
+            complete,
             deferred,
         )
 
@@ -305,6 +343,32 @@ class InlineSteps:
         except (Conflict, RunExpired):
             return Claim(None, request)  # another continuation has it, or the run ended
         return Claim(result.step, request, result.event)
+
+    def _append_creates(
+        self, run: Run, after: int, creates: list[StepRequest], owner: Owner
+    ) -> tuple[list[Claim], list[StepRequest]]:
+        """A wave's owned creates appended after ``after``, ``rules.MAX_BATCH_EVENTS`` at a time.
+
+        Returns the claims of the batches that landed and the creates left to write one
+        by one: all after the first batch that did not land (the log moved: the one-by-one
+        creates judge each step) or whose answer was lost (then a create that landed is
+        refused as a duplicate, and the next round's replay shows it ours to adopt).
+        """
+        claims: list[Claim] = []
+        for start in range(0, len(creates), rules.MAX_BATCH_EVENTS):
+            chunk = creates[start : start + rules.MAX_BATCH_EVENTS]
+            requests = [owned_create(s, owner) for s in chunk]
+            try:
+                results = self._world.events.append_after(
+                    run.run_id, after, requests, at=self._world.clock.now()
+                )
+            except (Throttled, Transient):
+                results = None
+            if results is None:
+                return claims, creates[start:]
+            claims += [Claim(r.step, s, r.event) for r, s in zip(results, chunk, strict=True)]
+            after += len(chunk)
+        return claims, []
 
     def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
         data = EventData(step_name=request.step_name, owner=owner.tag)
@@ -323,19 +387,36 @@ class InlineSteps:
         return Claim(step, owned.request)
 
     def _traced_attempt(
-        self, run: Run, step: Step, request: StepRequest, owner: Owner, defer: bool
+        self,
+        run: Run,
+        step: Step,
+        request: StepRequest,
+        owner: Owner,
+        defer: bool,
+        batch: OutcomeBatch | None = None,
     ) -> Attempt:
         with tracing.inline_step_span(step):
-            return self._attempt(run, step, request, owner, defer)
+            return self._attempt(run, step, request, owner, defer, batch)
 
-    def _attempt(self, run: Run, step: Step, request: StepRequest, owner: Owner, defer: bool) -> Attempt:
-        """One attempt of an owned step and its outcome's write (unless ``defer``: then returned)."""
+    def _attempt(
+        self,
+        run: Run,
+        step: Step,
+        request: StepRequest,
+        owner: Owner,
+        defer: bool,
+        batch: OutcomeBatch | None = None,
+    ) -> Attempt:
+        """One attempt of an owned step and its outcome's write (``defer``: returned; ``batch``: added)."""
         outcome = stepbody.run_step_body(self._world, self._app, step, request.input, deadline=owner.deadline)
         tracing.record_step_outcome(outcome.etype)
         if outcome.etype is not EventType.STEP_RETRYING:
             settled = stepbody.outcome_request(step, outcome, owner.tag)
             if defer:
                 return Attempt([], settled)
+            if batch is not None:
+                batch.add(settled)
+                return Attempt([])
             return Attempt.of(stepbody.record(self._world, run.run_id, settled))
         delay = stepbody.retry_delay(outcome, step.attempt)
         retrying = stepbody.retrying_request(self._world, step, outcome, delay, owner.tag)
@@ -361,6 +442,22 @@ class InlineSteps:
             "inline step retrying by message",
             extra={"run_id": run.run_id, "step_id": request.step_id, "attempt": attempt},
         )
+
+
+def creates_only(outcome: Suspended, plan: InlinePlan) -> bool:
+    """Whether the pass of ``outcome`` under ``plan`` writes nothing but inline steps' creates."""
+    return not (
+        outcome.new_hooks
+        or outcome.disposed_hooks
+        or outcome.new_children
+        or outcome.new_waits
+        or outcome.pending_waits
+        or outcome.undispatched_steps
+        or plan.dispatch
+        or plan.reclaim
+        or plan.adopt
+        or plan.republish
+    )
 
 
 def owned_create(step: StepRequest, owner: Owner) -> EventRequest:

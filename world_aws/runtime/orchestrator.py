@@ -26,7 +26,7 @@ from world_aws.runtime import tracing
 from world_aws.runtime.chain import ERROR_CODE_EVENT_LIMIT, EventLimitExceeded
 from world_aws.runtime.config import DEFAULT_MAX_EVENTS_PER_RUN
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
-from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
+from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner, creates_only
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.pipeline import OutcomePipeline
@@ -124,7 +124,9 @@ class Orchestrator:
                 again = self._suspend(run, outcome, plan.dispatch, redispatch_tag if not rounds else None)
                 published.update(s.step_id for s in [*plan.dispatch, *outcome.undispatched_steps])
                 if self._inline is not None:
-                    inline_round = self._inline.run(run, plan, owner, defer=True)
+                    # A pass that writes nothing else knows where the log ends: its creates append.
+                    end = replay.last_position if creates_only(outcome, plan) else None
+                    inline_round = self._inline.run(run, plan, owner, defer=True, after=end)
                     if inline_round.ran:
                         ran |= inline_round.ran
                         if not self._replays.keeps_replays:

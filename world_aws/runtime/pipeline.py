@@ -18,7 +18,7 @@ from world_aws.contract.records import Event, EventRequest, Run
 from world_aws.contract.world import World
 from world_aws.errors import Throttled, Transient
 from world_aws.runtime import stepbody
-from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, owned_create
+from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, creates_only, owned_create
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.registry import WorkflowFunction, Workflows
 from world_aws.runtime.replay import Replay, StepRequest, Suspended
@@ -94,7 +94,8 @@ class OutcomePipeline:
         claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
         if not claimed or self._inline is None:
             return replay, InlineRound(), fed
-        bodies = self._inline.run_claimed(run, claimed, owner, defer=True)
+        end = results[-1].event.position if results[-1].event is not None else None
+        bodies = self._inline.run_claimed(run, claimed, owner, defer=True, after=end)
         if not bodies.written:  # the usual case: the outcome deferred to the next batch
             return replay, bodies, fed and bodies.complete
         return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)
@@ -107,16 +108,4 @@ class OutcomePipeline:
         if len(outcome.new_steps) > min(room, rules.MAX_BATCH_EVENTS - 1):
             return []  # wider than one batch (or than the log's room): the normal pass creates them
         plan = self._inline.plan(outcome, owner, frozenset(ran))
-        other_work = (
-            outcome.new_hooks
-            or outcome.disposed_hooks
-            or outcome.new_children
-            or outcome.new_waits
-            or outcome.pending_waits
-            or outcome.undispatched_steps
-            or plan.dispatch
-            or plan.reclaim
-            or plan.adopt
-            or plan.republish
-        )
-        return [] if other_work else list(plan.create)
+        return list(plan.create) if creates_only(outcome, plan) else []
