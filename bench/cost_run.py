@@ -2,8 +2,10 @@
 
 Workloads (``WORKLOADS``): W0 is one step (the per-run overhead, carried by a single
 step), W1 three sequential steps, W2 a hundred, W3 and W4 an ``asyncio.gather`` of
-64 and 256; W2 with a 10 KB and a 60 KB workflow input, W1 with a 100 KB and a
-200 KB input to every step. Steps are trivial and return their index.
+64 and 256 (W3-inline and W4-inline: the same with ``WORKFLOW_MAX_INLINE_STEPS`` at
+their width, so the whole fan-out runs in the continuing invocation); W2 with a 10 KB
+and a 60 KB workflow input, W1 with a 100 KB and a 200 KB input to every step. Steps
+are trivial and return their index.
 
 ``run_workload`` runs one on a freshly provisioned World (``MotoWorlds``) behind a
 ``BenchWorld`` (every store call is a World op, its requests billed to it), with
@@ -17,6 +19,7 @@ completed and both queues drained.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,6 +53,7 @@ class Workload:
     gather: bool = False
     workflow_input_bytes: int = 0
     step_input_bytes: int = 0
+    max_inline_steps: int | None = None  # WORKFLOW_MAX_INLINE_STEPS for this one (None: as deployed)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -60,6 +64,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W2", "100 sequential steps", 100),
         Workload("W3", "64-way gather", 64, gather=True),
         Workload("W4", "256-way gather", 256, gather=True),
+        Workload("W3-inline", "W3, all 64 inline", 64, gather=True, max_inline_steps=64),
+        Workload("W4-inline", "W4, all 256 inline", 256, gather=True, max_inline_steps=256),
         Workload("W2-in10K", "W2, 10 KB workflow input", 100, workflow_input_bytes=10 * KB),
         Workload("W2-in60K", "W2, 60 KB workflow input", 100, workflow_input_bytes=60 * KB),
         Workload("W1-step100K", "W1, 100 KB step inputs", 3, step_input_bytes=100 * KB),
@@ -167,7 +173,10 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
     with meters.moto.fresh_world() as aws:
         timeline = RunTimeline()
         world = BenchWorld(aws, timeline, recorder, legacy_producer=False)
-        runtime = Runtime(world, cost_app(), RuntimeConfig.from_env())
+        config = RuntimeConfig.from_env()
+        if workload.max_inline_steps is not None:
+            config = dataclasses.replace(config, max_inline_steps=workload.max_inline_steps)
+        runtime = Runtime(world, cost_app(), config)
         with recorder.muted():
             pump = QueuePump(
                 aws.clients.sqs,

@@ -327,3 +327,34 @@ def test_an_outcome_batch_that_fails_is_written_one_by_one_without_repeating_a_s
     assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
     types = harness.event_types(handle.run_id)
     assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 25
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
+def test_a_claim_failing_transiently_is_taken_up_again_without_failing_the_delivery(
+    harness: Harness, landed: bool
+) -> None:
+    # GIVEN a 6-way inline wave whose creates go one by one (its batch append is refused)
+    # and whose third create fails with Transient: before it landed, or after
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=6))
+    harness.spy.inject("events.append_after", Transient("refused"), match=lambda c: bool(_creates_in(c)))
+    seen = {"creates": 0}
+
+    def third_create(call: Call) -> bool:
+        if call.detail.type is not EventType.STEP_CREATED:
+            return False
+        seen["creates"] += 1
+        return seen["creates"] == 3
+
+    fault = harness.spy.inject("events.create", Transient("timed out"), match=third_create, after=landed)
+    # WHEN it settles
+    handle = runtime.start("fan", 6)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the other claims ran in that round and the failed one in the next, all in the
+    # first delivery (one error did not throw the wave's claims away), each body once
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == [i * i for i in range(6)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(6))
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 6

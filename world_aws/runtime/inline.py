@@ -337,11 +337,17 @@ class InlineSteps:
             return True
         return now - owned.since >= timedelta(seconds=self._config.inline_lease_seconds)
 
+    # A claim that fails with Transient or Throttled runs nothing now, like a refused one:
+    # the next round's replay shows whether it landed (then the step is ours to adopt) or
+    # not (then it is claimed again). Failing the delivery instead would throw away the
+    # whole wave's claims for one error: a wide wave would make no progress under a
+    # steady rate of transient errors (the chaos suite's wide fan-outs, ARCHITECTURE §6).
+
     def _create(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
         try:
             result = self._world.events.create(run.run_id, owned_create(request, owner))
-        except (Conflict, RunExpired):
-            return Claim(None, request)  # another continuation has it, or the run ended
+        except (Conflict, RunExpired, Throttled, Transient):
+            return Claim(None, request)  # another continuation has it, the run ended, or see above
         return Claim(result.step, request, result.event)
 
     def _append_creates(
@@ -376,12 +382,15 @@ class InlineSteps:
             result = self._world.events.create(
                 run.run_id, EventRequest(EventType.STEP_STARTED, request.step_id, data)
             )
-        except (Conflict, RunExpired, TooEarly):
-            return Claim(None, request)  # settled, handed to a retry message, or the run ended
+        except (Conflict, RunExpired, TooEarly, Throttled, Transient):
+            return Claim(None, request)  # settled, handed to a retry message, the run ended, or above
         return Claim(result.step, request, result.event)
 
     def _adopt(self, run: Run, owned: OwnedStep) -> Claim:
-        step = self._world.steps.get(run.run_id, owned.request.step_id, resolve_data=ResolveData.NONE)
+        try:
+            step = self._world.steps.get(run.run_id, owned.request.step_id, resolve_data=ResolveData.NONE)
+        except (Throttled, Transient):
+            return Claim(None, owned.request)
         if step.status is not StepStatus.RUNNING:
             return Claim(None, owned.request)
         return Claim(step, owned.request)
