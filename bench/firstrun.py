@@ -39,7 +39,7 @@ def measure_once(command: list[str], *, world: str) -> dict[str, Any]:
         RuntimeError: the command did not exit 0.
     """
     env = {**os.environ, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
-    argv = [sys.executable, "-c", "import sys; from world_aws.cli import main; sys.exit(main())"]
+    argv = [sys.executable, "-c", "from world_aws._entry import main; main()"]  # as the console script
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(

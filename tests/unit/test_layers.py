@@ -122,13 +122,15 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="backends-chosen-by-composition-roots",
         says=(
-            "only the composition roots (functions/, world_aws/cli) and the test kit (world_aws/testing) "
-            "import the backends world_aws.aws and world_aws.local"
+            "only the composition roots (functions/, world_aws/cli and the console command's "
+            "world_aws._entry) and the test kit (world_aws/testing) import the backends "
+            "world_aws.aws and world_aws.local"
         ),
         applies_to=("*",),
         exempt=(
             "functions",
             "world_aws.cli",
+            "world_aws._entry",
             "world_aws.testing",
             "world_aws.aws",
             "world_aws.local",

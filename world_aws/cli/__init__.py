@@ -20,13 +20,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from world_aws.cli import dev, operate, ui
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
 from world_aws.errors import BadInput
 from world_aws.runtime.loading import load_app
+
+if TYPE_CHECKING:
+    from world_aws.local.moto_process import MotoProcess
 
 # The commands that talk to an HTTP API (--api/--sign before or after the command).
 API_COMMANDS = (*operate.COMMANDS, "ui")
@@ -73,7 +76,18 @@ def _add_run_options(parser: argparse.ArgumentParser, *, with_args: bool = True)
     )
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    prestarted: MotoProcess | None = None,
+) -> int:
+    """Run the command in ``argv``; returns its exit code.
+
+    ``prestarted``: the embedded stack already starting in a child process
+    (``world_aws._entry``), for ``run`` and ``demo`` to use instead of starting one.
+    """
     out = out or sys.stdout
     err = err or sys.stderr
     parser = build_parser()
@@ -98,4 +112,4 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except BadInput as exc:
         err.write(f"world-aws: error: {exc}\n")
         return 2
-    return run_workflow(app, workflow, args, kwargs, ns, out, err)
+    return run_workflow(app, workflow, args, kwargs, ns, out, err, prestarted=prestarted)

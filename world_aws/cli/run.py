@@ -12,7 +12,7 @@ import argparse
 import json
 import time
 from datetime import datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from world_aws.api.payloads import error_view
 from world_aws.api.timeline import timeline
@@ -22,6 +22,9 @@ from world_aws.errors import BadInput
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.serde import decode_error
+
+if TYPE_CHECKING:
+    from world_aws.local.moto_process import MotoProcess
 
 EXIT_TIMEOUT = 3
 EXIT_INTERRUPTED = 130
@@ -45,14 +48,20 @@ def run_workflow(
     ns: argparse.Namespace,
     out: TextIO,
     err: TextIO,
+    *,
+    prestarted: MotoProcess | None = None,
 ) -> int:
-    """Run ``workflow`` on a fresh local stack of kind ``ns.world`` and report it; returns the exit code."""
+    """Run ``workflow`` on a fresh local stack of kind ``ns.world`` and report it; returns the exit code.
+
+    ``prestarted``: an embedded stack already starting in a child process, used if the kind is embedded.
+    """
     from world_aws.local.stack import local_stack
 
     quiet = bool(ns.json)
     handle: RunHandle | None = None
+    process = prestarted if ns.world == "embedded" else None
     try:
-        with local_stack(app, kind=ns.world, run_schedules=False) as stack:
+        with local_stack(app, kind=ns.world, run_schedules=False, prestarted=process) as stack:
             if not quiet:
                 where = f"moto on {stack.endpoint_url}" if stack.endpoint_url else "the in-memory World"
                 out.write(f"world-aws: running {workflow} on {where}\n")

@@ -42,6 +42,7 @@ class EmbeddedAws:
         parameters: template parameter overrides (e.g. ``{"DeploymentId": "dpl_1"}``).
         apply_settings: also apply the settings moto stores but never acts on (table
             PITR and TTL, bucket encryption, lifecycle, ...; ``provision``'s option).
+        listen_fd: serve on this loopback socket, already listening, instead of a new one.
     """
 
     def __init__(
@@ -52,6 +53,7 @@ class EmbeddedAws:
         template_path: Path | str = DEFAULT_TEMPLATE,
         parameters: Mapping[str, str] | None = None,
         apply_settings: bool = True,
+        listen_fd: int | None = None,
     ) -> None:
         # werkzeug logs one line per request at INFO; verbose=False does not stop it.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -60,7 +62,7 @@ class EmbeddedAws:
         self._apply_settings = apply_settings
         # moto's DynamoDB otherwise slows down with every item a session adds (moto_speedups).
         moto_speedups.install()
-        self._server = LoopbackMotoServer()
+        self._server = LoopbackMotoServer(listen_fd=listen_fd)
         self.app = self._server.app
         self.endpoint_url = self._server.endpoint_url
         try:

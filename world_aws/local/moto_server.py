@@ -52,10 +52,12 @@ class LoopbackMotoServer:
         endpoint_url: ``http://127.0.0.1:<port>``.
     """
 
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, *, listen_fd: int | None = None) -> None:
         self.app = SerializedApp(_Dispatcher())
+        # ``listen_fd``: a socket already bound to loopback and listening (the embedded
+        # stack's process is handed one, so its parent knows the port before it serves).
         self._server = make_server(
-            LOOPBACK, port, self.app, threaded=True, request_handler=MotoRequestHandler
+            LOOPBACK, port, self.app, threaded=True, request_handler=MotoRequestHandler, fd=listen_fd
         )
         host, bound = self._server.server_address[:2]
         self.address = (str(host), int(bound))

@@ -11,9 +11,11 @@ in-memory World, for the fastest feedback.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from world_aws.contract.world import Consumers, World
 from world_aws.local.failure_log import FailureLog
@@ -24,6 +26,10 @@ from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.scheduler import Scheduler
 
+if TYPE_CHECKING:
+    from world_aws.local.moto_process import MotoProcess
+
+LOG = logging.getLogger(__name__)
 # Locally the scheduler passes more often than the minute of the AWS rule.
 LOCAL_SCHEDULE_PERIOD_SECONDS = 5
 
@@ -65,11 +71,14 @@ def local_stack(
     reconciler_config: ReconcilerConfig | None = None,
     scheduler_config: SchedulerConfig | None = None,
     run_schedules: bool = True,
+    prestarted: MotoProcess | None = None,
 ) -> Iterator[LocalStack]:
     """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop).
 
     ``config`` defaults to :func:`local_config` (every continuation replayed cold);
     ``run_schedules=False`` leaves the app's schedules alone (``world-aws run``, one run).
+    ``prestarted`` (embedded only): the stack already starting in a child process
+    (``local/moto_process.py``); if it failed, one is started here instead.
     """
     with ExitStack() as stack:
         endpoint: str | None = None
@@ -81,15 +90,26 @@ def local_stack(
             world: World = create_memory_world()
         elif kind == "embedded":
             from world_aws.aws.config import AwsConfig
+            from world_aws.aws.local_clients import clients_for_endpoint
             from world_aws.aws.world import create_aws_world
             from world_aws.local.embedded import EmbeddedAws
 
-            # Only what changes how the workflows run: moto never acts on PITR, TTL or bucket settings.
-            aws = stack.enter_context(EmbeddedAws(apply_settings=False))
-            endpoint = aws.endpoint_url
-            env = aws.env()
-            release = aws.app.release_long_polls
-            world = create_aws_world(AwsConfig.from_env(aws.env()), clients=aws.clients)
+            # This process's clients first: the prestarted stack builds itself meanwhile.
+            early = clients_for_endpoint(prestarted.endpoint_url, prestarted.region) if prestarted else None
+            report = _report_of(prestarted)
+            if report is not None and early is not None and prestarted is not None:
+                stack.callback(prestarted.stop)
+                endpoint, env, clients = prestarted.endpoint_url, dict(report["env"]), early
+                release = prestarted.release_long_polls
+                stack.callback(clients.close)
+            else:
+                if early is not None:
+                    early.close()
+                # Only what changes how the workflows run: moto never acts on PITR, TTL or bucket settings.
+                aws = stack.enter_context(EmbeddedAws(apply_settings=False))
+                endpoint, env, clients = aws.endpoint_url, aws.env(), aws.clients
+                release = aws.app.release_long_polls
+            world = create_aws_world(AwsConfig.from_env(env), clients=clients)
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")
         stack.callback(world.close)
@@ -116,3 +136,15 @@ def local_stack(
             env=env,
             scheduler=scheduler,
         )
+
+
+def _report_of(prestarted: MotoProcess | None) -> dict[str, Any] | None:
+    """The child stack's report, or None (none given, or it failed: logged, then started here)."""
+    if prestarted is None:
+        return None
+    try:
+        return prestarted.report()
+    except RuntimeError:
+        LOG.warning("the embedded stack's process failed; starting it in this one", exc_info=True)
+        prestarted.stop()
+        return None
