@@ -14,7 +14,7 @@ import itertools
 
 import pytest
 
-from world_aws import Workflows, create_hook, sleep
+from world_aws import RunHandle, Workflows, create_hook, sleep
 from world_aws.contract import rules
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
@@ -232,6 +232,19 @@ def test_a_wave_wider_than_one_batch_is_created_by_the_normal_pass(harness: Harn
     assert all(len(c.detail) <= rules.MAX_BATCH_EVENTS for c in harness.spy.calls("events.append_after"))
 
 
+def _wide(max_inline: int) -> RuntimeConfig:
+    return RuntimeConfig(replay_cache_runs=256, max_inline_steps=max_inline)
+
+
+def assert_fan_settled_once(harness: Harness, handle: RunHandle, ran: list[str], n: int) -> None:
+    """The ``fan`` run completed in its first delivery, each body ran once, each step logged once."""
+    assert handle.result(timeout=0) == [i * i for i in range(n)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(n))
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == n
+
+
 def _creates_in(call: Call) -> list[EventType]:
     return [r.type for r in call.detail if r.type is EventType.STEP_CREATED]
 
@@ -239,7 +252,7 @@ def _creates_in(call: Call) -> list[EventType]:
 def test_a_wide_inline_wave_is_created_by_appends_of_one_batch_each(harness: Harness) -> None:
     # GIVEN up to 25 inline steps and a 25-way gather
     ran: list[str] = []
-    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    runtime = harness.runtime_for(fan_app(ran), _wide(25))
     # WHEN it settles
     handle = runtime.start("fan", 25)
     assert harness.settle(handle) is RunStatus.COMPLETED
@@ -259,7 +272,7 @@ def test_a_wave_append_that_fails_falls_back_without_losing_or_repeating_a_step(
 ) -> None:
     # GIVEN a 25-way inline wave whose second create batch fails: before it landed, or after
     ran: list[str] = []
-    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    runtime = harness.runtime_for(fan_app(ran), _wide(25))
     seen = {"batches": 0}
 
     def second_batch(call: Call) -> bool:
@@ -276,12 +289,7 @@ def test_a_wave_append_that_fails_falls_back_without_losing_or_repeating_a_step(
     assert harness.settle(handle) is RunStatus.COMPLETED
     # THEN the fault fired, the run completed in its first delivery, and each body ran once
     assert fault.fired == 1
-    assert handle.result(timeout=0) == [i * i for i in range(25)]
-    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
-    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
-    # AND the log holds each step once: created, completed
-    types = harness.event_types(handle.run_id)
-    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 25
+    assert_fan_settled_once(harness, handle, ran, 25)
 
 
 def _outcomes_in(call: Call) -> list[EventType]:
@@ -291,7 +299,7 @@ def _outcomes_in(call: Call) -> list[EventType]:
 def test_a_wide_inline_waves_outcomes_are_appended_a_batch_at_a_time(harness: Harness) -> None:
     # GIVEN up to 25 inline steps and a 25-way gather
     ran: list[str] = []
-    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    runtime = harness.runtime_for(fan_app(ran), _wide(25))
     # WHEN it settles
     handle = runtime.start("fan", 25)
     assert harness.settle(handle) is RunStatus.COMPLETED
@@ -309,7 +317,7 @@ def test_an_outcome_batch_that_fails_is_written_one_by_one_without_repeating_a_s
 ) -> None:
     # GIVEN a 25-way inline wave whose first batch of outcomes fails: before it landed, or after
     ran: list[str] = []
-    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=25))
+    runtime = harness.runtime_for(fan_app(ran), _wide(25))
 
     def first_outcomes(call: Call) -> bool:
         return bool(_outcomes_in(call))
@@ -322,11 +330,7 @@ def test_an_outcome_batch_that_fails_is_written_one_by_one_without_repeating_a_s
     assert harness.settle(handle) is RunStatus.COMPLETED
     # THEN the fault fired once, the rest were written one by one, and each body ran once
     assert fault.fired == 1
-    assert handle.result(timeout=0) == [i * i for i in range(25)]
-    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
-    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
-    types = harness.event_types(handle.run_id)
-    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 25
+    assert_fan_settled_once(harness, handle, ran, 25)
 
 
 @pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
@@ -336,7 +340,7 @@ def test_a_claim_failing_transiently_is_taken_up_again_without_failing_the_deliv
     # GIVEN a 6-way inline wave whose creates go one by one (its batch append is refused)
     # and whose third create fails with Transient: before it landed, or after
     ran: list[str] = []
-    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(replay_cache_runs=256, max_inline_steps=6))
+    runtime = harness.runtime_for(fan_app(ran), _wide(6))
     harness.spy.inject("events.append_after", Transient("refused"), match=lambda c: bool(_creates_in(c)))
     seen = {"creates": 0}
 
@@ -353,8 +357,4 @@ def test_a_claim_failing_transiently_is_taken_up_again_without_failing_the_deliv
     # THEN the other claims ran in that round and the failed one in the next, all in the
     # first delivery (one error did not throw the wave's claims away), each body once
     assert fault.fired == 1
-    assert handle.result(timeout=0) == [i * i for i in range(6)]
-    assert sorted(ran) == sorted(f"square {i}" for i in range(6))
-    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
-    types = harness.event_types(handle.run_id)
-    assert types.count(EventType.STEP_CREATED) == types.count(EventType.STEP_COMPLETED) == 6
+    assert_fan_settled_once(harness, handle, ran, 6)
