@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 
 import pytest
 
-from world_aws import RunHandle, Workflows, create_hook, sleep
+from world_aws import RunHandle, Workflows, create_hook, get_step_metadata, sleep
 from world_aws.contract import rules
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
@@ -303,9 +304,10 @@ def test_a_wide_inline_waves_outcomes_are_appended_a_batch_at_a_time(harness: Ha
     # WHEN it settles
     handle = runtime.start("fan", 25)
     assert harness.settle(handle) is RunStatus.COMPLETED
-    # THEN the outcomes went in appends of one batch each, none one by one
+    # THEN the outcomes went in appends of at most one batch each (full ones, or what a
+    # batch had gathered when it stopped waiting: outcomes.LINGER_SECONDS), none one by one
     settled = [len(_outcomes_in(c)) for c in harness.spy.calls("events.append_after") if _outcomes_in(c)]
-    assert settled == [10, 10, 5]
+    assert sum(settled) == 25 and max(settled) == rules.MAX_BATCH_EVENTS
     assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_COMPLETED]
     assert handle.result(timeout=0) == [i * i for i in range(25)]
     assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
@@ -358,3 +360,37 @@ def test_a_claim_failing_transiently_is_taken_up_again_without_failing_the_deliv
     # first delivery (one error did not throw the wave's claims away), each body once
     assert fault.fired == 1
     assert_fan_settled_once(harness, handle, ran, 6)
+
+
+def test_a_finished_bodys_outcome_is_in_the_log_while_a_slow_sibling_still_runs(harness: Harness) -> None:
+    # GIVEN a 3-way inline wave whose third body waits (up to 10 s) until the log holds
+    # the other two outcomes
+    app = Workflows()
+    world = harness.world
+    saw: list[bool] = []
+
+    @app.step(name="part")
+    def part(i: int) -> int:
+        if i == 2:
+            run_id = get_step_metadata().run_id
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                done = [e for e in world.events.list(run_id) if e.type is EventType.STEP_COMPLETED]
+                if len(done) == 2:
+                    break
+                time.sleep(0.01)
+            saw.append(len(done) == 2)
+        return i
+
+    @app.workflow
+    async def parts() -> list[int]:
+        return list(await asyncio.gather(*(part(i) for i in range(3))))
+
+    runtime = harness.runtime_for(app, _wide(3))
+    # WHEN it settles
+    handle = runtime.start("parts")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the slow body saw its siblings' outcomes recorded before it finished (a batch
+    # stops waiting for more after outcomes.LINGER_SECONDS), and the run completed
+    assert saw == [True]
+    assert handle.result(timeout=0) == [0, 1, 2]

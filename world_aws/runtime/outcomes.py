@@ -3,10 +3,12 @@
 An inline wave's steps run in parallel on the pool. Each outcome written alone costs
 a reservation and a commit; appended together after the log's known end they share
 one write of the run item and the batch items (``events.append_after``). So the
-bodies hand their outcomes here: every ``rules.MAX_BATCH_EVENTS`` of them are
-appended at once, and the rest when the wave is over (``flush``). A batch waits for
-at most that many bodies, so a crash loses at most that many finished bodies' work:
-they run again, as any step whose outcome was not written (at least once, SPEC §5).
+bodies hand their outcomes here: a batch is appended when it holds
+``rules.MAX_BATCH_EVENTS`` of them or ``LINGER_SECONDS`` after its first, whichever is
+sooner, and what is left when the wave is over (``flush``). So bodies that finish
+together share a write, a finished body's outcome never waits on a slow sibling, and a
+crash loses at most one batch of finished bodies' work: they run again, as any step
+whose outcome was not written (at least once, SPEC §5).
 
 The log's end is known only while nothing else wrote: a batch that does not land
 (the log moved) or whose answer was lost is written one event at a time, and so is
@@ -26,32 +28,62 @@ from world_aws.contract.world import World
 from world_aws.errors import Throttled, Transient
 from world_aws.runtime import stepbody
 
+# How long a batch waits for more outcomes after its first: bodies that finish together share
+# a write, and a finished body's outcome is in the log this soon even while a sibling runs on.
+LINGER_SECONDS = 0.05
+
 
 class OutcomeBatch:
     """Collects the outcomes of one inline wave and appends them after ``after`` (the log's end)."""
 
-    def __init__(self, world: World, run_id: str, after: int) -> None:
+    def __init__(self, world: World, run_id: str, after: int, *, linger: float = LINGER_SECONDS) -> None:
         self._world = world
         self._run_id = run_id
         self._after: int | None = after
+        self._linger = linger
         self._pending: list[EventRequest] = []
         self._written: list[Event] = []
         self._complete = True
+        self._failure: BaseException | None = None
+        self._timers: list[threading.Timer] = []
         self._lock = threading.Lock()
 
     def add(self, outcome: EventRequest) -> None:
-        """An outcome to write; a full batch is appended now, by the thread that filled it."""
+        """An outcome to write: a full batch now, by the thread that filled it, else within ``linger``."""
         with self._lock:
             self._pending.append(outcome)
             if len(self._pending) >= rules.MAX_BATCH_EVENTS:
                 self._write()
+            elif len(self._pending) == 1:
+                timer = threading.Timer(self._linger, self._lingered)
+                timer.daemon = True
+                self._timers.append(timer)
+                timer.start()
 
     def flush(self) -> tuple[list[Event], bool]:
-        """Write what is left; returns the events written, by position, and whether every write landed."""
+        """Write what is left; returns the events written, by position, and whether every write landed.
+
+        Raises:
+            BaseException: whatever a write made on a linger timer's thread raised.
+        """
         with self._lock:
+            for timer in self._timers:
+                timer.cancel()
             if self._pending:
                 self._write()
+            if self._failure is not None:
+                raise self._failure
             return sorted(self._written, key=attrgetter("position")), self._complete
+
+    def _lingered(self) -> None:
+        """A batch not full ``linger`` after its first outcome: written now, not after a slow sibling."""
+        with self._lock:
+            if not self._pending or self._failure is not None:
+                return
+            try:
+                self._write()
+            except BaseException as failure:  # handed to flush(), on the wave's thread
+                self._failure = failure
 
     def _write(self) -> None:
         batch, self._pending = self._pending, []
