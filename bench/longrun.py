@@ -1,11 +1,14 @@
 """Work per step over a long sequential run: ``python -m bench.longrun --steps 10000``.
 
 One workflow awaits ``--steps`` steps one after another on the in-memory World
-(manual clock, every delivery on this thread through the World's own queue), and
-the run is cut into ten equal slices of deliveries. Printed per slice: deliveries
-per second; then the event items the runtime read in all, per step. Issue 12's
-target: the last slice's throughput at least 0.8 times the first's, and items read
-O(n) (a constant per step). The figures land in ``bench/out/longrun.json``.
+(manual clock, every delivery on this thread through the World's own queue). Each
+step body notes when it ran, and the run is cut into ten equal slices of steps.
+Printed per slice: steps per second; then the deliveries and the event items the
+runtime read in all, per step. Issue 12's target: the last slice's throughput at
+least 0.8 times the first's, and items read O(n) (a constant per step). With inline
+execution (the default, ``--max-inline 3``) the whole chain runs in one delivery, so
+slices are of steps, not deliveries; ``--max-inline 0`` measures the dispatched path
+(a delivery per step). The figures land in ``bench/out/longrun.json``.
 
 Wall time is noisy when other work shares the machine: compare slices of one run.
 """
@@ -21,16 +24,20 @@ from world_aws import Workflows
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import create_memory_world
 from world_aws.local.memory_queue import DrainDidNotSettle
+from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
 
 OUT = Path(__file__).resolve().parent / "out" / "longrun.json"
 
 
-def chain_app() -> Workflows:
+def chain_app(ran_at: list[float] | None = None) -> Workflows:
+    """``chain(n)``: n steps in sequence; each body appends when it ran to ``ran_at``."""
     app = Workflows()
 
     @app.step(name="inc")
     def inc(x: int) -> int:
+        if ran_at is not None:
+            ran_at.append(time.perf_counter())
         return x + 1
 
     @app.workflow
@@ -43,33 +50,32 @@ def chain_app() -> Workflows:
     return app
 
 
-def run(steps: int, slices: int = 10) -> dict[str, object]:
-    """Run one chain of ``steps`` steps; returns throughput per slice and items read."""
+def run(steps: int, slices: int = 10, *, max_inline: int = 3) -> dict[str, object]:
+    """Run one chain of ``steps`` steps; returns throughput per slice of steps and items read."""
     world = create_memory_world(clock=ManualClock())
-    runtime = Runtime(world, chain_app())
+    ran_at: list[float] = []
+    runtime = Runtime(world, chain_app(ran_at), RuntimeConfig(max_inline_steps=max_inline))
     try:
+        began = time.perf_counter()
         handle = runtime.start("chain", steps)
-        per_slice = max(1, steps // slices)
-        rates: list[float] = []
         delivered = 0
         while not handle.status().terminal:
-            began = time.perf_counter()
             try:
-                made = world.memory_queue.drain(runtime.handle, max_deliveries=per_slice)
+                made = world.memory_queue.drain(runtime.handle, max_deliveries=1000)
             except DrainDidNotSettle:
-                made = per_slice
+                made = 1000
             if made == 0:
                 break
             delivered += made
-            rates.append(made / max(time.perf_counter() - began, 1e-9))
         stats = world.stats.snapshot()
-        full = rates[:slices]
+        rates = _rates(began, ran_at, slices)
         return {
             "steps": steps,
+            "max_inline_steps": max_inline,
             "status": handle.status().value,
             "deliveries": delivered,
-            "deliveries_per_second": [round(r, 1) for r in full],
-            "last_over_first": round(full[-1] / full[0], 3) if len(full) > 1 else None,
+            "steps_per_second": [round(r, 1) for r in rates],
+            "last_over_first": round(rates[-1] / rates[0], 3) if len(rates) > 1 else None,
             "event_items_read": stats["event_items_read"],
             "event_items_read_per_step": round(stats["event_items_read"] / steps, 3),
         }
@@ -78,15 +84,31 @@ def run(steps: int, slices: int = 10) -> dict[str, object]:
         world.close()
 
 
+def _rates(began: float, ran_at: list[float], slices: int) -> list[float]:
+    """Steps per second in each of ``slices`` equal slices of the bodies' run times."""
+    size = len(ran_at) // slices
+    if size == 0:
+        return []
+    rates = []
+    start = began
+    for n in range(slices):
+        end = ran_at[(n + 1) * size - 1]
+        rates.append(size / max(end - start, 1e-9))
+        start = end
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--max-inline", type=int, default=3, help="WORKFLOW_MAX_INLINE_STEPS (0: dispatched)")
     ns = parser.parse_args(argv)
-    result = run(ns.steps)
-    rates: list[float] = list(result["deliveries_per_second"])  # type: ignore[call-overload]
+    result = run(ns.steps, max_inline=ns.max_inline)
+    rates: list[float] = list(result["steps_per_second"])  # type: ignore[call-overload]
     for n, rate in enumerate(rates, start=1):
-        print(f"slice {n:2d}: {rate:8.1f} deliveries/s")
+        print(f"slice {n:2d}: {rate:8.1f} steps/s")
     print(f"last/first slice: {result['last_over_first']}")
+    print(f"deliveries: {result['deliveries']}")
     print(f"event items read: {result['event_items_read']} ({result['event_items_read_per_step']} per step)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

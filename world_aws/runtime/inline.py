@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 import secrets
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -165,7 +166,9 @@ class InlineSteps:
     def enabled(self) -> bool:
         return self._config.max_inline_steps > 0
 
-    def plan(self, outcome: Suspended, owner: Owner | None, ran: frozenset[str] = frozenset()) -> InlinePlan:
+    def plan(
+        self, outcome: Suspended, owner: Owner | None, ran: AbstractSet[str] = frozenset()
+    ) -> InlinePlan:
         """Split ``outcome``'s new steps into inline and dispatched ones; find owned steps to take over.
 
         ``ran``: the steps whose body this continuation already ran. A step owned by this

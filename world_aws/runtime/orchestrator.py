@@ -11,6 +11,7 @@ triggered it is redelivered and the pass redone (every create is idempotent).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from datetime import datetime
 from functools import partial
@@ -117,7 +118,7 @@ class Orchestrator:
                 if isinstance(outcome, Failed):
                     self.fail_run(run.run_id, outcome.error, outcome.error_code, run=run)
                     return Ack()
-                plan = self._plan(outcome, owner, frozenset(ran))
+                plan = self._plan(outcome, owner, ran)  # not copied: a long run has run many
                 outcome.undispatched_steps[:] = [
                     s for s in outcome.undispatched_steps if s.step_id not in published
                 ]
@@ -169,7 +170,7 @@ class Orchestrator:
             else:
                 replay.close()
 
-    def _plan(self, outcome: Suspended, owner: Owner | None, ran: frozenset[str]) -> InlinePlan:
+    def _plan(self, outcome: Suspended, owner: Owner | None, ran: AbstractSet[str]) -> InlinePlan:
         if self._inline is None:
             return InlinePlan(dispatch=list(outcome.new_steps))
         return self._inline.plan(outcome, owner, ran)

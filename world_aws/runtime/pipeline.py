@@ -107,5 +107,5 @@ class OutcomePipeline:
             return []
         if len(outcome.new_steps) > min(room, rules.MAX_BATCH_EVENTS - 1):
             return []  # wider than one batch (or than the log's room): the normal pass creates them
-        plan = self._inline.plan(outcome, owner, frozenset(ran))
+        plan = self._inline.plan(outcome, owner, ran)
         return list(plan.create) if creates_only(outcome, plan) else []
