@@ -394,3 +394,34 @@ def test_a_finished_bodys_outcome_is_in_the_log_while_a_slow_sibling_still_runs(
     # stops waiting for more after outcomes.LINGER_SECONDS), and the run completed
     assert saw == [True]
     assert handle.result(timeout=0) == [0, 1, 2]
+
+
+def test_a_wave_whose_delivery_fails_keeps_the_outcomes_its_bodies_reached(harness: Harness) -> None:
+    # GIVEN a 4-way inline wave in which step 3 fails its first attempt and the message
+    # of its retry cannot be published (so the delivery fails and is redelivered)
+    app = Workflows()
+    ran: list[int] = []
+
+    @app.step(name="part")
+    def part(i: int) -> int:
+        ran.append(i)
+        if i == 3 and ran.count(3) == 1:
+            raise ValueError("first attempt fails")
+        return i
+
+    @app.workflow
+    async def parts() -> list[int]:
+        return list(await asyncio.gather(*(part(i) for i in range(4))))
+
+    runtime = harness.runtime_for(app, _wide(4))
+    fault = harness.spy.inject(
+        "queue.publish", Transient("SQS unreachable"), match=lambda c: c.detail.queue is QueueName.STEP
+    )
+    # WHEN it settles
+    handle = runtime.start("parts")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the three steps that finished in the failed delivery had their outcomes written
+    # before the failure went on: no later delivery ran their bodies again
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == [0, 1, 2, 3]
+    assert sorted(ran) == [0, 1, 2, 3, 3]

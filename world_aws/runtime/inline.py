@@ -27,6 +27,7 @@ check of dispatched branches (``rules.counts_as_pending``).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 from collections.abc import Callable
@@ -318,7 +319,15 @@ class InlineSteps:
             partial(self._traced_attempt, run, step, request, owner, defer, batch)
             for step, request in started
         ]
-        outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
+        try:
+            outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
+        except BaseException:
+            if batch is not None:
+                # The finished siblings' outcomes are written before the failure goes on
+                # (as they were when each wrote its own): their bodies need not run again.
+                with contextlib.suppress(Exception):
+                    batch.flush()
+            raise
         written = [e for out in outcomes if out.written for e in out.written]
         complete = all(out.written is not None for out in outcomes)
         if batch is not None:
