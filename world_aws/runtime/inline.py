@@ -316,8 +316,7 @@ class InlineSteps:
         )
         defer = defer and len(started) == 1
         attempts = [
-            partial(self._traced_attempt, run, step, request, owner, defer, batch)
-            for step, request in started
+            partial(self._attempt, run, step, request, owner, defer, batch) for step, request in started
         ]
         try:
             outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
@@ -407,18 +406,6 @@ class InlineSteps:
             return Claim(None, owned.request)
         return Claim(step, owned.request)
 
-    def _traced_attempt(
-        self,
-        run: Run,
-        step: Step,
-        request: StepRequest,
-        owner: Owner,
-        defer: bool,
-        batch: OutcomeBatch | None = None,
-    ) -> Attempt:
-        with tracing.inline_step_span(step):
-            return self._attempt(run, step, request, owner, defer, batch)
-
     def _attempt(
         self,
         run: Run,
@@ -429,29 +416,32 @@ class InlineSteps:
         batch: OutcomeBatch | None = None,
     ) -> Attempt:
         """One attempt of an owned step and its outcome's write (``defer``: returned; ``batch``: added)."""
-        outcome = stepbody.run_step_body(self._world, self._app, step, request.input, deadline=owner.deadline)
-        tracing.record_step_outcome(outcome.etype)
-        if outcome.etype is not EventType.STEP_RETRYING:
-            settled = stepbody.outcome_request(step, outcome, owner.tag)
-            if defer:
-                return Attempt([], settled)
-            if batch is not None:
-                batch.add(settled)
-                return Attempt([])
-            return Attempt.of(stepbody.record(self._world, run.run_id, settled))
-        delay = stepbody.retry_delay(outcome, step.attempt)
-        retrying = stepbody.retrying_request(self._world, step, outcome, delay, owner.tag)
-        recorded = stepbody.record(self._world, run.run_id, retrying)
-        if recorded == "gone":
-            return Attempt(None)
-        if recorded == "skipped":
-            # Refused: the step is no longer running. A lost answer to our own write looks
-            # the same (it landed; its in-process retry was refused): pending means ours.
-            current = self._world.steps.get(run.run_id, step.step_id, resolve_data=ResolveData.NONE)
-            if current.status is not StepStatus.PENDING:
+        with tracing.inline_step_span(step):  # the attempt and its writes
+            outcome = stepbody.run_step_body(
+                self._world, self._app, step, request.input, deadline=owner.deadline
+            )
+            tracing.record_step_outcome(outcome.etype)
+            if outcome.etype is not EventType.STEP_RETRYING:
+                settled = stepbody.outcome_request(step, outcome, owner.tag)
+                if defer:
+                    return Attempt([], settled)
+                if batch is not None:
+                    batch.add(settled)
+                    return Attempt([])
+                return Attempt.of(stepbody.record(self._world, run.run_id, settled))
+            delay = stepbody.retry_delay(outcome, step.attempt)
+            retrying = stepbody.retrying_request(self._world, step, outcome, delay, owner.tag)
+            recorded = stepbody.record(self._world, run.run_id, retrying)
+            if recorded == "gone":
                 return Attempt(None)
-        self._publish_retry(run, request, step.attempt, delay)
-        return Attempt.of(recorded)
+            if recorded == "skipped":
+                # Refused: the step is no longer running. A lost answer to our own write looks
+                # the same (it landed; its in-process retry was refused): pending means ours.
+                current = self._world.steps.get(run.run_id, step.step_id, resolve_data=ResolveData.NONE)
+                if current.status is not StepStatus.PENDING:
+                    return Attempt(None)
+            self._publish_retry(run, request, step.attempt, delay)
+            return Attempt.of(recorded)
 
     def _publish_retry(self, run: Run, request: StepRequest, attempt: int, delay: float = 0) -> None:
         """The message of the next attempt (keyed by the failed one, so re-publishes collapse)."""
