@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -54,6 +55,7 @@ class Workload:
     workflow_input_bytes: int = 0
     step_input_bytes: int = 0
     max_inline_steps: int | None = None  # WORKFLOW_MAX_INLINE_STEPS for this one (None: as deployed)
+    incompressible: bool = False  # inputs of pseudo-random bytes (else one byte repeated: zlib's best case)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -70,6 +72,20 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W2-in60K", "W2, 60 KB workflow input", 100, workflow_input_bytes=60 * KB),
         Workload("W1-step100K", "W1, 100 KB step inputs", 3, step_input_bytes=100 * KB),
         Workload("W1-step200K", "W1, 200 KB step inputs", 3, step_input_bytes=200 * KB),
+        Workload(
+            "W2-in60K-random",
+            "W2, 60 KB incompressible workflow input",
+            100,
+            workflow_input_bytes=60 * KB,
+            incompressible=True,
+        ),
+        Workload(
+            "W1-step100K-random",
+            "W1, 100 KB incompressible step inputs",
+            3,
+            step_input_bytes=100 * KB,
+            incompressible=True,
+        ),
     )
 }
 
@@ -83,17 +99,28 @@ def cost_app() -> Workflows:
         return i
 
     @app.workflow(name=SEQUENTIAL)
-    async def sequential(steps: int, step_pad: int, pad: bytes) -> int:
+    async def sequential(steps: int, step_pad: int, pad: bytes, noisy: bool = False) -> int:
         for i in range(steps):
-            await leaf(i, b"s" * step_pad)
+            await leaf(i, padding(step_pad, i, noisy))
         return steps
 
     @app.workflow(name=GATHER)
-    async def gather(steps: int, step_pad: int, pad: bytes) -> int:
-        values = await asyncio.gather(*(leaf(i, b"s" * step_pad) for i in range(steps)))
+    async def gather(steps: int, step_pad: int, pad: bytes, noisy: bool = False) -> int:
+        values = await asyncio.gather(*(leaf(i, padding(step_pad, i, noisy)) for i in range(steps)))
         return len(values)
 
     return app
+
+
+def padding(size: int, seed: int, noisy: bool) -> bytes:
+    """``size`` bytes: one byte repeated, or (``noisy``) SHA-256 in counter mode, which zlib cannot shrink.
+
+    A function of its arguments alone, so a workflow may call it (replays give the same bytes).
+    """
+    if not noisy:
+        return b"s" * size
+    blocks = (hashlib.sha256(f"{seed}:{n}".encode()).digest() for n in range(size // 32 + 1))
+    return b"".join(blocks)[:size]
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +228,10 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
             items_before = meters.billing.item_writes()
             began = time.perf_counter()
             name = GATHER if workload.gather else SEQUENTIAL
+            size = workload.workflow_input_bytes
+            pad = padding(size, -1, noisy=True) if workload.incompressible else b"w" * size
             handle = runtime.start(
-                name, workload.steps, workload.step_input_bytes, b"w" * workload.workflow_input_bytes
+                name, workload.steps, workload.step_input_bytes, pad, workload.incompressible
             )
             if not timeline.wait_ended(handle.run_id, timeout):
                 raise RuntimeError(f"{workload.name}: run {handle.run_id} did not end within {timeout} s")

@@ -100,17 +100,18 @@ def test_event_payloads_above_128_kib_live_in_s3_under_their_digest(
 ) -> None:
     # GIVEN a step created with an input of the given size
     run_id = create_run(world)
-    create_step(world, run_id, input=incompressible(size))
+    step_id = create_step(world, run_id, input=incompressible(size))
     # WHEN the stored event item is inspected
     stored = world.table.get(keys.event_key(run_id, 3))
-    # THEN it holds the bytes inline up to 128 KiB, and a content-addressed reference above
+    # THEN above 128 KiB it holds a content-addressed reference; at 128 KiB too, because
+    # the step item's lower limit put that input in S3 already (one copy, not two)
     assert stored is not None
     value = stored["data"]["input"]
-    if offloaded:
-        assert isinstance(value, dict) and value["size"] == size
-        assert value["ref"] == f"blobs/sha256/{value['sha256']}"
-    else:
-        assert value == incompressible(size)
+    assert isinstance(value, dict) and value["size"] == size
+    assert value["ref"] == f"blobs/sha256/{value['sha256']}"
+    step_item = world.table.get(keys.step_key(run_id, step_id))
+    assert step_item is not None and step_item["input"] == value
+    assert offloaded or size == MAX_INLINE_PAYLOAD_BYTES
 
 
 def test_items_stay_far_below_the_dynamodb_item_limit(world: AwsWorld) -> None:
@@ -187,6 +188,26 @@ def test_compressible_payloads_are_stored_compressed_inline_and_read_back_whole(
     assert world.steps.get(run_id, step_id).input == payload
     assert world.steps.get(run_id, step_id).output == payload
     assert world.events.list(run_id)[2].data.input == payload
+
+
+def test_a_payload_its_entity_sent_to_s3_is_not_also_inline_in_the_event(world: AwsWorld) -> None:
+    # GIVEN a step input of 100 KB that zlib cannot shrink: over the step item's 64 KiB
+    # limit (so in S3), under the event's 128 KiB one
+    payload = incompressible(100 * 1024)
+    run_id = create_run(world)
+    with counting_s3_calls(world) as calls:
+        step_id = create_step(world, run_id, input=payload)
+    # WHEN the stored items are inspected
+    event = world.table.get(keys.event_key(run_id, 3))
+    step_item = world.table.get(keys.step_key(run_id, step_id))
+    assert event is not None and step_item is not None
+    # THEN both refer to the one object put (the event is not 100 KB written twice more
+    # in its transaction), and both give the bytes back
+    assert event["data"]["input"]["ref"] == step_item["input"]["ref"]
+    assert _item_size(event) < 1024
+    assert [c for c in calls if c.endswith("PutObject")] == ["before-call.s3.PutObject"]
+    assert world.events.list(run_id)[2].data.input == payload
+    assert world.steps.get(run_id, step_id).input == payload
 
 
 @pytest.mark.parametrize(
