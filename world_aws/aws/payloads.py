@@ -69,25 +69,27 @@ class PayloadWriter:
         if data is None:
             return None
         data = bytes(data)
+        digest: str | None = None
         if self._refs and len(data) > COMPRESS_MIN_BYTES:
             # Already in S3 for this write (its entity's limit sent it there): the event
             # refers to that blob too, instead of paying its size again inline, twice in a
             # transaction (a 100 KB incompressible step input: 200 WRU).
-            known = self._refs.get(hashlib.sha256(data).hexdigest())
+            digest = hashlib.sha256(data).hexdigest()
+            known = self._refs.get(digest)
             if known is not None:
-                return {"ref": known.key, "size": known.size, "sha256": known.sha256}
+                return _reference(known)
         zipped = self._compressed(data)
         if len(data) <= limit:
             return data if zipped is None else {"zlib": zipped, "size": len(data)}
         if zipped is not None and len(data) <= EVENT_INLINE_LIMIT and len(zipped) <= limit:
             return {"zlib": zipped, "size": len(data)}
-        digest = hashlib.sha256(data).hexdigest()
+        digest = digest or hashlib.sha256(data).hexdigest()
         ref = self._refs.get(digest)
         if ref is None:
             ref = self._blobs.put(data)
             self.blob_puts += 1
             self._refs[digest] = ref
-        return {"ref": ref.key, "size": ref.size, "sha256": ref.sha256}
+        return _reference(ref)
 
     def _compressed(self, data: bytes) -> bytes | None:
         """``data`` zlib-compressed if that saves at least a tenth, else None; computed once per write."""
@@ -116,6 +118,11 @@ class PayloadWriter:
             self.encode(getattr(data, name), limit)
         if data.creation is not None:
             self.encode(data.creation.input, EVENT_INLINE_LIMIT)
+
+
+def _reference(ref: BlobRef) -> dict[str, object]:
+    """The stored form of a payload kept in S3."""
+    return {"ref": ref.key, "size": ref.size, "sha256": ref.sha256}
 
 
 class PayloadReader:

@@ -59,9 +59,8 @@ def run_workflow(
 
     quiet = bool(ns.json)
     handle: RunHandle | None = None
-    process = prestarted if ns.world == "embedded" else None
     try:
-        with local_stack(app, kind=ns.world, run_schedules=False, prestarted=process) as stack:
+        with local_stack(app, kind=ns.world, run_schedules=False, prestarted=prestarted) as stack:
             if not quiet:
                 where = f"moto on {stack.endpoint_url}" if stack.endpoint_url else "the in-memory World"
                 out.write(f"world-aws: running {workflow} on {where}\n")

@@ -35,7 +35,7 @@ RESERVED_ATTRIBUTE_PREFIX = "$"
 
 # Event types an ``events.append_after`` batch may hold (owned step writes only).
 BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED})
-# A batch is one owned outcome and the owned creates of the next wave (at most 3 by default).
+# A batch: an owned outcome and the next owned creates, a wave's creates, or a wave's outcomes.
 MAX_BATCH_EVENTS = 10
 
 

@@ -94,17 +94,19 @@ def local_stack(
             from world_aws.aws.world import create_aws_world
             from world_aws.local.embedded import EmbeddedAws
 
-            # This process's clients first: the prestarted stack builds itself meanwhile.
-            early = clients_for_endpoint(prestarted.endpoint_url, prestarted.region) if prestarted else None
-            report = _report_of(prestarted)
-            if report is not None and early is not None and prestarted is not None:
-                stack.callback(prestarted.stop)
-                endpoint, env, clients = prestarted.endpoint_url, dict(report["env"]), early
-                release = prestarted.release_long_polls
-                stack.callback(clients.close)
-            else:
-                if early is not None:
-                    early.close()
+            child = prestarted
+            if child is not None:
+                # This process's clients first: the child's stack builds itself meanwhile.
+                clients = clients_for_endpoint(child.endpoint_url, child.region)
+                report = _report_of(child)
+                if report is None:
+                    clients.close()
+                    child = None
+                else:
+                    stack.callback(child.stop)
+                    stack.callback(clients.close)
+                    endpoint, env, release = child.endpoint_url, dict(report["env"]), child.release_long_polls
+            if child is None:
                 # Only what changes how the workflows run: moto never acts on PITR, TTL or bucket settings.
                 aws = stack.enter_context(EmbeddedAws(apply_settings=False))
                 endpoint, env, clients = aws.endpoint_url, aws.env(), aws.clients
@@ -138,10 +140,8 @@ def local_stack(
         )
 
 
-def _report_of(prestarted: MotoProcess | None) -> dict[str, Any] | None:
-    """The child stack's report, or None (none given, or it failed: logged, then started here)."""
-    if prestarted is None:
-        return None
+def _report_of(prestarted: MotoProcess) -> dict[str, Any] | None:
+    """The child stack's report, or None if it failed (logged and stopped: the stack starts here)."""
     try:
         return prestarted.report()
     except RuntimeError:

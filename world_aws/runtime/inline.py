@@ -55,7 +55,7 @@ from world_aws.errors import Conflict, RunExpired, Throttled, TooEarly, Transien
 from world_aws.runtime import ids, stepbody, telemetry, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
-from world_aws.runtime.outcomes import OutcomeBatch
+from world_aws.runtime.outcomes import OutcomeBatch, append_or_none
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
 
@@ -269,7 +269,7 @@ class InlineSteps:
             return InlineRound()
         appended: list[Claim] = []
         one_by_one = plan.create
-        if after is not None and len(plan.create) > 1 and not (plan.reclaim or plan.adopt):
+        if after is not None and len(plan.create) > 1:
             appended, one_by_one = self._append_creates(run, after, plan.create, owner)
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
         claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
@@ -289,7 +289,7 @@ class InlineSteps:
             sorted(
                 [c.event for c in claimed if c.event is not None] + bodies.written, key=attrgetter("position")
             ),
-            bodies.complete and len(started) == len(claimed),
+            bodies.complete and whole,
             bodies.deferred,
         )
 
@@ -374,13 +374,7 @@ class InlineSteps:
         claims: list[Claim] = []
         for start in range(0, len(creates), rules.MAX_BATCH_EVENTS):
             chunk = creates[start : start + rules.MAX_BATCH_EVENTS]
-            requests = [owned_create(s, owner) for s in chunk]
-            try:
-                results = self._world.events.append_after(
-                    run.run_id, after, requests, at=self._world.clock.now()
-                )
-            except (Throttled, Transient):
-                results = None
+            results = append_or_none(self._world, run.run_id, after, [owned_create(s, owner) for s in chunk])
             if results is None:
                 return claims, creates[start:]
             claims += [Claim(r.step, s, r.event) for r, s in zip(results, chunk, strict=True)]

@@ -20,13 +20,28 @@ which leaves ``complete`` false: the caller reads the log instead of trusting
 from __future__ import annotations
 
 import threading
-from operator import attrgetter
+from datetime import datetime
 
 from world_aws.contract import rules
-from world_aws.contract.records import Event, EventRequest
+from world_aws.contract.records import Event, EventRequest, EventResult
 from world_aws.contract.world import World
 from world_aws.errors import Throttled, Transient
 from world_aws.runtime import stepbody
+
+
+def append_or_none(
+    world: World, run_id: str, after: int, requests: list[EventRequest], at: datetime | None = None
+) -> list[EventResult] | None:
+    """``events.append_after`` stamped ``at`` (default: now); None if it did not land or its answer was lost.
+
+    Either way the caller writes the same requests one by one, which finds out: a
+    landed one is refused as a duplicate, and the next read of the log shows it.
+    """
+    try:
+        return world.events.append_after(run_id, after, requests, at=at or world.clock.now())
+    except (Throttled, Transient):
+        return None
+
 
 # How long a batch waits for more outcomes after its first: bodies that finish together share
 # a write, and a finished body's outcome is in the log this soon even while a sibling runs on.
@@ -61,7 +76,7 @@ class OutcomeBatch:
                 timer.start()
 
     def flush(self) -> tuple[list[Event], bool]:
-        """Write what is left; returns the events written, by position, and whether every write landed.
+        """Write what is left; returns the events written and whether every write landed.
 
         Raises:
             BaseException: whatever a write made on a linger timer's thread raised.
@@ -73,7 +88,7 @@ class OutcomeBatch:
                 self._write()
             if self._failure is not None:
                 raise self._failure
-            return sorted(self._written, key=attrgetter("position")), self._complete
+            return list(self._written), self._complete
 
     def _lingered(self) -> None:
         """A batch not full ``linger`` after its first outcome: written now, not after a slow sibling."""
@@ -87,14 +102,9 @@ class OutcomeBatch:
 
     def _write(self) -> None:
         batch, self._pending = self._pending, []
-        results = None
-        if self._after is not None:
-            try:
-                results = self._world.events.append_after(
-                    self._run_id, self._after, batch, at=self._world.clock.now()
-                )
-            except (Throttled, Transient):
-                results = None  # unknown whether it landed: the one-by-one writes find out
+        results = (
+            None if self._after is None else append_or_none(self._world, self._run_id, self._after, batch)
+        )
         if results is not None:
             events = [r.event for r in results if r.event is not None]
             self._written += events

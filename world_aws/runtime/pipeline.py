@@ -16,10 +16,10 @@ from typing import Any
 from world_aws.contract import rules
 from world_aws.contract.records import Event, EventRequest, Run
 from world_aws.contract.world import World
-from world_aws.errors import Throttled, Transient
 from world_aws.runtime import stepbody
 from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, creates_only, owned_create
 from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.outcomes import append_or_none
 from world_aws.runtime.registry import WorkflowFunction, Workflows
 from world_aws.runtime.replay import Replay, StepRequest, Suspended
 from world_aws.runtime.replaycache import ReplayCache
@@ -78,14 +78,10 @@ class OutcomePipeline:
         at = self._world.clock.now()
         replay.feed([Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)])
         creates = self._next_creates(replay, owner, ran, room=self._max_events - after - 1)
+        # Not landed, or unknown: the one-by-one write finds out (a landed batch refuses the
+        # outcome; the replay from the log then shows our creates, which the next pass adopts).
         requests = [settled, *(owned_create(s, owner) for s in creates)]
-        try:
-            results = self._world.events.append_after(run.run_id, after, requests, at=at)
-        except (Throttled, Transient):
-            # Unknown whether it landed: go the one-by-one way, which finds out (a landed
-            # batch refuses the outcome; the replay from the log then shows our creates,
-            # which the next pass adopts and runs).
-            results = None
+        results = append_or_none(self._world, run.run_id, after, requests, at)
         if results is None:
             stepbody.record(self._world, run.run_id, settled)
             replay.close()
