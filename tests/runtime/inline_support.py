@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Collection
 
 from world_aws import Workflows
 from world_aws.contract.records import EventType
@@ -53,17 +54,23 @@ def outcome_in(call: Call) -> EventType | None:
     return etype if etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED) else None
 
 
-def inject_at_outcome(harness: Harness, nth: int, error: Exception, *, after: bool = False) -> list[Fault]:
-    """Make the ``nth`` write of a step outcome (alone or pipelined with the next creates) raise ``error``."""
+def inject_at_outcome(
+    harness: Harness, nth: int | Collection[int], error: Exception, *, after: bool = False
+) -> list[Fault]:
+    """Make the ``nth`` write of a step outcome (alone or pipelined with the next creates) raise ``error``.
+
+    ``nth`` may name several writes (counted from 1 over the whole harness).
+    """
+    nths = {nth} if isinstance(nth, int) else set(nth)
     seen = {"outcomes": 0}
 
     def nth_outcome(call: Call) -> bool:
         if outcome_in(call) is None:
             return False
         seen["outcomes"] += 1
-        return seen["outcomes"] == nth
+        return seen["outcomes"] in nths
 
     return [
-        harness.spy.inject(op, error, match=nth_outcome, after=after)
+        harness.spy.inject(op, error, match=nth_outcome, times=len(nths), after=after)
         for op in ("events.create", "events.append_after")
     ]

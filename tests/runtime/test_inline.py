@@ -17,6 +17,7 @@ import pytest
 from world_aws import Workflows
 from world_aws.contract.records import EventType, RunStatus, StepStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.errors import Transient, WorkflowFailedError
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
@@ -25,6 +26,7 @@ from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 from .failures import Crash, survive_crashes
 from .inline_support import chain_app, fan_app, inject_at_outcome
+from .spy import Call
 
 
 def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_messages(
@@ -204,6 +206,72 @@ def test_a_step_left_owned_by_a_delivery_whose_message_is_gone_is_taken_over_aft
     assert ran == ["add 0+0", "add 0+0", "add 0+1"]
 
 
+def test_a_continuation_that_fails_after_progress_hands_the_run_on_to_a_fresh_message(
+    harness: Harness,
+) -> None:
+    # GIVEN a cap of 3 deliveries, and a long inline run whose continuation fails four times,
+    # each time writing the outcome of a step after the first (so after progress)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(max_queue_deliveries=3))
+    faults = inject_at_outcome(harness, [2, 4, 6, 8], RuntimeError("the store gave up"))
+    # WHEN it settles
+    handle = runtime.start("chain", 8)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN it completed (redelivering one message would have reached the cap at its 4th delivery)
+    assert handle.result(timeout=0) == 28
+    assert sum(f.fired for f in faults) == 4
+    # AND each failure handed the run on to a fresh message, delivered once, that took the failed
+    # step over at once (no lease wait, no wake-up of its own): 5 workflow deliveries in all
+    workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert [d.attempt for d in workflow] == [1] * 5
+    assert len({d.message_id for d in workflow}) == 5
+    restarts = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_STARTED]
+    assert [str(e.data.owner).rsplit("#", 2)[0] for e in restarts] == [d.message_id for d in workflow[1:]]
+    # AND only the four steps whose outcome was lost ran twice
+    assert ran == [f"add {sum(range(i))}+{i}" for i in range(8) for _ in range(2 if 1 <= i <= 4 else 1)]
+    assert harness.step_deliveries() == []
+
+
+def test_a_continuation_that_fails_without_progress_is_redelivered_until_the_cap(harness: Harness) -> None:
+    # GIVEN a cap of 3, and an inline step whose outcome never gets written
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(max_queue_deliveries=3))
+    inject_at_outcome(harness, range(1, 100), RuntimeError("the store gave up"))
+    # WHEN it settles
+    handle = runtime.start("chain", 2)
+    assert harness.settle(handle) is RunStatus.FAILED
+    # THEN its one message was redelivered (no hand-on: nothing moved) and its 4th delivery failed it
+    workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert [d.attempt for d in workflow] == [1, 2, 3, 4]
+    assert len({d.message_id for d in workflow}) == 1
+    assert ran == ["add 0+0"] * 3
+    with pytest.raises(WorkflowFailedError) as failed:
+        handle.result(timeout=0)
+    assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+
+
+def test_a_hand_on_that_cannot_be_published_redelivers_the_message(harness: Harness) -> None:
+    # GIVEN a continuation that fails after progress, and the hand-on's publish fails too
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    inject_at_outcome(harness, 2, RuntimeError("the store gave up"))
+
+    def hand_on(call: Call) -> bool:
+        return call.detail.queue is QueueName.WORKFLOW and b"succeeds" in call.detail.body
+
+    publish = harness.spy.inject("queue.publish", Transient("SQS 500"), match=hand_on)
+    # WHEN it settles
+    handle = runtime.start("chain", 3)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the failed delivery's own message came back and took its step over
+    assert handle.result(timeout=0) == 3
+    assert publish.fired == 1
+    workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
+    assert [d.attempt for d in workflow] == [1, 2]
+    assert workflow[0].message_id == workflow[1].message_id
+    assert ran == ["add 0+0", "add 0+1", "add 0+1", "add 1+2"]
+
+
 # --- planning (unit) ---------------------------------------------------------------------
 
 
@@ -235,6 +303,25 @@ def test_owned_steps_are_taken_over_only_from_a_gone_owner(
     plan = planner.plan(_suspended([owned], []), Owner("m-2", 2, handling="me"))
     assert (plan.reclaim == [owned.request]) is (expected == "reclaim")
     assert (plan.adopt == [owned]) is (expected == "adopt")
+
+
+@pytest.mark.parametrize(
+    ("owner_tag", "expected"),
+    [
+        ("m-1#3#aa", "reclaim"),  # the delivery that handed the run on to us
+        ("m-1#2#aa", "reclaim"),  # an earlier delivery of its message
+        ("m-1#4#aa", "left"),  # a later delivery of its message: may still run
+        ("m-3#3#aa", "left"),  # another message
+    ],
+)
+def test_a_hand_on_takes_over_the_steps_of_the_delivery_it_succeeds(
+    memory_harness: Harness, owner_tag: str, expected: str
+) -> None:
+    planner = _planner(memory_harness, RuntimeConfig())
+    since = memory_harness.clock.now() - timedelta(seconds=10)
+    owned = OwnedStep(StepRequest("step_1", "add", b""), owner_tag, since, attempt=1)
+    plan = planner.plan(_suspended([owned], []), Owner("m-2", 1, handling="me", predecessor="m-1#3"))
+    assert (plan.reclaim == [owned.request]) is (expected == "reclaim")
 
 
 def test_no_inline_step_starts_when_the_deadline_is_within_the_margin(memory_harness: Harness) -> None:

@@ -208,6 +208,7 @@ def test_malformed_bodies_are_bad_input_naming_the_problem(body: str, problem: s
         (raw_step_message(step_input=b"\x01"), r"step_input: must be a map with exactly one of"),
         (raw_step_message(step_name=None), r"step_id and step_name must be both present"),
         (raw_step_message(step_id=None, step_name=None), r"step_input is only allowed on a step message"),
+        (raw_step_message(succeeds="m-1#3"), r"succeeds is only allowed on a workflow message"),
         (raw_step_message(requested_at=1_767_225_600), r"requested_at: Input should be a valid datetime"),
         (
             raw_step_message(requested_at="2026-01-01T00:00:00Z"),

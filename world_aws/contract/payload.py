@@ -133,6 +133,10 @@ class InvokePayload(_Model):
     # created but never started under "<step key>:<reconcile_tag>", not their own key, whose
     # retention would absorb the publish if their first message was lost after it was sent.
     reconcile_tag: NonEmptyStr | None = None
+    # A hand-on (runtime/orchestrator.py): "<message id>#<receive count>" of the delivery
+    # whose continuation failed after progress; the inline steps it owned are this one's
+    # to take over at once (runtime/inline.py, ``Owner.succeeds``).
+    succeeds: NonEmptyStr | None = None
 
     @model_validator(mode="after")
     def _step_fields_together(self) -> InvokePayload:
@@ -140,6 +144,8 @@ class InvokePayload(_Model):
             raise ValueError("step_id and step_name must be both present or both absent")
         if self.step_input is not None and self.step_id is None:
             raise ValueError("step_input is only allowed on a step message (with step_id and step_name)")
+        if self.succeeds is not None and self.step_id is not None:
+            raise ValueError("succeeds is only allowed on a workflow message (without step_id)")
         return self
 
     @property

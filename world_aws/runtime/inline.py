@@ -16,7 +16,8 @@ Ownership (who may start an inline step's body):
 * the owner's own message, delivered again (a higher receive count), means the
   invocation that ran the body is gone (a redelivery comes only after the
   visibility timeout, longer than any invocation): it starts the step again
-  (``step_started`` naming itself: a new attempt);
+  (``step_started`` naming itself: a new attempt); so does the fresh message a
+  continuation that failed after progress handed the run on to (``Owner.predecessor``);
 * past the lease anyone may, for an owner whose message never comes back.
 A failed attempt is retried by a delayed step message (``step_retrying`` with the
 owner, then the publish, keyed by the attempt); if the owner died between the
@@ -73,19 +74,33 @@ class Owner:
     attempt: int
     deadline: datetime | None = None
     handling: str = field(default_factory=lambda: secrets.token_hex(4))
+    # The delivery (``<message id>#<receive count>``) whose failed continuation handed the
+    # run on to this message (``InvokePayload.succeeds``): it is gone like an earlier one of ours.
+    predecessor: str | None = None
 
     @classmethod
-    def of(cls, delivery: Delivery) -> Owner:
-        return cls(delivery.message_id, delivery.attempt, delivery.deadline)
+    def of(cls, delivery: Delivery, predecessor: str | None = None) -> Owner:
+        return cls(delivery.message_id, delivery.attempt, delivery.deadline, predecessor=predecessor)
 
     @property
     def tag(self) -> str:
         return f"{self.message_id}#{self.attempt}#{self.handling}"
 
+    @property
+    def delivery(self) -> str:
+        """This delivery without its handling: what a hand-on names (``predecessor``)."""
+        return f"{self.message_id}#{self.attempt}"
+
     def succeeds(self, tag: str) -> bool:
-        """Whether ``tag`` names an earlier delivery of this same message (so it is gone)."""
+        """Whether ``tag`` names a delivery that is gone: an earlier one of this same message,
+        or the predecessor's (or an earlier one of its message)."""
         delivery = _delivery_of(tag)
-        return delivery is not None and delivery[0] == self.message_id and delivery[1] < self.attempt
+        if delivery is None:
+            return False
+        if delivery[0] == self.message_id and delivery[1] < self.attempt:
+            return True
+        before = _delivery_of(f"{self.predecessor}#") if self.predecessor else None
+        return before is not None and delivery[0] == before[0] and delivery[1] <= before[1]
 
     def twin_of(self, tag: str) -> bool:
         """Whether ``tag`` names another handling of this very delivery (an SQS duplicate)."""

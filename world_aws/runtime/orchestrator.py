@@ -22,7 +22,7 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
-from world_aws.errors import Conflict, NotFound, RunExpired, UnknownWorkflow
+from world_aws.errors import Conflict, Misconfigured, NotFound, RunExpired, UnknownWorkflow
 from world_aws.runtime import tracing
 from world_aws.runtime.chain import ERROR_CODE_EVENT_LIMIT, EventLimitExceeded
 from world_aws.runtime.config import DEFAULT_MAX_EVENTS_PER_RUN
@@ -43,6 +43,8 @@ from world_aws.runtime.telemetry import LOG
 MAX_ROUNDS = 16
 # A wait due within this many seconds is woken under a per-second key (see _wake_key).
 SHORT_WAKE_SECONDS = 2.0
+# A step's create and start: a claim moves no workflow on (``Orchestrator._moved``).
+_CLAIMS = frozenset({EventType.STEP_CREATED, EventType.STEP_STARTED})
 
 
 class Orchestrator:
@@ -94,10 +96,12 @@ class Orchestrator:
         ran: set[str] = set()  # steps whose body this call ran inline
         rounds = 0
         fed = False  # the events of the last inline round continued the cached log: no read
+        first: int | None = None  # where the log ended at this call's first read
         try:
             while True:
                 replay.feed(self._logs.read(run.run_id, after=replay.last_position, fetch=not fed))
                 fed = False
+                first = replay.last_position if first is None else first
                 if replay.last_position > self._max_events:
                     limit = EventLimitExceeded(run.run_id, replay.last_position, self._max_events)
                     self.fail_run(run.run_id, encode_error(limit), ERROR_CODE_EVENT_LIMIT, run=run)
@@ -164,6 +168,13 @@ class Orchestrator:
                     return Ack()
         except RunExpired:
             return Ack()  # the run ended while this pass ran: nothing more to do
+        except Misconfigured:
+            raise  # never acked (ARCHITECTURE 6)
+        except Exception:
+            moved = first is not None and self._moved(run.run_id, first)
+            if owner is None or not moved or not self._hand_on(run.run_id, owner):
+                raise
+            return Ack()
         finally:
             if suspended and not replay.done:
                 self._replays.put(run.run_id, replay)
@@ -191,11 +202,14 @@ class Orchestrator:
             run,
         )
 
-    def wake(self, run_id: str, *, delay_seconds: float, key: str | None) -> str:
-        """Publish a continuation message for ``run_id``."""
+    def wake(self, run_id: str, *, delay_seconds: float, key: str | None, succeeds: str | None = None) -> str:
+        """Publish a continuation message for ``run_id`` (``succeeds``: see :meth:`_hand_on`)."""
         body = encode_payload(
             InvokePayload(
-                run_id=run_id, requested_at=self._world.clock.now(), trace_carrier=tracing.current_carrier()
+                run_id=run_id,
+                requested_at=self._world.clock.now(),
+                trace_carrier=tracing.current_carrier(),
+                succeeds=succeeds,
             )
         )
         return self._world.queue.publish(
@@ -203,6 +217,43 @@ class Orchestrator:
         )
 
     # --- internals ------------------------------------------------------------------
+
+    def _moved(self, run_id: str, after: int) -> bool:
+        """Whether the log, as this handler knows it, holds an event after ``after`` that moves
+        the workflow on: anything but a step's claim (its create or start), which a failing
+        continuation writes anew on every delivery (the replay, which saw a pipelined outcome
+        before it was written, cannot tell)."""
+        try:
+            events = self._logs.read(run_id, after=after, fetch=False)
+        except Exception:
+            return False
+        return any(e.type not in _CLAIMS for e in events)
+
+    def _hand_on(self, run_id: str, owner: Owner) -> bool:
+        """Hand a continuation that failed after moving the run on to a fresh message; True if sent.
+
+        Redelivering this message instead would be right for its inline steps (its next
+        receive succeeds this one and takes them over at once), but the receive count
+        grows over the whole life of a run that one message carries from wave to wave:
+        a long inline run under a steady rate of errors would reach the delivery cap
+        (``WORKFLOW_MAX_QUEUE_DELIVERIES``) and fail though every delivery made progress.
+        The fresh wake-up names this delivery (``succeeds``), so it takes over those steps
+        at once as the redelivery would. A continuation that moved nothing is redelivered:
+        a failure that repeats without progress still reaches the cap.
+        """
+        try:
+            self.wake(run_id, delay_seconds=0, key=None, succeeds=owner.delivery)
+        except Exception:
+            LOG.warning(
+                "could not hand the continuation on; redelivering", exc_info=True, extra={"run_id": run_id}
+            )
+            return False
+        LOG.warning(
+            "continuation failed after progress; handed on to a fresh message",
+            exc_info=True,
+            extra={"run_id": run_id, "succeeds": owner.delivery},
+        )
+        return True
 
     def _end(
         self, run_id: str, request: EventRequest, run: Run | None = None, *, tell_parent: bool = True

@@ -267,7 +267,7 @@ class Runtime:
             return Ack()  # a child whose parent was cancelled: cancelled with it
         with tracing.workflow_span(run, payload.trace_carrier):
             return self.orchestrator.continue_run(
-                run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery)
+                run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery, payload.succeeds)
             )
 
     def _creation(self, run_input: RunInput) -> RunCreation:
