@@ -20,6 +20,8 @@ from datetime import datetime
 from world_aws.aws import items, keys, live_index
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
+from world_aws.aws.sequencer import Sequencer
+from world_aws.aws.step_events import unwritten_step
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.world import BlobStore, LiveRun, RunPage
 from world_aws.errors import BadInput, NotFound
@@ -181,21 +183,42 @@ def _decode_cursor(cursor: str) -> Item:
 
 
 class DynamoStepStore(_Reader):
-    """``steps.get`` / ``steps.list``."""
+    """``steps.get`` / ``steps.list``.
+
+    A step created owned without its item (``step_events``: the run item holds its
+    entry) is read from its create event, as its create made it.
+    """
+
+    def __init__(self, table: Table, blobs: BlobStore, sequencer: Sequencer) -> None:
+        super().__init__(table, blobs)
+        self._seq = sequencer
 
     def get(self, run_id: str, step_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Step:
-        """The step. Raises NotFound."""
+        """The step: its item, else (one more read) the run item's entry and its create. Raises NotFound."""
         item = self._table.get(keys.step_key(run_id, step_id))
-        if item is None:
+        if item is not None:
+            return items.step_from_item(run_id, item, PayloadReader(self._blobs, resolve_data))
+        run_item = self._table.get(keys.run_key(run_id))
+        found = unwritten_step(self._seq, self._blobs, run_id, step_id, run_item, resolve_data)
+        if found is None:
             raise NotFound(f"step {step_id} not found in run {run_id}")
-        return items.step_from_item(run_id, item, PayloadReader(self._blobs, resolve_data))
+        return found[0]
 
     def list(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> builtins.list[Step]:
         """Every step of the run in creation order; an unknown run gives ``[]``."""
         reader = PayloadReader(self._blobs, resolve_data)
-        return [
-            items.step_from_item(run_id, item, reader) for item in self._children(run_id, keys.STEP_PREFIX)
-        ]
+        stored = self._children(run_id, keys.STEP_PREFIX)
+        listed = [(int(item.get("cpos", 0)), items.step_from_item(run_id, item, reader)) for item in stored]
+        run_item = self._table.get(keys.run_key(run_id)) or {}
+        have = {step.step_id for _, step in listed}
+        for name in run_item:
+            step_id = name.removeprefix(keys.OWN_PREFIX)
+            if step_id == name or step_id in have:
+                continue
+            found = unwritten_step(self._seq, self._blobs, run_id, step_id, run_item, resolve_data)
+            if found is not None:
+                listed.append((found[1], found[0]))
+        return [step for _, step in sorted(listed, key=lambda pair: pair[0])]
 
     def any_pending(self, run_id: str, *, besides: str | None = None) -> bool:
         """Whether a step of the run other than ``besides`` has no outcome yet.

@@ -61,6 +61,9 @@ STREAM_PREFIX: Final = "strm#"
 TOKEN_SK: Final = "token"
 DEDUP_SK: Final = "dedup"
 SCHEDULE_SK: Final = "schedule"
+# The run item's attribute ``own#<step id>`` = the create position of an owned step whose
+# item is not written yet (``step_events``: the lazily written owned step item).
+OWN_PREFIX: Final = "own#"
 
 # Every run item carries this GSI partition key, so gsi1 lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"
@@ -98,6 +101,11 @@ def run_input_key(run_id: str) -> Key:
 
 def step_key(run_id: str, step_id: str) -> Key:
     return {PK: run_pk(run_id), SK: f"{STEP_PREFIX}{step_id}"}
+
+
+def own_attribute(step_id: str) -> str:
+    """The run item's entry for an owned step created without its item (its create position)."""
+    return f"{OWN_PREFIX}{step_id}"
 
 
 def pending_key(run_id: str, step_id: str) -> Key:

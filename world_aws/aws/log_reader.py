@@ -113,7 +113,7 @@ class LogReader:
         delay = policy.first_delay
         try:
             while True:
-                item = self._covering(run_id, position)
+                item = self._seq.covering_item(run_id, position)
                 if item is not None:
                     return item
                 waited = policy.monotonic() - first_seen
@@ -124,19 +124,3 @@ class LogReader:
         finally:
             with self._lock:
                 self._first_seen.pop(hole, None)
-
-    def _covering(self, run_id: str, position: int) -> Item | None:
-        """The item holding ``position``: its own, or the batch item keyed by a later one."""
-        page = self._table.query_page(
-            "pk = :pk AND sk BETWEEN :from AND :to",
-            {
-                ":pk": keys.run_pk(run_id),
-                ":from": keys.event_sk(position),
-                ":to": keys.event_sk(keys.MAX_POSITION),
-            },
-            limit=1,
-        )
-        for item in page.items:
-            if items.item_span(item)[0] <= position:
-                return item
-        return None

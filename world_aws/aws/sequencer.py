@@ -205,19 +205,63 @@ class Sequencer:
             raise Transient("the run changed while reserving a position; retry") from None
         return int(run_item["seq"]), run_item
 
-    def take_positions_action(self, run_id: str, after: int, count: int, now: datetime) -> Action:
+    def take_positions_action(
+        self,
+        run_id: str,
+        after: int,
+        count: int,
+        now: datetime,
+        *,
+        own: Sequence[tuple[str, int]] = (),
+        disown: Sequence[tuple[str, int]] = (),
+    ) -> Action:
         """The run item's part of an ``append_after`` transaction: positions ``after + 1..after + count``.
 
         Conditioned on ``seq = :after`` (nothing took a position since the caller's
-        log ended) and the fence: inside the commit, this is the reservation.
+        log ended) and the fence: inside the commit, this is the reservation. ``own``:
+        (step id, create position) entries to add, each only if absent; ``disown``:
+        entries to remove, each only if it still names that create (``keys.own_attribute``).
         """
+        sets = [f"seq = :last, {items.PROGRESS_US} = :at"]
+        removes: list[str] = []
+        conditions = ["seq = :after AND NOT #status IN (:completed, :failed, :cancelled)"]
+        names = {"#status": "status"}
+        values: dict[str, object] = {
+            ":after": after,
+            ":last": after + count,
+            ":at": items.epoch_us(now),
+            **TERMINAL_STATUSES,
+        }
+        for index, (step_id, position) in enumerate(own):
+            names[f"#own{index}"] = keys.own_attribute(step_id)
+            values[f":own{index}"] = position
+            sets.append(f"#own{index} = :own{index}")
+            conditions.append(f"attribute_not_exists(#own{index})")
+        for index, (step_id, position) in enumerate(disown):
+            names[f"#dis{index}"] = keys.own_attribute(step_id)
+            values[f":dis{index}"] = position
+            removes.append(f"#dis{index}")
+            conditions.append(f"#dis{index} = :dis{index}")
+        update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return self.table.update_action(
-            keys.run_key(run_id),
-            f"SET seq = :last, {items.PROGRESS_US} = :at",
-            condition="seq = :after AND NOT #status IN (:completed, :failed, :cancelled)",
-            names={"#status": "status"},
-            values={":after": after, ":last": after + count, ":at": items.epoch_us(now), **TERMINAL_STATUSES},
+            keys.run_key(run_id), update, condition=" AND ".join(conditions), names=names, values=values
         )
+
+    def covering_item(self, run_id: str, position: int) -> Item | None:
+        """The event item holding ``position``: its own, or the batch item keyed by a later one."""
+        page = self.table.query_page(
+            "pk = :pk AND sk BETWEEN :from AND :to",
+            {
+                ":pk": keys.run_pk(run_id),
+                ":from": keys.event_sk(position),
+                ":to": keys.event_sk(keys.MAX_POSITION),
+            },
+            limit=1,
+        )
+        for item in page.items:
+            if items.item_span(item)[0] <= position:
+                return item
+        return None
 
     # ----------------------------------------------------------------------- commit
 
@@ -267,8 +311,13 @@ class Sequencer:
         fenced: bool,
         judge: Judge,
         build: Callable[[int, Item], Sequence[Action]],
+        check: Callable[[Item], None] | None = None,
     ) -> tuple[int, Item, Cancelled | None]:
         """Reserve a position and commit ``build(position, run_item)`` at it, re-reserving if it was sealed.
+
+        ``check``, given the run item as of the reservation, raises the rejection the
+        run item alone decides (a step created owned without its item: ``step_events``);
+        the position is sealed first.
 
         Returns:
             The position, the run item as of it, and the cancellation if an entity
@@ -276,6 +325,12 @@ class Sequencer:
         """
         for _ in range(MAX_RESERVATIONS):
             position, run_item = self.reserve(run_id, now, fenced=fenced, judge=judge)
+            if check is not None:
+                try:
+                    check(run_item)
+                except WorldAwsError:
+                    self.seal_noop(run_id, position, now)
+                    raise
             try:
                 cancelled = self.commit(run_id, position, build(position, run_item), now)
             except PositionTaken:
@@ -293,17 +348,20 @@ class Sequencer:
         judge: Judge,
         entity_actions: EntityActions,
         entity_fields: Iterable[str] = (),
+        check: Callable[[Item], None] | None = None,
     ) -> Appended:
         """Append ``request`` as an event with its entity's change, in one commit at a fresh position.
 
         The shape of every event writer but ``run_created`` and ``hook_created``:
-        payloads prepared, then reserve (``fenced``; ``judge`` names a refusal) and
-        commit ``[event put, *entity_actions(position, writer)]``, re-reserving if a
-        reader sealed the position. A commit refused by an entity condition has its
-        position sealed here; the caller judges ``Appended.refused``.
+        payloads prepared, then reserve (``fenced``; ``judge`` names a refusal; ``check``
+        as in :meth:`append`) and commit ``[event put, *entity_actions(position, writer)]``,
+        re-reserving if a reader sealed the position. A commit refused by an entity
+        condition has its position sealed here; the caller judges ``Appended.refused``.
         """
         commit = EventCommit(self, run_id, request, now, entity_actions, entity_fields=entity_fields)
-        position, run_item, cancelled = self.append(run_id, now, fenced=fenced, judge=judge, build=commit)
+        position, run_item, cancelled = self.append(
+            run_id, now, fenced=fenced, judge=judge, build=commit, check=check
+        )
         if cancelled is not None:
             self.seal_noop(run_id, position, now)
         return Appended(commit.event, run_item, cancelled)
@@ -317,6 +375,7 @@ class Sequencer:
         *,
         entity_fields: Iterable[str] = (),
         read_first: keys.Key | None = None,
+        check: Callable[[Item], None] | None = None,
     ) -> Event:
         """``step_created`` / ``wait_created``: reserve (fenced), commit with the entity's put: 2 round trips.
 
@@ -334,6 +393,8 @@ class Sequencer:
         if read_first is not None:
             run_item, existing = self.read_run_and(run_id, read_first)
             rules.judge_child_create(request, self.run_header(run_item), existing)
+            if check is not None and run_item is not None:
+                check(run_item)
         appended = self.append_event(
             run_id,
             request,
@@ -342,6 +403,7 @@ class Sequencer:
             judge=lambda run: rules.judge_child_create(request, run, None),
             entity_actions=entity_actions,
             entity_fields=entity_fields,
+            check=check,
         )
         if appended.refused is None:
             return appended.event

@@ -40,9 +40,12 @@ entity actions as above.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from functools import partial
 
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, Item
@@ -59,7 +62,7 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.world import BlobStore
-from world_aws.errors import Transient
+from world_aws.errors import Conflict, Transient
 
 # Payload fields the step item stores beside its event: a create's input, a retry's or
 # an outcome's output and error (``PayloadWriter.prepare``).
@@ -73,6 +76,50 @@ _SETTLED_STATUS = {
 }
 
 
+# An append that creates at most this many owned steps writes no item for them (the
+# sequential shape: an outcome and the next create). Each such step costs its run item
+# an entry (~40 B) while it runs, which every append rewrites; a wave writes items.
+LAZY_CREATES = 1
+# Steps created without their item that this World remembers, for their owner's outcome.
+UNWRITTEN_MEMORY = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Unwritten:
+    """A step created owned without its item: the item its create would have written, and where."""
+
+    item: Item
+    position: int
+
+
+class _UnwrittenSteps:
+    """This World's memory of the steps it created without their item (bounded, thread-safe).
+
+    A miss costs nothing but a slower path: an outcome that finds no entry here is
+    written as if the item existed, is refused, and is written one by one, which
+    materialises the item first (``StepEvents.materialize``).
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._steps: OrderedDict[tuple[str, str], _Unwritten] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, run_id: str, step_id: str) -> _Unwritten | None:
+        with self._lock:
+            return self._steps.get((run_id, step_id))
+
+    def put(self, run_id: str, step_id: str, unwritten: _Unwritten) -> None:
+        with self._lock:
+            self._steps[(run_id, step_id)] = unwritten
+            while len(self._steps) > self._size:
+                self._steps.popitem(last=False)
+
+    def pop(self, run_id: str, step_id: str) -> None:
+        with self._lock:
+            self._steps.pop((run_id, step_id), None)
+
+
 class StepEvents:
     """Writes the step events of one table."""
 
@@ -81,6 +128,7 @@ class StepEvents:
         self._table = sequencer.table
         self._blobs = blobs
         self._headers = PayloadReader(blobs, ResolveData.NONE)
+        self._unwritten = _UnwrittenSteps(UNWRITTEN_MEMORY)
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
@@ -89,7 +137,13 @@ class StepEvents:
         # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
         likely_duplicate = keys.step_key(run_id, step.step_id) if request.data.via_step_dispatch else None
         event = self._seq.create_child(
-            run_id, request, now, entity_actions, entity_fields=_CREATE_FIELDS, read_first=likely_duplicate
+            run_id,
+            request,
+            now,
+            entity_actions,
+            entity_fields=_CREATE_FIELDS,
+            read_first=likely_duplicate,
+            check=partial(_not_owned_without_item, step.step_id),
         )
         return EventResult(event=event, step=step)
 
@@ -110,10 +164,21 @@ class StepEvents:
         event_items: list[Item] = []
         entity_actions: list[Action] = []
         commits: list[tuple[EventCommit, Step | None]] = []
+        creates = sum(request.type is EventType.STEP_CREATED for request in requests)
+        made: dict[str, _Unwritten] = {}  # the owned steps this append creates without their item
+        settled: dict[str, _Unwritten] = {}  # such steps whose outcome puts their item now
         for offset, request in enumerate(requests, start=1):
+            step_id = request.correlation_id
+            assert step_id is not None
             step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
-            if step is not None:
+            unwritten = None if step is not None else self._unwritten.get(run_id, step_id)
+            if step is not None and creates <= LAZY_CREATES:
+                actions_of, fields = self._lazy_create_actions(run_id, step, made), _CREATE_FIELDS
+            elif step is not None:
                 actions_of, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS
+            elif unwritten is not None:
+                actions_of, fields = self._lazy_settle_actions(request, unwritten, at), _SETTLE_FIELDS
+                settled[step_id] = unwritten
             else:
                 actions_of, fields = self._settle_actions(run_id, request, at), _SETTLE_FIELDS
             commit = EventCommit(self._seq, run_id, request, at, actions_of, entity_fields=fields)
@@ -121,8 +186,16 @@ class StepEvents:
             event_items.append(event_item)
             entity_actions += actions
             commits.append((commit, step))
+        take = self._seq.take_positions_action(
+            run_id,
+            after,
+            len(requests),
+            at,
+            own=[(step_id, lazy.position) for step_id, lazy in made.items()],
+            disown=[(step_id, lazy.position) for step_id, lazy in settled.items()],
+        )
         actions = [
-            self._seq.take_positions_action(run_id, after, len(requests), at),
+            take,
             *(self._seq.item_put(item) for item in items.batch_items(event_items)),
             *entity_actions,
         ]
@@ -130,6 +203,10 @@ class StepEvents:
             self._table.transact(actions)
         except Cancelled:
             return None
+        for step_id, lazy in made.items():
+            self._unwritten.put(run_id, step_id, lazy)
+        for step_id in settled:
+            self._unwritten.pop(run_id, step_id)
         return [EventResult(event=commit.event, step=step) for commit, step in commits]
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
@@ -146,6 +223,8 @@ class StepEvents:
         assert request.correlation_id is not None
         step_key = keys.step_key(run_id, request.correlation_id)
         run_item, step_item = self._seq.read_run_and(run_id, step_key)
+        if step_item is None and self.materialize(run_id, request.correlation_id, run_item):
+            return None  # its item is written now: judge it as it is
         seen = self._header(run_id, step_item)
         rules.judge_step_event(request, self._seq.run_header(run_item), seen, now)
         assert step_item is not None and seen is not None
@@ -197,9 +276,45 @@ class StepEvents:
         )
         if appended.refused is None:
             return EventResult(event=appended.event)
-        old = self._header(run_id, appended.refused.reasons[1].item)
+        stored = appended.refused.reasons[1].item
+        if stored is None and self.materialize(run_id, step_id, appended.run_item):
+            return self._settle(run_id, request, now)  # its item is written now: once more
+        old = self._header(run_id, stored)
         rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         raise Transient(f"step {step_id}: commit refused for no rule; retry")
+
+    def materialize(self, run_id: str, step_id: str, run_item: Item | None) -> bool:
+        """Write the item of a step created owned without one, if ``run_item`` says it is; whether it did.
+
+        The item is built from the step's create event as its create would have written
+        it, and put in one transaction with the removal of the run item's entry (only if
+        it still names that create): so a step has its entry or its item, never both.
+        A cancelled write means another writer did it (or the entry is gone): either
+        way the step has its item, or no longer needs one, and the caller reads again.
+        """
+        found = unwritten_step(self._seq, self._blobs, run_id, step_id, run_item)
+        if found is None:
+            return False
+        step, position = found
+        item = items.step_item(step, PayloadWriter(self._blobs), position=position)
+        try:
+            self._table.transact(
+                [
+                    self._table.put_action(item, condition="attribute_not_exists(sk)"),
+                    self._table.update_action(
+                        keys.run_key(run_id),
+                        "REMOVE #own",
+                        condition="#own = :pos",
+                        names={"#own": keys.own_attribute(step_id)},
+                        values={":pos": position},
+                    ),
+                ]
+            )
+        except Cancelled as cancelled:
+            if not cancelled.only_conditions():
+                raise Transient(f"step {step_id}: its item could not be written; retry") from None
+        self._unwritten.pop(run_id, step_id)
+        return True
 
     # ------------------------------------------------------------------------- internals
 
@@ -218,6 +333,33 @@ class StepEvents:
                 # Until the outcome deletes it, the step counts as pending for the last completer.
                 actions.append(self._table.put_action(keys.pending_key(run_id, step.step_id)))
             return actions
+
+        return entity_actions
+
+    def _lazy_create_actions(self, run_id: str, step: Step, made: dict[str, _Unwritten]) -> EntityActions:
+        """An owned create without its item: the run item's entry (``take_positions_action``) stands in.
+
+        The item its create would have written is kept (``made``, then this World's map)
+        for the outcome to put whole. The check refuses a step that has its item.
+        """
+
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
+            made[step.step_id] = _Unwritten(items.step_item(step, writer, position=position), position)
+            step_key = keys.step_key(run_id, step.step_id)
+            return [self._table.check_action(step_key, "attribute_not_exists(sk)")]
+
+        return entity_actions
+
+    def _lazy_settle_actions(
+        self, request: EventRequest, unwritten: _Unwritten, now: datetime
+    ) -> EntityActions:
+        """The outcome of a step created without its item: its whole item, put (the entry goes with it)."""
+        status = _SETTLED_STATUS[request.type]
+
+        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
+            sets, removes = _settled_changes(request, status, writer, position, now)
+            item = {k: v for k, v in unwritten.item.items() if k not in removes} | sets
+            return [self._table.put_action(item, condition="attribute_not_exists(sk)")]
 
         return entity_actions
 
@@ -254,42 +396,90 @@ class StepEvents:
         return None if item is None else items.step_from_item(run_id, item, self._headers)
 
 
+def unwritten_step(
+    sequencer: Sequencer,
+    blobs: BlobStore,
+    run_id: str,
+    step_id: str,
+    run_item: Item | None,
+    resolve_data: ResolveData = ResolveData.ALL,
+) -> tuple[Step, int] | None:
+    """A step created owned without its item (``run_item`` holds its entry), as its create made it.
+
+    With its create position. An entry means no other event of the step has landed
+    (every other write of it materialises the item first, or puts it with the outcome).
+    """
+    stored = None if run_item is None else run_item.get(keys.own_attribute(step_id))
+    if stored is None:
+        return None
+    position = int(str(stored))
+    item = sequencer.covering_item(run_id, position)
+    if item is None:
+        return None
+    for event in items.events_from_item(run_id, item, PayloadReader(blobs, resolve_data), since=position):
+        if event.position == position and event.correlation_id == step_id:
+            if event.type is not EventType.STEP_CREATED:
+                return None
+            request = EventRequest(event.type, step_id, event.data)
+            return rules.new_step(run_id, request, event.created_at), position
+    return None
+
+
+def _not_owned_without_item(step_id: str, run_item: Item) -> None:
+    """Refuse a create of a step the run item names as created owned without its item."""
+    if keys.own_attribute(step_id) in run_item:
+        raise Conflict(f"step {step_id} already exists")
+
+
 def _step_update(
     request: EventRequest, status: StepStatus, writer: PayloadWriter, position: int, now: datetime
 ) -> tuple[str, dict[str, object], dict[str, str]]:
-    """The update expression of an accepted step event (SPEC §2.2): ``status`` is the step's new one."""
-    data = request.data
-    sets = ["#status = :status", "ver = :pos"]
-    removes: list[str] = []
-    values: dict[str, Any] = {":status": status.value, ":pos": position}
-    names = {"#status": "status"}
-    etype = request.type
-    if etype is EventType.STEP_STARTED:
+    """The update expression of an accepted step event (SPEC §2.2): ``status`` is the step's new one.
+
+    ``#status`` is always among the names (the callers' conditions use it).
+    """
+    if request.type is EventType.STEP_STARTED:
         # Every start counts an attempt; the first one also sets started_at.
-        sets += ["attempt = attempt + :one", "started_at = if_not_exists(started_at, :now)"]
-        values[":one"] = 1
-        values[":now"] = items.iso(now)
-        removes.append("retry_after_us")
-    elif etype is EventType.STEP_RETRYING:
-        sets.append("#error = :error")
-        names["#error"] = "error"
-        values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+        update = (
+            "SET #status = :status, ver = :pos, attempt = attempt + :one, "
+            "started_at = if_not_exists(started_at, :now) REMOVE retry_after_us"
+        )
+        values: dict[str, object] = {
+            ":status": status.value,
+            ":pos": position,
+            ":one": 1,
+            ":now": items.iso(now),
+        }
+        return update, values, {"#status": "status"}
+    sets, removes = _settled_changes(request, status, writer, position, now)
+    names = {f"#a{i}": name for i, name in enumerate(sets)} | {"#status": "status"}
+    values = {f":a{i}": value for i, value in enumerate(sets.values())}
+    names |= {f"#r{i}": name for i, name in enumerate(removes)}
+    update = "SET " + ", ".join(f"#a{i} = :a{i}" for i in range(len(sets)))
+    if removes:
+        update += " REMOVE " + ", ".join(f"#r{i}" for i in range(len(removes)))
+    return update, values, names
+
+
+def _settled_changes(
+    request: EventRequest, status: StepStatus, writer: PayloadWriter, position: int, now: datetime
+) -> tuple[dict[str, object], list[str]]:
+    """What an accepted retry or outcome sets on its step item, and what it removes."""
+    data = request.data
+    sets: dict[str, object] = {"status": status.value, "ver": position}
+    removes: list[str] = []
+    etype = request.type
+    if etype is EventType.STEP_RETRYING:
+        sets["error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
         if data.retry_after is not None:
-            sets.append("retry_after_us = :retry")
-            values[":retry"] = items.epoch_us(data.retry_after)
+            sets["retry_after_us"] = items.epoch_us(data.retry_after)
         else:
             removes.append("retry_after_us")
     elif etype is EventType.STEP_COMPLETED:
-        sets.append("completed_at = :now")
-        values[":now"] = items.iso(now)
+        sets["completed_at"] = items.iso(now)
         if data.output is not None:
-            sets.append("#output = :output")
-            names["#output"] = "output"
-            values[":output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
+            sets["output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
     else:  # STEP_FAILED
-        sets += ["completed_at = :now", "#error = :error"]
-        names["#error"] = "error"
-        values[":now"] = items.iso(now)
-        values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
-    update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
-    return update, values, names
+        sets["completed_at"] = items.iso(now)
+        sets["error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+    return sets, removes

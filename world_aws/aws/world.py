@@ -64,7 +64,7 @@ class AwsWorld:
         self.sequencer = Sequencer(self.table, self.blobs)
         self.events: EventStore = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
         self.runs: RunStore = DynamoRunStore(self.table, self.blobs)
-        self.steps: StepStore = DynamoStepStore(self.table, self.blobs)
+        self.steps: StepStore = DynamoStepStore(self.table, self.blobs, self.sequencer)
         self.hooks: HookStore = DynamoHookStore(self.table, self.blobs)
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)

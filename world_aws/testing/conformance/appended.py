@@ -14,10 +14,18 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventRequest, EventType, StepStatus
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, StepStatus
 from world_aws.contract.world import World
-from world_aws.errors import BadInput
-from world_aws.testing.conformance.support import STEP, create_run, end_run, new_id, write
+from world_aws.errors import BadInput, Conflict
+from world_aws.testing.conformance.support import (
+    STEP,
+    create_run,
+    create_step,
+    end_run,
+    new_id,
+    start_step,
+    write,
+)
 
 OWNER = "msg-9#1#h"
 
@@ -217,3 +225,95 @@ def test_a_batch_racing_the_runs_end_never_lands_after_it(world: World) -> None:
         types = [e.type for e in world.events.list(run_id)]
         assert types[-1] is EventType.RUN_COMPLETED
         assert types.count(EventType.STEP_CREATED) == (2 if landed is not None else 1)
+
+
+# --- a step appended alone (the sequential shape: an outcome and the next create) ---------
+# A World may store such a step differently while its owner runs it (the AWS World writes
+# its item with the outcome): every read and write of it must be as for any owned step.
+
+
+def appended_alone(world: World, run_id: str) -> str:
+    """An owned step created by an append of its create alone (the next step of a sequence)."""
+    step_id = new_id("step")
+    results = world.events.append_after(
+        run_id, last_position(world, run_id), [owned_create(step_id)], at=world.clock.now()
+    )
+    assert results is not None
+    return step_id
+
+
+def test_a_step_appended_alone_reads_lists_and_settles_like_any_owned_step(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a dispatched step, then an owned step appended alone
+    run_id = create_run(world)
+    first = create_step(world, run_id)
+    alone = appended_alone(world, run_id)
+    # THEN it reads as running at attempt 1 with its input, listed after the first
+    step = world.steps.get(run_id, alone)
+    assert (step.status, step.attempt, step.input, step.started_at) == (
+        StepStatus.RUNNING,
+        1,
+        b"in",
+        step.created_at,
+    )
+    assert world.steps.get(run_id, alone, resolve_data=ResolveData.NONE).input is None
+    assert [s.step_id for s in world.steps.list(run_id)] == [first, alone]
+    # WHEN its outcome is appended with the next step's create, and that one completes one by one
+    clock.advance(1)
+    after = last_position(world, run_id)
+    nxt = new_id("step")
+    assert world.events.append_after(run_id, after, [owned_outcome(alone), owned_create(nxt)], at=clock.now())
+    write(world, run_id, EventType.STEP_COMPLETED, nxt, EventData(output=b"next", owner=OWNER))
+    # THEN both are completed with their outputs, in creation order, and nothing is pending but first
+    listed = world.steps.list(run_id)
+    assert [(s.step_id, s.status, s.output) for s in listed] == [
+        (first, StepStatus.PENDING, None),
+        (alone, StepStatus.COMPLETED, b"out"),
+        (nxt, StepStatus.COMPLETED, b"next"),
+    ]
+    assert world.steps.get(run_id, alone).completed_at == clock.now()
+    assert world.steps.any_pending(run_id, besides=first) is False
+
+
+def test_a_step_appended_alone_is_taken_over_retried_and_failed_one_by_one(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN an owned step appended alone
+    run_id = create_run(world)
+    alone = appended_alone(world, run_id)
+    # WHEN another delivery takes it over, its attempt fails with a retry, and the next fails
+    taken = write(world, run_id, EventType.STEP_STARTED, alone, EventData(step_name=STEP, owner="m-2#1#h"))
+    # THEN the takeover is attempt 2 with the step's input; the retry leaves it pending; then failed
+    assert taken.step is not None and (taken.step.attempt, taken.step.input) == (2, b"in")
+    retry_at = world.clock.now() + timedelta(seconds=30)
+    write(world, run_id, EventType.STEP_RETRYING, alone, EventData(error=b"e1", retry_after=retry_at))
+    pending = world.steps.get(run_id, alone)
+    assert (pending.status, pending.attempt, pending.error) == (StepStatus.PENDING, 2, b"e1")
+    clock.advance(31)
+    start_step(world, run_id, alone)
+    write(world, run_id, EventType.STEP_FAILED, alone, EventData(error=b"e2"))
+    failed = world.steps.get(run_id, alone)
+    assert (failed.status, failed.attempt, failed.error) == (StepStatus.FAILED, 3, b"e2")
+
+
+def test_a_step_appended_alone_cannot_be_created_again(world: World) -> None:
+    # GIVEN an owned step appended alone, and a dispatched step created one by one
+    run_id = create_run(world)
+    alone = appended_alone(world, run_id)
+    dispatched = create_step(world, run_id)
+    # WHEN each is created again: one by one, as a consumer's re-ensure, and in an append
+    for step_id in (alone, dispatched):
+        with pytest.raises(Conflict):
+            create_step(world, run_id, step_id=step_id)
+        again = EventData(step_name=STEP, input=b"in", via_step_dispatch=True)
+        with pytest.raises(Conflict):
+            write(world, run_id, EventType.STEP_CREATED, step_id, again)
+        after = last_position(world, run_id)
+        refused = world.events.append_after(run_id, after, [owned_create(step_id)], at=world.clock.now())
+        # THEN every one is refused, and the log holds one create of each
+        assert refused is None
+        assert last_position(world, run_id) == after
+    creates = [e.correlation_id for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
+    assert creates == [alone, dispatched]
+    assert world.steps.get(run_id, alone).status is StepStatus.RUNNING

@@ -1,0 +1,131 @@
+"""The lazily written owned step item (ARCHITECTURE §8): a step appended alone has no item until its outcome.
+
+The run item holds ``own#<step id>`` = its create position meanwhile; the owner's
+outcome puts the whole item and removes the entry in the same transaction; any other
+write of the step (a takeover, a one-by-one outcome) first materialises the item
+from the create event. Readers see the same step in every state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from world_aws.aws import keys
+from world_aws.aws.world import AwsWorld, create_aws_world
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.records import EventData, EventType, StepStatus
+from world_aws.testing.conformance.appended import (
+    OWNER,
+    appended_alone,
+    last_position,
+    owned_create,
+    owned_outcome,
+)
+from world_aws.testing.conformance.support import STEP, create_run, new_id, write
+
+
+def _step_item(world: AwsWorld, run_id: str, step_id: str) -> dict[str, Any] | None:
+    return world.table.get(keys.step_key(run_id, step_id))
+
+
+def _entry(world: AwsWorld, run_id: str, step_id: str) -> object:
+    run_item = world.table.get(keys.run_key(run_id))
+    assert run_item is not None
+    return run_item.get(keys.own_attribute(step_id))
+
+
+def _twin(world: AwsWorld, clock: ManualClock) -> AwsWorld:
+    """Another World over the same table: another process, which never saw the step's create."""
+    return create_aws_world(world.config, clients=world.clients, clock=clock)
+
+
+def test_a_step_appended_alone_has_an_entry_until_its_outcome_puts_its_whole_item(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an owned step appended alone
+    run_id = create_run(world)
+    alone = appended_alone(world, run_id)
+    created_at = last_position(world, run_id)
+    # THEN it has no item, and the run item names its create position
+    assert _step_item(world, run_id, alone) is None
+    assert _entry(world, run_id, alone) == created_at
+    # WHEN its outcome is appended alone (the run's last step)
+    clock.advance(2)
+    assert world.events.append_after(run_id, created_at, [owned_outcome(alone)], at=clock.now())
+    # THEN its item is what a create and an outcome written one by one leave, and the entry is gone
+    item = _step_item(world, run_id, alone)
+    assert item is not None
+    assert _entry(world, run_id, alone) is None
+    assert (item["status"], item["cpos"], item["ver"], item["attempt"]) == (
+        "completed",
+        created_at,
+        created_at + 1,
+        1,
+    )
+    reference = _reference_item(world, run_id, clock)
+    assert set(item) == set(reference)
+
+
+def _reference_item(world: AwsWorld, run_id: str, clock: ManualClock) -> dict[str, Any]:
+    """The item of an owned step created with its item (one by one) and then completed."""
+    step_id = new_id("step")
+    world.events.create(run_id, owned_create(step_id))
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_outcome(step_id)], at=clock.now())
+    item = _step_item(world, run_id, step_id)
+    assert item is not None
+    return item
+
+
+def test_another_process_reads_the_step_and_writes_its_outcome_one_by_one(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an owned step appended alone by one World, and another World over the same table
+    run_id = create_run(world)
+    alone = appended_alone(world, run_id)
+    other = _twin(world, clock)
+    try:
+        # THEN the other reads it as running, from its create
+        assert other.steps.get(run_id, alone).status is StepStatus.RUNNING
+        assert [s.step_id for s in other.steps.list(run_id)] == [alone]
+        # WHEN the other appends its outcome (not knowing it has no item): refused, nothing written
+        after = last_position(world, run_id)
+        assert other.events.append_after(run_id, after, [owned_outcome(alone)], at=clock.now()) is None
+        assert last_position(world, run_id) == after
+        # AND it writes the outcome one by one, as the runtime then does
+        write(other, run_id, EventType.STEP_COMPLETED, alone, EventData(output=b"late", owner=OWNER))
+    finally:
+        other.close()
+    # THEN the item was materialised and completed, and the entry is gone
+    item = _step_item(world, run_id, alone)
+    assert item is not None and item["status"] == "completed"
+    assert _entry(world, run_id, alone) is None
+    assert world.steps.get(run_id, alone).output == b"late"
+    # AND the first World's own outcome of it is now refused whole
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_outcome(alone)], at=clock.now()) is None
+
+
+def test_a_takeover_materialises_the_item_and_the_owners_outcome_still_lands(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an owned step appended alone, taken over by another delivery
+    run_id = create_run(world)
+    alone = appended_alone(world, run_id)
+    taken = write(world, run_id, EventType.STEP_STARTED, alone, EventData(step_name=STEP, owner="m-2#1#h"))
+    assert taken.step is not None and taken.step.attempt == 2
+    # THEN it has its item (attempt 2, running) and no entry
+    item = _step_item(world, run_id, alone)
+    assert item is not None and (item["status"], item["attempt"]) == ("running", 2)
+    assert _entry(world, run_id, alone) is None
+    # WHEN the outcome is appended with the next create
+    after = last_position(world, run_id)
+    nxt = new_id("step")
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(alone), owned_create(nxt)], at=clock.now()
+    )
+    # THEN it landed on the item, and the next step is the one without an item now
+    assert results is not None
+    assert world.steps.get(run_id, alone).status is StepStatus.COMPLETED
+    assert _step_item(world, run_id, nxt) is None
+    assert _entry(world, run_id, nxt) == after + 2
