@@ -69,8 +69,12 @@ def pipeline_app(ran: list[str]) -> Workflows:
 
 def is_create_of(step_name: str) -> Callable[[Call], bool]:
     def match(call: Call) -> bool:
-        detail = call.detail
-        return getattr(detail, "type", None) is EventType.STEP_CREATED and detail.data.step_name == step_name
+        # events.create of it, or an events.append_after that holds it
+        requests = call.detail if isinstance(call.detail, list) else [call.detail]
+        return any(
+            getattr(r, "type", None) is EventType.STEP_CREATED and r.data.step_name == step_name
+            for r in requests
+        )
 
     return match
 

@@ -141,12 +141,13 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 10
     # THEN every outcome but the last sits right before the next step's create in the log,
-    # and the two were one append (the first create went alone, before any body ran)
+    # and the two were one append (the first create was appended alone, before any body ran)
     events = harness.events(handle.run_id)
     after_outcome = [(a, b) for a, b in itertools.pairwise(events) if a.type is EventType.STEP_COMPLETED]
     assert [b.type for _, b in after_outcome] == [EventType.STEP_CREATED] * 4 + [EventType.RUN_COMPLETED]
     appends = [[r.type for r in c.detail] for c in harness.spy.calls("events.append_after")]
-    assert appends == [[EventType.STEP_COMPLETED, EventType.STEP_CREATED]] * 4 + [[EventType.STEP_COMPLETED]]
+    pipelined = [[EventType.STEP_COMPLETED, EventType.STEP_CREATED]] * 4
+    assert appends == [[EventType.STEP_CREATED], *pipelined, [EventType.STEP_COMPLETED]]
     assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_COMPLETED]
     assert len(ran) == 5
 

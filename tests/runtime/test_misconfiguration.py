@@ -34,14 +34,17 @@ def missing_table() -> Misconfigured:
 def test_misconfigured_step_create_fails_the_pass_and_the_run_completes_once_fixed(harness: Harness) -> None:
     # GIVEN the workflow pass's step_created of "extract" meets a missing table (its publish succeeds)
     ran: list[str] = []
-    fault = harness.spy.inject("events.create", missing_table(), match=is_create_of("pipeline.extract"))
+    faults = [
+        harness.spy.inject(op, missing_table(), match=is_create_of("pipeline.extract"))
+        for op in ("events.create", "events.append_after")
+    ]
     runtime = harness.runtime_for(pipeline_app(ran))
     # WHEN the run settles
     handle = runtime.start("etl", "s3://bucket/rows")
     assert harness.settle(handle) is RunStatus.COMPLETED
     # THEN the workflow delivery whose pass met it raised (it was redelivered, not acked) ...
-    (failed_create,) = [c for c in harness.spy.calls("events.create") if isinstance(c.error, Misconfigured)]
-    assert failed_create.delivery is not None and fault.fired == 1
+    (failed_create,) = [c for c in harness.spy.calls() if isinstance(c.error, Misconfigured)]
+    assert failed_create.delivery is not None and sum(f.fired for f in faults) == 1
     met = harness.deliveries[failed_create.delivery]
     assert met.queue is QueueName.WORKFLOW
     assert isinstance(met.error, Misconfigured) and met.result is None

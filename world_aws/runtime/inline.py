@@ -271,8 +271,9 @@ class InlineSteps:
         A claim refused as a duplicate (another continuation's step, or our own whose answer
         was lost) runs nothing now: the next round's replay shows whose it is.
         ``defer``: see :meth:`run_claimed`. ``after``: the log's end when the pass wrote
-        nothing else; then a wave's creates go in ``events.append_after`` batches
-        (:meth:`_append_creates`) instead of one write each.
+        nothing else; then the creates go in ``events.append_after`` batches
+        (:meth:`_append_creates`) instead of one write each (one create too: an append
+        of it alone is one round trip, and on DynamoDB writes no step item, §8).
 
         Raises:
             WorldAwsError: a claim or a write failed; the delivery is redelivered and its
@@ -284,7 +285,7 @@ class InlineSteps:
             return InlineRound()
         appended: list[Claim] = []
         one_by_one = plan.create
-        if after is not None and len(plan.create) > 1:
+        if after is not None and plan.create:
             appended, one_by_one = self._append_creates(run, after, plan.create, owner)
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
         claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
