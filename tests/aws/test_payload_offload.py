@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from world_aws.aws import keys
-from world_aws.aws.payloads import COMPRESS_MIN_BYTES, PayloadReader
+from world_aws.aws.payloads import COMPRESS_MIN_BYTES, RUN_INPUT_INLINE_LIMIT, PayloadReader
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import EventData, EventType, ResolveData
@@ -236,3 +236,34 @@ def test_a_corrupt_compressed_payload_is_a_clear_error(world: AwsWorld, stored: 
     # WHEN it is read, THEN the error names a corrupt compressed payload
     with pytest.raises(BadInput, match="compressed payload"):
         reader.decode(stored)
+
+
+@pytest.mark.parametrize(
+    ("payload", "stored_as"),
+    [
+        (incompressible(RUN_INPUT_INLINE_LIMIT), "bytes"),
+        (incompressible(RUN_INPUT_INLINE_LIMIT + 1), "s3"),
+        (incompressible(60 * 1024), "s3"),
+        (json_like(60 * 1024), "zlib"),
+    ],
+    ids=["8-kib-random", "one-over-random", "60-kb-random", "60-kb-json"],
+)
+def test_a_run_input_that_stays_over_8_kib_once_compressed_is_kept_in_s3(
+    world: AwsWorld, payload: bytes, stored_as: str
+) -> None:
+    # GIVEN a run created with the input
+    with counting_s3_calls(world) as calls:
+        run_id = create_run(world, input=payload)
+    # WHEN its run_created event item is inspected
+    stored = world.table.get(keys.run_input_key(run_id))
+    assert stored is not None
+    value = stored["data"]["creation"]["input"]
+    # THEN it is inline (raw or compressed) up to 8 KiB stored, else one S3 object: written once
+    # in a transaction, a larger input costs more in DynamoDB than an S3 PUT
+    kind = "bytes" if isinstance(value, bytes) else ("zlib" if "zlib" in value else "s3")
+    assert kind == stored_as
+    assert calls.count("before-call.s3.PutObject") == (1 if stored_as == "s3" else 0)
+    # AND the run and its log read it back whole
+    assert world.runs.get(run_id).input == payload
+    created = world.events.list(run_id)[0].data.creation
+    assert created is not None and created.input == payload

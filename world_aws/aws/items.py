@@ -22,7 +22,13 @@ from typing import Any
 
 from world_aws.aws import keys
 from world_aws.aws.dynamo import Item
-from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.payloads import (
+    ENTITY_INLINE_LIMIT,
+    EVENT_INLINE_LIMIT,
+    RUN_INPUT_INLINE_LIMIT,
+    PayloadReader,
+    PayloadWriter,
+)
 from world_aws.contract.records import (
     Event,
     EventData,
@@ -262,7 +268,7 @@ def encode_data(data: EventData, writer: PayloadWriter, *, limit: int = EVENT_IN
             "workflow_name": creation.workflow_name,
             "deployment_id": creation.deployment_id,
             "spec_version": creation.spec_version,
-            "input": writer.encode(creation.input, limit),
+            "input": writer.encode(creation.input, min(limit, RUN_INPUT_INLINE_LIMIT)),
             "attributes": dict(creation.attributes),
         }
     return out
