@@ -80,8 +80,10 @@ _SETTLED_STATUS = {
 # sequential shape: an outcome and the next create). Each such step costs its run item
 # an entry (~40 B) while it runs, which every append rewrites; a wave writes items.
 LAZY_CREATES = 1
-# Steps created without their item that this World remembers, for their owner's outcome.
-UNWRITTEN_MEMORY = 4096
+# Steps created without their item that this World remembers, for their owner's outcome
+# (each until that outcome: one per run this process continues; an entry holds the step's
+# input inline, up to 64 KiB, so the bound is what keeps a leak on a fallback path small).
+UNWRITTEN_MEMORY = 256
 
 
 @dataclass(frozen=True, slots=True)
