@@ -21,7 +21,7 @@ def test_command_writes_the_table_the_json_and_the_plot(
     assert main(["--workloads", "W0", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     # THEN it printed the summary and the breakdown, and wrote both files
-    assert "W0: 1 step" in out and "`events.create:step_created`" in out
+    assert "W0: 1 step" in out and "`events.append_after`" in out and "`events.create:run_created`" in out
     assert (tmp_path / "cost.json").stat().st_size > 0
     if importlib.util.find_spec("matplotlib") is not None:  # the bench extra; CI installs only dev
         assert (tmp_path / "cost.png").stat().st_size > 0
