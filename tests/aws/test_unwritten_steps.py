@@ -20,6 +20,7 @@ from world_aws.testing.conformance.appended import (
     last_position,
     owned_create,
     owned_outcome,
+    running_owned,
 )
 from world_aws.testing.conformance.support import STEP, create_run, new_id, write
 
@@ -68,8 +69,7 @@ def test_a_step_appended_alone_has_an_entry_until_its_outcome_puts_its_whole_ite
 
 def _reference_item(world: AwsWorld, run_id: str, clock: ManualClock) -> dict[str, Any]:
     """The item of an owned step created with its item (one by one) and then completed."""
-    step_id = new_id("step")
-    world.events.create(run_id, owned_create(step_id))
+    step_id = running_owned(world, run_id)
     after = last_position(world, run_id)
     assert world.events.append_after(run_id, after, [owned_outcome(step_id)], at=clock.now())
     item = _step_item(world, run_id, step_id)
