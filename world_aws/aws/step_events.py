@@ -175,7 +175,7 @@ class StepEvents:
             step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
             unwritten = None if step is not None else self._unwritten.get(run_id, step_id)
             if step is not None and creates <= LAZY_CREATES:
-                actions_of, fields = self._lazy_create_actions(run_id, step, made), _CREATE_FIELDS
+                actions_of, fields = self._lazy_create_actions(step, made), _CREATE_FIELDS
             elif step is not None:
                 actions_of, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS
             elif unwritten is not None:
@@ -338,17 +338,21 @@ class StepEvents:
 
         return entity_actions
 
-    def _lazy_create_actions(self, run_id: str, step: Step, made: dict[str, _Unwritten]) -> EntityActions:
+    def _lazy_create_actions(self, step: Step, made: dict[str, _Unwritten]) -> EntityActions:
         """An owned create without its item: the run item's entry (``take_positions_action``) stands in.
 
         The item its create would have written is kept (``made``, then this World's map)
-        for the outcome to put whole. The check refuses a step that has its item.
+        for the outcome to put whole. No action here: a ``ConditionCheck`` that the step
+        has no item would cost what the item's put did (a public measurement bills it as
+        a transactional write), and the append's own condition already makes it needless
+        for a caller that keeps ``append_after``'s precondition (its creates name steps
+        the log up to ``after`` does not hold; the runtime's replay has read that log).
+        A second create of a step created this way is refused by its entry.
         """
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             made[step.step_id] = _Unwritten(items.step_item(step, writer, position=position), position)
-            step_key = keys.step_key(run_id, step.step_id)
-            return [self._table.check_action(step_key, "attribute_not_exists(sk)")]
+            return []
 
         return entity_actions
 

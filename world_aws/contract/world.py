@@ -61,6 +61,11 @@ class EventStore(Protocol):
         or a sealed gap), the run is missing or terminal, or a rule refuses a request:
         the caller then writes them one by one with ``create``.
 
+        Precondition: a create names a step that the log up to ``after`` does not hold
+        (the caller's replay has read that log). A World may skip that one check where
+        it costs a write (the DynamoDB World for a step it creates without its item,
+        ARCHITECTURE §8); every other rule, and a second create after this one, is judged.
+
         Raises:
             BadInput: not owned step writes (``rules.validate_batch``), or ``at`` is
                 later than the World's now.
