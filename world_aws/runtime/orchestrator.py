@@ -219,12 +219,13 @@ class Orchestrator:
     # --- internals ------------------------------------------------------------------
 
     def _moved(self, run_id: str, after: int) -> bool:
-        """Whether the log, as this handler knows it, holds an event after ``after`` that moves
-        the workflow on: anything but a step's claim (its create or start), which a failing
-        continuation writes anew on every delivery (the replay, which saw a pipelined outcome
-        before it was written, cannot tell)."""
+        """Whether the log holds an event after ``after`` that moves the workflow on: anything
+        but a step's claim (its create or start), which a failing continuation writes anew on
+        every delivery. Read from the World (one read, on this failure path only): the replay
+        saw a pipelined outcome before it was written, and a wave's outcome batches that
+        landed before the failure were never fed to the cache."""
         try:
-            events = self._logs.read(run_id, after=after, fetch=False)
+            events = self._logs.read(run_id, after=after)
         except Exception:
             return False
         return any(e.type not in _CLAIMS for e in events)
