@@ -99,7 +99,7 @@ class Owner:
             return False
         if delivery[0] == self.message_id and delivery[1] < self.attempt:
             return True
-        before = _delivery_of(f"{self.predecessor}#") if self.predecessor else None
+        before = _parse_delivery(self.predecessor) if self.predecessor else None
         return before is not None and delivery[0] == before[0] and delivery[1] <= before[1]
 
     def twin_of(self, tag: str) -> bool:
@@ -489,10 +489,16 @@ def owned_create(step: StepRequest, owner: Owner) -> EventRequest:
 
 def _delivery_of(tag: str) -> tuple[str, int] | None:
     """The message id and receive count an owner tag names (None if it is not one)."""
-    parts = tag.rsplit("#", 2)
-    if len(parts) != 3 or not parts[1].isdigit():
+    delivery, sep, _handling = tag.rpartition("#")
+    return _parse_delivery(delivery) if sep else None
+
+
+def _parse_delivery(text: str) -> tuple[str, int] | None:
+    """The message id and receive count of ``<message id>#<receive count>`` (``Owner.delivery``)."""
+    message_id, sep, count = text.rpartition("#")
+    if not sep or not count.isdigit():
         return None
-    return parts[0], int(parts[1])
+    return message_id, int(count)
 
 
 def _values(results: list[Any]) -> list[Any]:

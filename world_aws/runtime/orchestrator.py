@@ -171,8 +171,13 @@ class Orchestrator:
         except Misconfigured:
             raise  # never acked (ARCHITECTURE 6)
         except Exception:
-            moved = first is not None and self._moved(run.run_id, first)
-            if owner is None or not moved or not self._hand_on(run.run_id, owner):
+            # Only an owner hands on, and only after progress (read only for an owner).
+            if (
+                owner is None
+                or first is None
+                or not self._moved(run.run_id, first)
+                or not self._hand_on(run.run_id, owner)
+            ):
                 raise
             return Ack()
         finally:
