@@ -135,8 +135,11 @@ class TimedEvents:
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
     ) -> list[EventResult] | None:
-        # A batch holds owned step writes only: no claim and no run ending to report.
-        return self._inner.append_after(run_id, after, requests, at=at)
+        # A batch holds owned step writes (no claim to report), maybe closed by the run's end.
+        results = self._inner.append_after(run_id, after, requests, at=at)
+        if results is not None and requests[-1].type in _RUN_ENDINGS:
+            self._timeline.run_ended(run_id)
+        return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection
+from typing import Any
 
 from world_aws import Workflows
 from world_aws.contract.records import EventType
@@ -45,12 +46,17 @@ def fan_app(ran: list[str]) -> Workflows:
     return app
 
 
+def requests_of(call: Call) -> list[Any]:
+    """The event requests a write carries: ``events.create`` one, ``events.append_after`` its batch."""
+    if call.op == "events.create":
+        return [call.detail]
+    return list(call.detail) if call.op == "events.append_after" else []
+
+
 def outcome_in(call: Call) -> EventType | None:
     """The step outcome a write carries: an ``events.create`` of one, or a batch that starts with one."""
-    detail = call.detail
-    if isinstance(detail, list):  # events.append_after: the outcome first, then the next creates
-        detail = detail[0]
-    etype = getattr(detail, "type", None)
+    requests = requests_of(call)  # a batch: the outcome first, then the next creates or the run's end
+    etype = getattr(requests[0], "type", None) if requests else None
     return etype if etype in (EventType.STEP_COMPLETED, EventType.STEP_FAILED) else None
 
 

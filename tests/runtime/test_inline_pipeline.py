@@ -23,7 +23,7 @@ from world_aws.errors import Transient
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.testing.harness import Harness
 
-from .inline_support import chain_app, fan_app, inject_at_outcome
+from .inline_support import chain_app, fan_app, inject_at_outcome, requests_of
 from .spy import Call
 
 WARM = RuntimeConfig(replay_cache_runs=256)
@@ -126,8 +126,8 @@ def test_an_event_written_by_another_writer_during_an_inline_step_is_read_before
     first = next(d for d in harness.deliveries if d.queue is QueueName.WORKFLOW)
     (completed,) = [
         c
-        for c in harness.spy.calls("events.create", delivery=first.index)
-        if c.detail.type is EventType.RUN_COMPLETED
+        for c in harness.spy.calls(delivery=first.index)
+        if EventType.RUN_COMPLETED in {r.type for r in requests_of(c)}
     ]
     assert completed.error is None
 
@@ -141,15 +141,67 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 10
     # THEN every outcome but the last sits right before the next step's create in the log,
-    # and the two were one append (the first create was appended alone, before any body ran)
+    # and the two were one append (the first create was appended alone, before any body ran);
+    # the last outcome and run_completed were one append too
     events = harness.events(handle.run_id)
     after_outcome = [(a, b) for a, b in itertools.pairwise(events) if a.type is EventType.STEP_COMPLETED]
     assert [b.type for _, b in after_outcome] == [EventType.STEP_CREATED] * 4 + [EventType.RUN_COMPLETED]
     appends = [[r.type for r in c.detail] for c in harness.spy.calls("events.append_after")]
     pipelined = [[EventType.STEP_COMPLETED, EventType.STEP_CREATED]] * 4
-    assert appends == [[EventType.STEP_CREATED], *pipelined, [EventType.STEP_COMPLETED]]
-    assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_COMPLETED]
+    ended = [EventType.STEP_COMPLETED, EventType.RUN_COMPLETED]
+    assert appends == [[EventType.STEP_CREATED], *pipelined, ended]
+    one_by_one = {c.detail.type for c in harness.spy.calls("events.create")}
+    assert not one_by_one & {EventType.STEP_COMPLETED, EventType.RUN_COMPLETED}
     assert len(ran) == 5
+
+
+def _ends_run(call: Call) -> bool:
+    return EventType.RUN_COMPLETED in {r.type for r in requests_of(call)}
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
+def test_a_runs_end_append_that_fails_ends_the_run_once(harness: Harness, landed: bool) -> None:
+    # GIVEN the append of the last outcome and run_completed failing: before it landed, or after
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    fault = harness.spy.inject("events.append_after", Transient("timed out"), match=_ends_run, after=landed)
+    # WHEN a 3-step run settles
+    handle = runtime.start("chain", 3)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the fault fired, the run completed with its output in its first delivery, each body
+    # ran once, and the log holds one outcome per step and one run_completed, last
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == 3
+    assert ran == ["add 0+0", "add 0+1", "add 1+2"]
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_COMPLETED) == 3
+    assert types.count(EventType.RUN_COMPLETED) == 1 and types[-1] is EventType.RUN_COMPLETED
+
+
+def test_a_workflow_failing_after_its_last_outcome_appends_run_failed_with_it(harness: Harness) -> None:
+    # GIVEN a workflow that raises once its one inline step returned
+    app = Workflows()
+
+    @app.step(name="one")
+    def one() -> int:
+        return 1
+
+    @app.workflow
+    async def fails() -> None:
+        await one()
+        raise ValueError("after the step")
+
+    runtime = harness.runtime_for(app, WARM)
+    # WHEN it settles
+    handle = runtime.start("fails")
+    assert harness.settle(handle) is RunStatus.FAILED
+    # THEN the step's outcome and run_failed were one append, and the run's error names the cause
+    appends = [[r.type for r in c.detail] for c in harness.spy.calls("events.append_after")]
+    assert appends[-1] == [EventType.STEP_COMPLETED, EventType.RUN_FAILED]
+    assert harness.event_types(handle.run_id)[-2:] == [EventType.STEP_COMPLETED, EventType.RUN_FAILED]
+    with pytest.raises(Exception, match="after the step"):
+        handle.result(timeout=0)
 
 
 @pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])

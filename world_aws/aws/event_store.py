@@ -116,14 +116,17 @@ class DynamoEventStore:
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
     ) -> builtins.list[EventResult] | None:
-        """Owned step writes at ``after + 1`` on, all or none: one ``TransactWriteItems`` (1 round trip).
+        """Owned step writes, then maybe the run's end, at ``after + 1`` on, all or none: 1 transaction.
 
         Raises:
             BadInput: not owned step writes, or ``at`` later than the World's now.
         """
         rules.validate_batch(requests)
         rules.validate_stamp(at, self._clock.now())
-        return self._steps.append_after(run_id, after, requests, at)
+        results = self._steps.append_after(run_id, after, requests, at)
+        if results is not None and requests[-1].type in rules.BATCH_END_TYPES:
+            self._runs.release_hooks(run_id, at)  # as after a terminal transition one by one
+        return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

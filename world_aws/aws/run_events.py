@@ -39,6 +39,7 @@ from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWr
 from world_aws.aws.sequencer import (
     FINAL_SLOT,
     MAX_RESERVATIONS,
+    RunChanges,
     Sequencer,
     rebuild_run_event,
     run_event_slot,
@@ -127,7 +128,7 @@ class RunEvents:
             stored = self._put_event(event, writer)
             run = self._full_run(run_item)
             if run.status.terminal:
-                self._release_hooks(run_id, now)
+                self.release_hooks(run_id, now)
             return EventResult(event=stored, run=run)
         raise Transient(f"run {run_id} kept changing during {etype.value}; retry", retry_after=0.5)
 
@@ -136,58 +137,17 @@ class RunEvents:
     def _reserve_transition(
         self, run_id: str, etype: EventType, data: EventData, now: datetime, writer: PayloadWriter
     ) -> Item:
-        slot = run_event_slot(etype)
-        # The copy kept for repair leaves out output/error: they are the run's own fields.
-        copy = {
-            "type": etype.value,
-            "created_at": items.iso(now),
-            "data": items.encode_data(
-                replace(data, output=None, error=None), writer, limit=ENTITY_INLINE_LIMIT
-            ),
-        }
-        sets = [
-            "seq = seq + :one",
-            f"{items.PROGRESS_US} = :at",
-            "#status = :new",
-            "updated_at = :now",
-            f"{slot} = :copy",
-            f"{slot}_pos = seq + :one",
-        ]
-        allowed = _ALLOWED_FROM[etype]
-        values: dict[str, object] = {
-            ":one": 1,
-            ":at": items.epoch_us(now),
-            ":new": _NEW_STATUS[etype].value,
-            ":now": items.iso(now),
-            ":copy": copy,
-            **{f":from{i}": status.value for i, status in enumerate(allowed)},
-        }
-        if etype is EventType.RUN_STARTED:
-            sets.append("started_at = if_not_exists(started_at, :now)")
-        else:
-            sets.append("completed_at = :now")
-        names = {"#status": "status"}
-        if etype is EventType.RUN_COMPLETED and data.output is not None:
-            sets.append("#output = :output")
-            names["#output"] = "output"
-            values[":output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
-        if etype is EventType.RUN_FAILED:
-            sets.append("#error = :error")
-            names["#error"] = "error"
-            values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
-            if data.error_code is not None:
-                sets.append("error_code = :code")
-                values[":code"] = data.error_code
-        # A terminal transition takes the run out of the sparse live index in this same write.
-        removes = f" REMOVE {keys.LIVE_PK}, {keys.LIVE_SK}" if _NEW_STATUS[etype].terminal else ""
+        changes = transition_changes(etype, data, now, writer, position="seq + :one")
+        changes.sets[:0] = ["seq = seq + :one", f"{items.PROGRESS_US} = :at"]
+        changes.values.update({":one": 1, ":at": items.epoch_us(now)})
         # Timeline: two transitions race (run_completed vs run_cancelled, or a redelivered
         # run_started): the first write changes the status, the second fails this condition.
         return self._table.update(
             keys.run_key(run_id),
-            "SET " + ", ".join(sets) + removes,
-            condition="#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")",
-            names=names,
-            values=values,
+            changes.update_expression(),
+            condition=changes.condition,
+            names=changes.names,
+            values=changes.values,
         )
 
     def _create_started(
@@ -267,12 +227,12 @@ class RunEvents:
             self._table.put(rebuilt, condition="attribute_not_exists(sk)")
         except ConditionFailed:
             return  # its writer (or a reader's repair) put it meanwhile
-        self._release_hooks(run_id, now)
+        self.release_hooks(run_id, now)
 
     def _full_run(self, item: Item) -> Run:
         return items.run_from_item(item, PayloadReader(self._blobs))
 
-    def _release_hooks(self, run_id: str, now: datetime) -> None:
+    def release_hooks(self, run_id: str, now: datetime) -> None:
         """Dispose the live hooks of a run that just became terminal and free their tokens (SPEC §3.1).
 
         Best effort: if this is lost (a crash, throttling), the hook store treats the
@@ -305,3 +265,47 @@ class RunEvents:
                     pass
         except WorldAwsError:
             pass
+
+
+def transition_changes(
+    etype: EventType, data: EventData, now: datetime, writer: PayloadWriter, *, position: str
+) -> RunChanges:
+    """The run item changes of ``etype``: status, its fields, the repair copy, the live index.
+
+    The condition is the allowed current status (``_ALLOWED_FROM``).
+    """
+    slot = run_event_slot(etype)
+    # The copy kept for repair leaves out output/error: they are the run's own fields.
+    copy = {
+        "type": etype.value,
+        "created_at": items.iso(now),
+        "data": items.encode_data(replace(data, output=None, error=None), writer, limit=ENTITY_INLINE_LIMIT),
+    }
+    sets = ["#status = :new", "updated_at = :now", f"{slot} = :copy", f"{slot}_pos = {position}"]
+    allowed = _ALLOWED_FROM[etype]
+    values: dict[str, object] = {
+        ":new": _NEW_STATUS[etype].value,
+        ":now": items.iso(now),
+        ":copy": copy,
+        **{f":from{i}": status.value for i, status in enumerate(allowed)},
+    }
+    if etype is EventType.RUN_STARTED:
+        sets.append("started_at = if_not_exists(started_at, :now)")
+    else:
+        sets.append("completed_at = :now")
+    names = {"#status": "status"}
+    if etype is EventType.RUN_COMPLETED and data.output is not None:
+        sets.append("#output = :output")
+        names["#output"] = "output"
+        values[":output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
+    if etype is EventType.RUN_FAILED:
+        sets.append("#error = :error")
+        names["#error"] = "error"
+        values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+        if data.error_code is not None:
+            sets.append("error_code = :code")
+            values[":code"] = data.error_code
+    # A terminal transition takes the run out of the sparse live index in this same write.
+    removes = [keys.LIVE_PK, keys.LIVE_SK] if _NEW_STATUS[etype].terminal else []
+    condition = "#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")"
+    return RunChanges(sets, removes, names, values, condition)

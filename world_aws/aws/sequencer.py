@@ -136,6 +136,25 @@ class Appended:
     refused: Cancelled | None
 
 
+@dataclass
+class RunChanges:
+    """A run transition's part of a run item update, less the position it takes.
+
+    ``position`` (given to ``run_events.transition_changes``) is the expression of the
+    event's position, kept with the repair copy: ``seq + :one`` in the reserving
+    write, a value in an ``append_after`` transaction (``take_positions_action``).
+    """
+
+    sets: list[str]
+    removes: list[str]
+    names: dict[str, str]
+    values: dict[str, object]
+    condition: str
+
+    def update_expression(self) -> str:
+        return "SET " + ", ".join(self.sets) + (" REMOVE " + ", ".join(self.removes) if self.removes else "")
+
+
 class Sequencer:
     """Reservations, commits and seals on one table."""
 
@@ -214,6 +233,7 @@ class Sequencer:
         *,
         own: Sequence[tuple[str, int]] = (),
         disown: Sequence[tuple[str, int]] = (),
+        end: RunChanges | None = None,
     ) -> Action:
         """The run item's part of an ``append_after`` transaction: positions ``after + 1..after + count``.
 
@@ -221,6 +241,8 @@ class Sequencer:
         log ended) and the fence: inside the commit, this is the reservation. ``own``:
         (step id, create position) entries to add, each only if absent; ``disown``:
         entries to remove, each only if it still names that create (``keys.own_attribute``).
+        ``end``: the run transition whose event closes the batch (its status change is
+        then in this write, which is what keeps the fence exact: §8).
         """
         sets = [f"seq = :last, {items.PROGRESS_US} = :at"]
         removes: list[str] = []
@@ -242,6 +264,12 @@ class Sequencer:
             values[f":dis{index}"] = position
             removes.append(f"#dis{index}")
             conditions.append(f"#dis{index} = :dis{index}")
+        if end is not None:
+            sets += end.sets
+            removes += end.removes
+            conditions.append(end.condition)
+            names.update(end.names)
+            values.update(end.values)
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return self.table.update_action(
             keys.run_key(run_id), update, condition=" AND ".join(conditions), names=names, values=values

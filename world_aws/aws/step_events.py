@@ -50,6 +50,7 @@ from functools import partial
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.run_events import transition_changes
 from world_aws.aws.sequencer import EntityActions, EventCommit, Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import (
@@ -163,13 +164,14 @@ class StepEvents:
         would commit. Any cancellation (a
         condition, a conflict with a concurrent write) writes nothing: None.
         """
+        steps, end = rules.split_batch_end(requests)
         event_items: list[Item] = []
         entity_actions: list[Action] = []
         commits: list[tuple[EventCommit, Step | None]] = []
-        creates = sum(request.type is EventType.STEP_CREATED for request in requests)
+        creates = sum(request.type is EventType.STEP_CREATED for request in steps)
         made: dict[str, _Unwritten] = {}  # the owned steps this append creates without their item
         settled: dict[str, _Unwritten] = {}  # such steps whose outcome puts their item now
-        for offset, request in enumerate(requests, start=1):
+        for offset, request in enumerate(steps, start=1):
             step_id = request.correlation_id
             assert step_id is not None
             step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
@@ -188,6 +190,14 @@ class StepEvents:
             event_items.append(event_item)
             entity_actions += actions
             commits.append((commit, step))
+        ending = None
+        if end is not None:  # the run's end: its event last, its status change in action 0
+            position = after + len(requests)
+            closing = EventCommit(self._seq, run_id, end, at, lambda _position, _writer: [])
+            event_item, _ = closing.parts(position)
+            event_items.append(event_item)
+            ending = transition_changes(end.type, end.data, at, closing.writer, position=":endpos")
+            ending.values[":endpos"] = position
         take = self._seq.take_positions_action(
             run_id,
             after,
@@ -195,6 +205,7 @@ class StepEvents:
             at,
             own=[(step_id, lazy.position) for step_id, lazy in made.items()],
             disown=[(step_id, lazy.position) for step_id, lazy in settled.items()],
+            end=ending,
         )
         actions = [
             take,
@@ -209,7 +220,10 @@ class StepEvents:
             self._unwritten.put(run_id, step_id, lazy)
         for step_id in settled:
             self._unwritten.pop(run_id, step_id)
-        return [EventResult(event=commit.event, step=step) for commit, step in commits]
+        results = [EventResult(event=commit.event, step=step) for commit, step in commits]
+        if end is not None:
+            results.append(EventResult(event=closing.event))  # no run: a transaction returns no image
+        return results
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""

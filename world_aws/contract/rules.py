@@ -33,8 +33,10 @@ CLIENT_EVENT_TYPES = frozenset(EventType) - {EventType.HOOK_CONFLICT, EventType.
 RESERVED_ATTRIBUTE_PREFIX = "$"
 
 
-# Event types an ``events.append_after`` batch may hold (owned step writes only).
+# Event types an ``events.append_after`` batch may hold: owned step writes, and last
+# the run's end (the single writer's final outcome and the run's end in one write).
 BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED})
+BATCH_END_TYPES = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED})
 # A batch: an owned outcome and the next owned creates, a wave's creates, or a wave's outcomes.
 MAX_BATCH_EVENTS = 10
 
@@ -50,24 +52,39 @@ def validate_stamp(at: datetime, now: datetime) -> None:
 
 
 def validate_batch(requests: Sequence[EventRequest]) -> None:
-    """Reject an ``events.append_after`` batch that is not owned step writes, one per step.
+    """Reject an ``events.append_after`` batch that is not owned step writes, then maybe the run's end.
 
     Raises:
-        BadInput: naming what is wrong (empty, too long, a type, no owner, a step twice).
+        BadInput: naming what is wrong (empty, too long, a type, the run's end not last
+            or alone, no owner, a step twice).
     """
     if not requests or len(requests) > MAX_BATCH_EVENTS:
         raise BadInput(f"an appended batch holds 1 to {MAX_BATCH_EVENTS} events, not {len(requests)}")
     seen: set[str] = set()
-    for request in requests:
+    for index, request in enumerate(requests):
         validate_request(request)
+        if request.type in BATCH_END_TYPES:
+            if index != len(requests) - 1 or index == 0:
+                raise BadInput(f"{request.type.value} in a batch comes last, after a step write")
+            continue
         if request.type not in BATCH_EVENT_TYPES:
-            raise BadInput(f"{request.type.value} cannot be appended in a batch (owned step writes only)")
+            raise BadInput(
+                f"{request.type.value} cannot be appended in a batch "
+                "(owned step writes only, then run_completed or run_failed)"
+            )
         if request.data.owner is None:
             raise BadInput(f"{request.type.value} {request.correlation_id} in a batch needs an owner")
         assert request.correlation_id is not None
         if request.correlation_id in seen:
             raise BadInput(f"step {request.correlation_id} appears twice in one batch")
         seen.add(request.correlation_id)
+
+
+def split_batch_end(requests: Sequence[EventRequest]) -> tuple[Sequence[EventRequest], EventRequest | None]:
+    """A validated batch's step writes, and the run event that closes it if it has one."""
+    if requests[-1].type in BATCH_END_TYPES:
+        return requests[:-1], requests[-1]
+    return requests, None
 
 
 def validate_request(request: EventRequest) -> None:

@@ -76,7 +76,7 @@ class MemoryEventStore:
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
     ) -> builtins.list[EventResult] | None:
-        """Append owned step writes at ``after + 1`` on, all or none, iff the log ends at ``after``.
+        """Append owned step writes, then maybe the run's end, after ``after`` iff the log ends there.
 
         Every request is judged before any is applied (each names its own step, so
         judging them against the state before the batch is judging them in order).
@@ -88,12 +88,20 @@ class MemoryEventStore:
             record = self._state.runs.get(run_id)
             if record is None or len(record.events) != after or record.run.status.terminal:
                 return None
+            steps, end = rules.split_batch_end(requests)
             try:
-                for request in requests:
+                for request in steps:
                     _judge_step_event(record, request, at)
+                # Step writes leave the run's status as it is: judging the end against it
+                # now is judging it after them.
+                if end is not None and not rules.judge_run_event(end, record.run):
+                    return None
             except (Conflict, NotFound, RunExpired, TooEarly):
                 return None
-            return [self._step_event(record, request, at) for request in requests]
+            results = [self._step_event(record, request, at) for request in steps]
+            if end is not None:
+                results.append(self._run_event(run_id, record, end, at))
+            return results
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

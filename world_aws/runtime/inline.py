@@ -164,6 +164,7 @@ class InlineRound:
     written: list[Event] = field(default_factory=list)
     complete: bool = False
     deferred: EventRequest | None = None  # a single step's outcome, left to the caller to write
+    ended: bool = False  # the outcome was written with the run's end (``runtime/pipeline.py``)
 
 
 class InlineSteps:

@@ -30,7 +30,7 @@ from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner, creates_only
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.logcache import LogCache
-from world_aws.runtime.pipeline import OutcomePipeline
+from world_aws.runtime.pipeline import OutcomePipeline, run_end
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import Completed, Continued, Failed, Replay, StepRequest, Suspended, WaitRequest
 from world_aws.runtime.replaycache import ReplayCache
@@ -112,15 +112,8 @@ class Orchestrator:
                     completed = EventRequest(EventType.RUN_COMPLETED, data=EventData(output=output))
                     self._end(run.run_id, completed, tell_parent=False)  # the chain's last run tells it
                     return Ack()
-                if isinstance(outcome, Completed):
-                    self._end(
-                        run.run_id,
-                        EventRequest(EventType.RUN_COMPLETED, data=EventData(output=outcome.output)),
-                        run,
-                    )
-                    return Ack()
-                if isinstance(outcome, Failed):
-                    self.fail_run(run.run_id, outcome.error, outcome.error_code, run=run)
+                if isinstance(outcome, Completed | Failed):
+                    self._end(run.run_id, run_end(outcome), run)
                     return Ack()
                 plan = self._plan(outcome, owner, ran)  # not copied: a long run has run many
                 outcome.undispatched_steps[:] = [
@@ -146,6 +139,9 @@ class Orchestrator:
                                 run, workflow, replay, inline_round.deferred, fed, owner, ran
                             )
                             ran |= inline_round.ran
+                        if inline_round.ended:  # the last outcome landed with the run's end
+                            self._forget(run.run_id)
+                            return Ack()
                         continue  # outcomes recorded: replay them (progress, not a round)
                     # Every claim refused: another continuation's steps, or ours with a lost
                     # answer. Another round (counted) shows whose they are.
@@ -270,6 +266,10 @@ class Orchestrator:
             self._world.events.create(run_id, request)
         except (Conflict, NotFound):
             pass  # already terminal (a concurrent continuation or a cancellation won)
+        self._forget(run_id)
+
+    def _forget(self, run_id: str) -> None:
+        """Drop the ended run's cached log and replay."""
         self._logs.forget(run_id)
         self._replays.forget(run_id)
 

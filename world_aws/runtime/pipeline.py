@@ -6,7 +6,8 @@ there before it is written; if the pass it leads to would do nothing but create
 inline steps, the outcome and those creates go in one ``events.append_after`` (one
 round trip) and their bodies run, and so on step after step. Anything else in the
 pass, and an append that does not land, take the ordinary way (ARCHITECTURE §5,
-"Pipelined outcome").
+"Pipelined outcome"). A workflow that returns or fails after the outcome (and tells
+no parent) has its end in the same append.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ from __future__ import annotations
 from typing import Any
 
 from world_aws.contract import rules
-from world_aws.contract.records import Event, EventRequest, Run
+from world_aws.contract.records import Event, EventData, EventRequest, EventType, Run
 from world_aws.contract.world import World
 from world_aws.runtime import stepbody
+from world_aws.runtime.children import PARENT_RUN_ID
 from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, creates_only, owned_create
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.outcomes import append_or_none
 from world_aws.runtime.registry import WorkflowFunction, Workflows
-from world_aws.runtime.replay import Replay, StepRequest, Suspended
+from world_aws.runtime.replay import Completed, Failed, Outcome, Replay, StepRequest, Suspended
 from world_aws.runtime.replaycache import ReplayCache
 
 
@@ -77,15 +79,23 @@ class OutcomePipeline:
         after = replay.last_position
         at = self._world.clock.now()
         replay.feed([Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)])
-        creates = self._next_creates(replay, owner, ran, room=self._max_events - after - 1)
+        outcome = replay.outcome()
+        room = self._max_events - after - 1
+        closing = None  # the run's end, when the workflow returns or fails here (and tells no parent)
+        if isinstance(outcome, Completed | Failed) and room >= 0 and PARENT_RUN_ID not in run.attributes:
+            closing = run_end(outcome)
+        creates = [] if closing is not None else self._next_creates(outcome, owner, ran, room=room)
         # Not landed, or unknown: the one-by-one write finds out (a landed batch refuses the
-        # outcome; the replay from the log then shows our creates, which the next pass adopts).
-        requests = [settled, *(owned_create(s, owner) for s in creates)]
+        # outcome; the replay from the log then shows our creates, which the next pass adopts,
+        # or the run's end, which the pass's own end then finds written).
+        requests = [settled, *(owned_create(s, owner) for s in creates), *([closing] if closing else [])]
         results = append_or_none(self._world, run.run_id, after, requests, at)
         if results is None:
             stepbody.record(self._world, run.run_id, settled)
             replay.close()
             return Replay(run, workflow, self._app.serializer), InlineRound(), False
+        if closing is not None:
+            return replay, InlineRound(ended=True), False
         fed = self._logs.feed(run.run_id, [r.event for r in results if r.event is not None])
         claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
         if not claimed or self._inline is None:
@@ -96,12 +106,20 @@ class OutcomePipeline:
             return replay, bodies, fed and bodies.complete
         return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)
 
-    def _next_creates(self, replay: Replay, owner: Owner, ran: set[str], *, room: int) -> list[StepRequest]:
+    def _next_creates(self, outcome: Outcome, owner: Owner, ran: set[str], *, room: int) -> list[StepRequest]:
         """The steps to create with the outcome: the next pass's, if it only creates inline ones."""
-        outcome = replay.outcome()
         if self._inline is None or not isinstance(outcome, Suspended):
             return []
         if len(outcome.new_steps) > min(room, rules.MAX_BATCH_EVENTS - 1):
             return []  # wider than one batch (or than the log's room): the normal pass creates them
         plan = self._inline.plan(outcome, owner, ran)
         return list(plan.create) if creates_only(outcome, plan) else []
+
+
+def run_end(outcome: Completed | Failed) -> EventRequest:
+    """The event that records a workflow's return or failure."""
+    if isinstance(outcome, Completed):
+        return EventRequest(EventType.RUN_COMPLETED, data=EventData(output=outcome.output))
+    return EventRequest(
+        EventType.RUN_FAILED, data=EventData(error=outcome.error, error_code=outcome.error_code)
+    )

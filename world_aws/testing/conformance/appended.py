@@ -14,11 +14,19 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, StepStatus
+from world_aws.contract.records import (
+    EventData,
+    EventRequest,
+    EventType,
+    ResolveData,
+    RunStatus,
+    StepStatus,
+)
 from world_aws.contract.world import World
-from world_aws.errors import BadInput, Conflict
+from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.testing.conformance.support import (
     STEP,
+    create_hook,
     create_run,
     create_step,
     end_run,
@@ -319,3 +327,120 @@ def test_a_step_appended_alone_cannot_be_created_again(world: World) -> None:
     creates = [e.correlation_id for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
     assert creates == [alone, dispatched]
     assert world.steps.get(run_id, alone).status is StepStatus.RUNNING
+
+
+# --- the run's end closing a batch (the last outcome and run_completed / run_failed) ------
+
+ENDS = {
+    EventType.RUN_COMPLETED: EventData(output=b"run-output"),
+    EventType.RUN_FAILED: EventData(error=b"run-error", error_code="E_TEST"),
+}
+
+
+@pytest.mark.parametrize("ending", list(ENDS), ids=["completed", "failed"])
+@pytest.mark.parametrize("alone", [True, False], ids=["appended-alone", "created-one-by-one"])
+def test_the_last_outcome_and_the_runs_end_land_together(
+    world: World, clock: ManualClock, ending: EventType, alone: bool
+) -> None:
+    # GIVEN a run whose owned step runs, with a live hook, in the live index
+    run_id = create_run(world)
+    done = appended_alone(world, run_id) if alone else running_owned(world, run_id)
+    token = new_id("tok")
+    create_hook(world, run_id, token)
+    after = last_position(world, run_id)
+    clock.advance(1)
+    # WHEN its outcome and the run's end are appended after the log's end
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), EventRequest(ending, data=ENDS[ending])], at=clock.now()
+    )
+    # THEN both land, the run's end last, and everything is as if written one by one
+    assert results is not None
+    assert [e.type for e in world.events.list(run_id, after=after)] == [EventType.STEP_COMPLETED, ending]
+    assert [r.event.position for r in results if r.event] == [after + 1, after + 2]
+    run = world.runs.get(run_id)
+    if ending is EventType.RUN_COMPLETED:
+        assert (run.status, run.output) == (RunStatus.COMPLETED, b"run-output")
+    else:
+        assert (run.status, run.error, run.error_code) == (RunStatus.FAILED, b"run-error", "E_TEST")
+    assert run.completed_at == clock.now()
+    assert world.steps.get(run_id, done).status is StepStatus.COMPLETED
+    # AND the run left the live index, its hooks were released, and the fence holds
+    assert run_id not in {live.run_id for live in world.runs.list_live(marked_before=clock.now(), limit=100)}
+    assert world.hooks.list(run_id) == []
+    with pytest.raises(NotFound):
+        world.hooks.get_by_token(token)
+    with pytest.raises(RunExpired):
+        world.events.create(run_id, owned_create(new_id("step")))
+
+
+def test_the_runs_end_is_not_appended_to_a_run_that_ended(world: World) -> None:
+    # GIVEN a run cancelled while its owned step ran
+    run_id = create_run(world)
+    done = appended_alone(world, run_id)
+    end_run(world, run_id, EventType.RUN_CANCELLED)
+    after = last_position(world, run_id)
+    # WHEN the owner appends its outcome and run_completed after the cancel
+    end = EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))
+    results = world.events.append_after(run_id, after, [owned_outcome(done), end], at=world.clock.now())
+    # THEN nothing lands: the run stays cancelled, its log ends with the cancel
+    assert results is None
+    assert world.runs.get(run_id).status is RunStatus.CANCELLED
+    assert world.events.list(run_id)[-1].type is EventType.RUN_CANCELLED
+
+
+def test_the_runs_end_in_a_batch_racing_a_cancel_ends_the_run_once(world: World) -> None:
+    # GIVEN runs whose last owned outcome and run_completed race a cancel
+    for _ in range(8):
+        run_id = create_run(world)
+        done = appended_alone(world, run_id)
+        after = last_position(world, run_id)
+        barrier = threading.Barrier(2)
+        batch = [owned_outcome(done), EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))]
+
+        def append(
+            run_id: str = run_id,
+            after: int = after,
+            barrier: threading.Barrier = barrier,
+            batch: list[EventRequest] = batch,
+        ) -> object:
+            barrier.wait()
+            return world.events.append_after(run_id, after, batch, at=world.clock.now())
+
+        def cancel(run_id: str = run_id, barrier: threading.Barrier = barrier) -> object:
+            barrier.wait()
+            try:
+                return end_run(world, run_id, EventType.RUN_CANCELLED)
+            except Conflict:
+                return None
+
+        # WHEN both go at once
+        with ThreadPoolExecutor(2) as pool:
+            appended, _ = pool.submit(append), pool.submit(cancel)
+            landed = appended.result()
+        # THEN the log holds exactly one terminal event, last, and the run's status is it
+        types = [e.type for e in world.events.list(run_id)]
+        terminal = [t for t in types if t in {EventType.RUN_COMPLETED, EventType.RUN_CANCELLED}]
+        assert len(terminal) == 1 and types[-1] is terminal[0]
+        expected = RunStatus.COMPLETED if landed is not None else RunStatus.CANCELLED
+        assert world.runs.get(run_id).status is expected
+        assert terminal[0] is (EventType.RUN_COMPLETED if landed is not None else EventType.RUN_CANCELLED)
+
+
+@pytest.mark.parametrize(
+    "requests",
+    [
+        [EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))],
+        [EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o")), owned_outcome("s1")],
+        [owned_outcome("s1"), EventRequest(EventType.RUN_CANCELLED, data=EventData(reason="r"))],
+        [owned_outcome("s1"), EventRequest(EventType.RUN_STARTED)],
+    ],
+    ids=["end-alone", "end-first", "a-cancel", "a-start"],
+)
+def test_a_batch_whose_run_event_is_not_a_closing_end_is_bad_input(
+    world: World, requests: list[EventRequest]
+) -> None:
+    run_id = create_run(world)
+    after = last_position(world, run_id)
+    with pytest.raises(BadInput, match="in a batch"):
+        world.events.append_after(run_id, after, requests, at=world.clock.now())
+    assert last_position(world, run_id) == after
