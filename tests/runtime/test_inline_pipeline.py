@@ -141,7 +141,8 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 10
     # THEN every outcome but the last sits right before the next step's create in the log,
-    # and the two were one append (the first create was appended alone, before any body ran);
+    # and the two were one append (the first create was appended with the run's start,
+    # before any body ran);
     # the last outcome and run_completed were one append too
     events = harness.events(handle.run_id)
     after_outcome = [(a, b) for a, b in itertools.pairwise(events) if a.type is EventType.STEP_COMPLETED]
@@ -149,9 +150,9 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     appends = [[r.type for r in c.detail] for c in harness.spy.calls("events.append_after")]
     pipelined = [[EventType.STEP_COMPLETED, EventType.STEP_CREATED]] * 4
     ended = [EventType.STEP_COMPLETED, EventType.RUN_COMPLETED]
-    assert appends == [[EventType.STEP_CREATED], *pipelined, ended]
+    assert appends == [[EventType.RUN_STARTED, EventType.STEP_CREATED], *pipelined, ended]
     one_by_one = {c.detail.type for c in harness.spy.calls("events.create")}
-    assert not one_by_one & {EventType.STEP_COMPLETED, EventType.RUN_COMPLETED}
+    assert not one_by_one & {EventType.RUN_STARTED, EventType.STEP_COMPLETED, EventType.RUN_COMPLETED}
     assert len(ran) == 5
 
 
@@ -177,6 +178,53 @@ def test_a_runs_end_append_that_fails_ends_the_run_once(harness: Harness, landed
     types = harness.event_types(handle.run_id)
     assert types.count(EventType.STEP_COMPLETED) == 3
     assert types.count(EventType.RUN_COMPLETED) == 1 and types[-1] is EventType.RUN_COMPLETED
+
+
+def _starts_run(call: Call) -> bool:
+    return EventType.RUN_STARTED in {r.type for r in requests_of(call)}
+
+
+@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
+def test_a_start_append_that_fails_starts_the_run_once(harness: Harness, landed: bool) -> None:
+    # GIVEN the append of a pending run's start and first create failing: before it landed, or after
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    fault = harness.spy.inject("events.append_after", Transient("timed out"), match=_starts_run, after=landed)
+    # WHEN a 3-step run settles
+    handle = runtime.start("chain", 3)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the fault fired, the run completed in its first delivery, each body ran once,
+    # and the log holds one run_started, before every step event
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == 3
+    assert ran == ["add 0+0", "add 0+1", "add 1+2"]
+    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
+    types = harness.event_types(handle.run_id)
+    assert types[:3] == [EventType.RUN_CREATED, EventType.RUN_STARTED, EventType.STEP_CREATED]
+    assert types.count(EventType.RUN_STARTED) == 1 and types.count(EventType.STEP_COMPLETED) == 3
+
+
+def test_a_pending_run_whose_first_pass_is_not_only_creates_starts_first(harness: Harness) -> None:
+    # GIVEN a workflow that sleeps before its step
+    app = Workflows()
+
+    @app.step(name="one")
+    def one() -> int:
+        return 1
+
+    @app.workflow
+    async def later() -> int:
+        await sleep(1)
+        return await one()
+
+    runtime = harness.runtime_for(app, WARM)
+    # WHEN it settles
+    handle = runtime.start("later")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN run_started was written on its own, before the wait
+    types = harness.event_types(handle.run_id)
+    assert types[:3] == [EventType.RUN_CREATED, EventType.RUN_STARTED, EventType.WAIT_CREATED]
+    assert handle.result(timeout=0) == 1
 
 
 def test_a_workflow_failing_after_its_last_outcome_appends_run_failed_with_it(harness: Harness) -> None:
@@ -310,11 +358,11 @@ def test_a_wide_inline_wave_is_created_by_appends_of_one_batch_each(harness: Har
     # WHEN it settles
     handle = runtime.start("fan", 25)
     assert harness.settle(handle) is RunStatus.COMPLETED
-    # THEN the wave's creates went in appends of at most one batch each, none one by one,
-    # and every body ran once, in the first delivery
+    # THEN the wave's creates went in appends of at most one batch each (the first with the
+    # run's start), none one by one, and every body ran once, in the first delivery
     assert handle.result(timeout=0) == [i * i for i in range(25)]
     created = [len(_creates_in(c)) for c in harness.spy.calls("events.append_after") if _creates_in(c)]
-    assert created == [10, 10, 5]
+    assert created == [9, 10, 6]
     assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_CREATED]
     assert sorted(ran) == sorted(f"square {i}" for i in range(25))
     assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1

@@ -124,7 +124,7 @@ class DynamoEventStore:
         rules.validate_batch(requests)
         rules.validate_stamp(at, self._clock.now())
         results = self._steps.append_after(run_id, after, requests, at)
-        if results is not None and requests[-1].type in rules.BATCH_END_TYPES:
+        if results is not None and rules.split_batch(requests).end is not None:
             self._runs.release_hooks(run_id, at)  # as after a terminal transition one by one
         return results
 

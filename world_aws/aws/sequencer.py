@@ -233,7 +233,7 @@ class Sequencer:
         *,
         own: Sequence[tuple[str, int]] = (),
         disown: Sequence[tuple[str, int]] = (),
-        end: RunChanges | None = None,
+        transition: RunChanges | None = None,
     ) -> Action:
         """The run item's part of an ``append_after`` transaction: positions ``after + 1..after + count``.
 
@@ -241,8 +241,8 @@ class Sequencer:
         log ended) and the fence: inside the commit, this is the reservation. ``own``:
         (step id, create position) entries to add, each only if absent; ``disown``:
         entries to remove, each only if it still names that create (``keys.own_attribute``).
-        ``end``: the run transition whose event closes the batch (its status change is
-        then in this write, which is what keeps the fence exact: §8).
+        ``transition``: the run's start or end, whose event opens or closes the batch (its
+        status change is then in this write, which is what keeps the fence exact: §8).
         """
         sets = [f"seq = :last, {items.PROGRESS_US} = :at"]
         removes: list[str] = []
@@ -264,12 +264,12 @@ class Sequencer:
             values[f":dis{index}"] = position
             removes.append(f"#dis{index}")
             conditions.append(f"#dis{index} = :dis{index}")
-        if end is not None:
-            sets += end.sets
-            removes += end.removes
-            conditions.append(end.condition)
-            names.update(end.names)
-            values.update(end.values)
+        if transition is not None:
+            sets += transition.sets
+            removes += transition.removes
+            conditions.append(transition.condition)
+            names.update(transition.names)
+            values.update(transition.values)
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return self.table.update_action(
             keys.run_key(run_id), update, condition=" AND ".join(conditions), names=names, values=values

@@ -164,7 +164,8 @@ class StepEvents:
         would commit. Any cancellation (a
         condition, a conflict with a concurrent write) writes nothing: None.
         """
-        steps, end = rules.split_batch_end(requests)
+        start, steps, end = rules.split_batch(requests)
+        first = after + (1 if start is not None else 0)  # the position before the first step write
         event_items: list[Item] = []
         entity_actions: list[Action] = []
         commits: list[tuple[EventCommit, Step | None]] = []
@@ -186,18 +187,23 @@ class StepEvents:
             else:
                 actions_of, fields = self._settle_actions(run_id, request, at), _SETTLE_FIELDS
             commit = EventCommit(self._seq, run_id, request, at, actions_of, entity_fields=fields)
-            event_item, actions = commit.parts(after + offset)
+            event_item, actions = commit.parts(first + offset)
             event_items.append(event_item)
             entity_actions += actions
             commits.append((commit, step))
-        ending = None
-        if end is not None:  # the run's end: its event last, its status change in action 0
-            position = after + len(requests)
-            closing = EventCommit(self._seq, run_id, end, at, lambda _position, _writer: [])
-            event_item, _ = closing.parts(position)
-            event_items.append(event_item)
-            ending = transition_changes(end.type, end.data, at, closing.writer, position=":endpos")
-            ending.values[":endpos"] = position
+        # The run's start or end: its event first or last, its status change in action 0.
+        transition = None
+        run_commit = None
+        for run_event, position in ((start, after + 1), (end, after + len(requests))):
+            if run_event is None:
+                continue
+            run_commit = EventCommit(self._seq, run_id, run_event, at, lambda _position, _writer: [])
+            event_item, _ = run_commit.parts(position)
+            event_items.insert(0 if run_event is start else len(event_items), event_item)
+            transition = transition_changes(
+                run_event.type, run_event.data, at, run_commit.writer, position=":rpos"
+            )
+            transition.values[":rpos"] = position
         take = self._seq.take_positions_action(
             run_id,
             after,
@@ -205,7 +211,7 @@ class StepEvents:
             at,
             own=[(step_id, lazy.position) for step_id, lazy in made.items()],
             disown=[(step_id, lazy.position) for step_id, lazy in settled.items()],
-            end=ending,
+            transition=transition,
         )
         actions = [
             take,
@@ -221,8 +227,8 @@ class StepEvents:
         for step_id in settled:
             self._unwritten.pop(run_id, step_id)
         results = [EventResult(event=commit.event, step=step) for commit, step in commits]
-        if end is not None:
-            results.append(EventResult(event=closing.event))  # no run: a transaction returns no image
+        if run_commit is not None:  # no run in its result: a transaction returns no image
+            results.insert(0 if start is not None else len(results), EventResult(event=run_commit.event))
         return results
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import NamedTuple
 
 from world_aws.contract.records import (
     EventRequest,
@@ -33,8 +34,9 @@ CLIENT_EVENT_TYPES = frozenset(EventType) - {EventType.HOOK_CONFLICT, EventType.
 RESERVED_ATTRIBUTE_PREFIX = "$"
 
 
-# Event types an ``events.append_after`` batch may hold: owned step writes, and last
-# the run's end (the single writer's final outcome and the run's end in one write).
+# Event types an ``events.append_after`` batch may hold: owned step writes, first maybe
+# the run's start (a run's first step and its start in one write), or last maybe the
+# run's end (the single writer's final outcome and the run's end in one write).
 BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED})
 BATCH_END_TYPES = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED})
 # A batch: an owned outcome and the next owned creates, a wave's creates, or a wave's outcomes.
@@ -51,26 +53,47 @@ def validate_stamp(at: datetime, now: datetime) -> None:
         raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
 
 
+class Batch(NamedTuple):
+    """An ``events.append_after`` batch in its parts (``split_batch``)."""
+
+    start: EventRequest | None  # run_started, first
+    steps: Sequence[EventRequest]  # owned step writes, one per step
+    end: EventRequest | None  # run_completed / run_failed, last
+
+
+def split_batch(requests: Sequence[EventRequest]) -> Batch:
+    """A batch's run start, step writes and run end (not validated: see ``validate_batch``)."""
+    start = requests[0] if requests and requests[0].type is EventType.RUN_STARTED else None
+    end = requests[-1] if len(requests) > 1 and requests[-1].type in BATCH_END_TYPES else None
+    return Batch(start, requests[1 if start else 0 : len(requests) - 1 if end else len(requests)], end)
+
+
 def validate_batch(requests: Sequence[EventRequest]) -> None:
-    """Reject an ``events.append_after`` batch that is not owned step writes, then maybe the run's end.
+    """Reject an ``events.append_after`` batch that is not owned step writes, with the run's start or end.
 
     Raises:
-        BadInput: naming what is wrong (empty, too long, a type, the run's end not last
-            or alone, no owner, a step twice).
+        BadInput: naming what is wrong (empty, too long, a type, a run event out of
+            place, alone or with creation data, both the start and the end, no owner,
+            a step twice).
     """
     if not requests or len(requests) > MAX_BATCH_EVENTS:
         raise BadInput(f"an appended batch holds 1 to {MAX_BATCH_EVENTS} events, not {len(requests)}")
-    seen: set[str] = set()
-    for index, request in enumerate(requests):
+    for request in requests:
         validate_request(request)
-        if request.type in BATCH_END_TYPES:
-            if index != len(requests) - 1 or index == 0:
-                raise BadInput(f"{request.type.value} in a batch comes last, after a step write")
-            continue
+    batch = split_batch(requests)
+    if batch.start is not None and batch.end is not None:
+        raise BadInput("a batch holds the run's start or its end, not both")
+    run_event = batch.start or batch.end
+    if run_event is not None and not batch.steps:
+        raise BadInput(f"{run_event.type.value} in a batch comes with a step write")
+    if batch.start is not None and batch.start.data.creation is not None:
+        raise BadInput("run_started in a batch carries no creation data (the run must exist)")
+    seen: set[str] = set()
+    for request in batch.steps:
         if request.type not in BATCH_EVENT_TYPES:
             raise BadInput(
                 f"{request.type.value} cannot be appended in a batch "
-                "(owned step writes only, then run_completed or run_failed)"
+                "(owned step writes only, run_started first or run_completed / run_failed last)"
             )
         if request.data.owner is None:
             raise BadInput(f"{request.type.value} {request.correlation_id} in a batch needs an owner")
@@ -78,13 +101,6 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
         if request.correlation_id in seen:
             raise BadInput(f"step {request.correlation_id} appears twice in one batch")
         seen.add(request.correlation_id)
-
-
-def split_batch_end(requests: Sequence[EventRequest]) -> tuple[Sequence[EventRequest], EventRequest | None]:
-    """A validated batch's step writes, and the run event that closes it if it has one."""
-    if requests[-1].type in BATCH_END_TYPES:
-        return requests[:-1], requests[-1]
-    return requests, None
 
 
 def validate_request(request: EventRequest) -> None:

@@ -88,17 +88,26 @@ class MemoryEventStore:
             record = self._state.runs.get(run_id)
             if record is None or len(record.events) != after or record.run.status.terminal:
                 return None
-            steps, end = rules.split_batch_end(requests)
+            start, steps, end = rules.split_batch(requests)
             try:
-                for request in steps:
-                    _judge_step_event(record, request, at)
-                # Step writes leave the run's status as it is: judging the end against it
-                # now is judging it after them.
-                if end is not None and not rules.judge_run_event(end, record.run):
-                    return None
+                # The start first (an accepted no-op does not append: then nothing does);
+                # step writes leave the run's status as it is, so judging the end against
+                # it now is judging it after them.
+                for run_event in (start, end):
+                    if run_event is not None and not rules.judge_run_event(run_event, record.run):
+                        return None
+                before = record.run
+                if start is not None:  # the steps are judged against the run as it started
+                    record.run = rules.apply_run_event(start, record.run, at)
+                try:
+                    for request in steps:
+                        _judge_step_event(record, request, at)
+                finally:
+                    record.run = before
             except (Conflict, NotFound, RunExpired, TooEarly):
                 return None
-            results = [self._step_event(record, request, at) for request in steps]
+            results = [self._run_event(run_id, record, start, at)] if start is not None else []
+            results += [self._step_event(record, request, at) for request in steps]
             if end is not None:
                 results.append(self._run_event(run_id, record, end, at))
             return results

@@ -266,6 +266,7 @@ class InlineSteps:
         *,
         defer: bool = False,
         after: int | None = None,
+        start: EventRequest | None = None,
     ) -> InlineRound:
         """Re-publish lost retries, then claim and run ``plan``'s inline steps: which ran, what was written.
 
@@ -275,6 +276,8 @@ class InlineSteps:
         nothing else; then the creates go in ``events.append_after`` batches
         (:meth:`_append_creates`) instead of one write each (one create too: an append
         of it alone is one round trip, and on DynamoDB writes no step item, §8).
+        ``start``: the pending run's ``run_started``, appended with the first creates
+        (``after`` is then given), or written on its own first if that append fails.
 
         Raises:
             WorldAwsError: a claim or a write failed; the delivery is redelivered and its
@@ -283,11 +286,16 @@ class InlineSteps:
         for owned in plan.republish:
             self._publish_retry(run, owned.request, owned.attempt)
         if owner is None or not plan.runs_steps:
+            if start is not None:
+                start_run(self._world, run.run_id, start)
             return InlineRound()
         appended: list[Claim] = []
         one_by_one = plan.create
+        started_event: list[Event] = []
         if after is not None and plan.create:
-            appended, one_by_one = self._append_creates(run, after, plan.create, owner)
+            appended, one_by_one, started_event = self._append_creates(run, after, plan.create, owner, start)
+        elif start is not None:
+            start_run(self._world, run.run_id, start)
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
         claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
@@ -304,7 +312,8 @@ class InlineSteps:
         return InlineRound(
             bodies.ran,
             sorted(
-                [c.event for c in claimed if c.event is not None] + bodies.written, key=attrgetter("position")
+                started_event + [c.event for c in claimed if c.event is not None] + bodies.written,
+                key=attrgetter("position"),
             ),
             bodies.complete and whole,
             bodies.deferred,
@@ -379,24 +388,37 @@ class InlineSteps:
         return Claim(result.step, request, result.event)
 
     def _append_creates(
-        self, run: Run, after: int, creates: list[StepRequest], owner: Owner
-    ) -> tuple[list[Claim], list[StepRequest]]:
+        self, run: Run, after: int, creates: list[StepRequest], owner: Owner, start: EventRequest | None
+    ) -> tuple[list[Claim], list[StepRequest], list[Event]]:
         """A wave's owned creates appended after ``after``, ``rules.MAX_BATCH_EVENTS`` at a time.
 
-        Returns the claims of the batches that landed and the creates left to write one
+        Returns the claims of the batches that landed, the creates left to write one
         by one: all after the first batch that did not land (the log moved: the one-by-one
         creates judge each step) or whose answer was lost (then a create that landed is
-        refused as a duplicate, and the next round's replay shows it ours to adopt).
+        refused as a duplicate, and the next round's replay shows it ours to adopt), and
+        ``start``'s event if it went first in the first batch. If that batch did not land,
+        ``start`` is written on its own before any create (a landed one makes it a no-op).
         """
         claims: list[Claim] = []
-        for start in range(0, len(creates), rules.MAX_BATCH_EVENTS):
-            chunk = creates[start : start + rules.MAX_BATCH_EVENTS]
-            results = append_or_none(self._world, run.run_id, after, [owned_create(s, owner) for s in chunk])
+        started: list[Event] = []
+        index = 0
+        while index < len(creates):
+            room = rules.MAX_BATCH_EVENTS - (1 if start is not None else 0)
+            chunk = creates[index : index + room]
+            requests = [*([start] if start is not None else []), *(owned_create(s, owner) for s in chunk)]
+            results = append_or_none(self._world, run.run_id, after, requests)
             if results is None:
-                return claims, creates[start:]
+                if start is not None:
+                    start_run(self._world, run.run_id, start)
+                return claims, creates[index:], started
+            if start is not None:
+                first, *results = results
+                started = [first.event] if first.event is not None else []
+                start = None
             claims += [Claim(r.step, s, r.event) for r, s in zip(results, chunk, strict=True)]
-            after += len(chunk)
-        return claims, []
+            after += len(requests)
+            index += len(chunk)
+        return claims, [], started
 
     def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
         data = EventData(step_name=request.step_name, owner=owner.tag)
@@ -480,6 +502,18 @@ def creates_only(outcome: Suspended, plan: InlinePlan) -> bool:
         or plan.adopt
         or plan.republish
     )
+
+
+def start_run(world: World, run_id: str, start: EventRequest) -> None:
+    """Write a pending run's ``run_started`` on its own, before anything else of its continuation.
+
+    Raises:
+        RunExpired: the run ended before it started (cancelled while pending): nothing to do.
+    """
+    try:
+        world.events.create(run_id, start)
+    except Conflict:
+        raise RunExpired(f"run {run_id} ended before it started") from None
 
 
 def owned_create(step: StepRequest, owner: Owner) -> EventRequest:

@@ -27,7 +27,7 @@ from world_aws.runtime import tracing
 from world_aws.runtime.chain import ERROR_CODE_EVENT_LIMIT, EventLimitExceeded
 from world_aws.runtime.config import DEFAULT_MAX_EVENTS_PER_RUN
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
-from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner, creates_only
+from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner, creates_only, start_run
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.pipeline import OutcomePipeline, run_end
@@ -44,7 +44,8 @@ MAX_ROUNDS = 16
 # A wait due within this many seconds is woken under a per-second key (see _wake_key).
 SHORT_WAKE_SECONDS = 2.0
 # A step's create and start: a claim moves no workflow on (``Orchestrator._moved``).
-_CLAIMS = frozenset({EventType.STEP_CREATED, EventType.STEP_STARTED})
+# Events that are no progress for the hand-on (``Orchestrator._moved``).
+_CLAIMS = frozenset({EventType.STEP_CREATED, EventType.STEP_STARTED, EventType.RUN_STARTED})
 
 
 class Orchestrator:
@@ -72,7 +73,12 @@ class Orchestrator:
         self._pipeline = OutcomePipeline(world, app, logs, self._replays, inline, max_events_per_run)
 
     def continue_run(
-        self, run: Run, *, redispatch_tag: str | None = None, owner: Owner | None = None
+        self,
+        run: Run,
+        *,
+        redispatch_tag: str | None = None,
+        owner: Owner | None = None,
+        start: EventRequest | None = None,
     ) -> HandlerResult:
         """Replay ``run`` and record what it reached.
 
@@ -83,10 +89,18 @@ class Orchestrator:
         ``redispatch_tag`` (a reconciler's wake) re-keys the re-publish of undispatched steps.
         ``owner`` is the delivery this continuation runs for: with it, ready steps run
         here (``runtime/inline.py``) and the replay goes on after them, in this call.
+        ``start``: the pending run's ``run_started``, written before anything else: in
+        one append with the first pass's inline creates when that pass has only those,
+        else on its own first.
         """
         try:
             workflow = self._app.get_workflow(run.workflow_name)
         except UnknownWorkflow as err:
+            try:
+                if start is not None:  # a pending run ends only once it started
+                    start_run(self._world, run.run_id, start)
+            except RunExpired:
+                return Ack()
             self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW", run=run)
             return Ack()
         # A replay this handler left suspended continues from where it stopped (SPEC §8.3).
@@ -107,6 +121,9 @@ class Orchestrator:
                     self.fail_run(run.run_id, encode_error(limit), ERROR_CODE_EVENT_LIMIT, run=run)
                     return Ack()
                 outcome = replay.outcome()
+                if start is not None and not isinstance(outcome, Suspended):
+                    start_run(self._world, run.run_id, start)
+                    start = None
                 if isinstance(outcome, Continued):
                     output = self.lineage.continue_as_new(run, outcome.input)
                     completed = EventRequest(EventType.RUN_COMPLETED, data=EventData(output=output))
@@ -116,6 +133,9 @@ class Orchestrator:
                     self._end(run.run_id, run_end(outcome), run)
                     return Ack()
                 plan = self._plan(outcome, owner, ran)  # not copied: a long run has run many
+                if start is not None and not (plan.create and creates_only(outcome, plan)):
+                    start_run(self._world, run.run_id, start)
+                    start = None
                 outcome.undispatched_steps[:] = [
                     s for s in outcome.undispatched_steps if s.step_id not in published
                 ]
@@ -124,7 +144,8 @@ class Orchestrator:
                 if self._inline is not None:
                     # A pass that writes nothing else knows where the log ends: its creates append.
                     end = replay.last_position if creates_only(outcome, plan) else None
-                    inline_round = self._inline.run(run, plan, owner, defer=True, after=end)
+                    inline_round = self._inline.run(run, plan, owner, defer=True, after=end, start=start)
+                    start = None  # written by that round, with its creates or before them
                     if inline_round.ran:
                         ran |= inline_round.ran
                         if not self._replays.keeps_replays:
@@ -220,11 +241,15 @@ class Orchestrator:
     # --- internals ------------------------------------------------------------------
 
     def _moved(self, run_id: str, after: int) -> bool:
-        """Whether the log holds an event after ``after`` that moves the workflow on: anything
-        but a step's claim (its create or start), which a failing continuation writes anew on
-        every delivery. Read from the World (one read, on this failure path only): the replay
-        saw a pipelined outcome before it was written, and a wave's outcome batches that
-        landed before the failure were never fed to the cache."""
+        """Whether the log holds an event after ``after`` that moves the workflow on.
+
+        That is anything but a step's claim (its create or start), which a failing
+        continuation writes anew on every delivery, or the run's start (a first delivery's,
+        appended with its first creates: the redelivery writes none, so it would count one
+        delivery more). Read from the World (one read, on this failure path only): the
+        replay saw a pipelined outcome before it was written, and a wave's outcome batches
+        that landed before the failure were never fed to the cache.
+        """
         try:
             events = self._logs.read(run_id, after=after)
         except Exception:

@@ -15,7 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from world_aws.contract.payload import HealthCheck, InvokePayload, RunInput
-from world_aws.contract.records import EventData, EventRequest, EventType, RunCreation, RunStatus
+from world_aws.contract.records import (
+    EventData,
+    EventRequest,
+    EventType,
+    ResolveData,
+    Run,
+    RunCreation,
+    RunStatus,
+)
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import (
     SPEC_VERSION_CURRENT,
@@ -247,6 +255,18 @@ class Runtime:
         return self._handle_workflow(payload, delivery)
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        owner = Owner.of(delivery, payload.succeeds)
+        seen = self._seen(payload)
+        if seen is not None:
+            if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(seen):
+                return Ack()  # a child whose parent was cancelled: cancelled with it
+            # Running: no run_started to write. Pending: its run_started goes with the
+            # first pass's first write (one append with the first inline creates).
+            start = EventRequest(EventType.RUN_STARTED) if seen.status is RunStatus.PENDING else None
+            with tracing.workflow_span(seen, payload.trace_carrier):
+                return self.orchestrator.continue_run(
+                    seen, redispatch_tag=payload.reconcile_tag, owner=owner, start=start
+                )
         creation = self._creation(payload.run_input) if payload.run_input is not None else None
         try:
             result = self.world.events.create(
@@ -266,9 +286,24 @@ class Runtime:
         if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(run):
             return Ack()  # a child whose parent was cancelled: cancelled with it
         with tracing.workflow_span(run, payload.trace_carrier):
-            return self.orchestrator.continue_run(
-                run, redispatch_tag=payload.reconcile_tag, owner=Owner.of(delivery, payload.succeeds)
-            )
+            return self.orchestrator.continue_run(run, redispatch_tag=payload.reconcile_tag, owner=owner)
+
+    def _seen(self, payload: InvokePayload) -> Run | None:
+        """The run as one read shows it, when that read is all a continuation needs before it replays.
+
+        That is a run that is running, or pending with inline execution on (its start is
+        then appended with the first creates). Otherwise None, and ``run_started`` is
+        written first as before: it creates a missing run from the message's
+        ``run_input`` (SPEC §6.1) and, refused by a terminal run, repairs a missing
+        terminal event (ARCHITECTURE §6).
+        """
+        try:
+            run = self.world.runs.get(payload.run_id, resolve_data=ResolveData.NONE)
+        except NotFound:
+            return None
+        if run.status is RunStatus.RUNNING:
+            return run
+        return run if run.status is RunStatus.PENDING and self.orchestrator.runs_inline else None
 
     def _creation(self, run_input: RunInput) -> RunCreation:
         if run_input.input is not None:

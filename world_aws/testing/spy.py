@@ -194,7 +194,7 @@ class _SpyRuns:
     def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
         inner = self._spy.inner.runs
         run: Run = self._spy.invoke(
-            "runs.get", run_id, None, lambda: inner.get(run_id, resolve_data=resolve_data)
+            "runs.get", run_id, resolve_data, lambda: inner.get(run_id, resolve_data=resolve_data)
         )
         return run
 

@@ -444,3 +444,74 @@ def test_a_batch_whose_run_event_is_not_a_closing_end_is_bad_input(
     with pytest.raises(BadInput, match="in a batch"):
         world.events.append_after(run_id, after, requests, at=world.clock.now())
     assert last_position(world, run_id) == after
+
+
+# --- the run's start opening a batch (a pending run's run_started and its first creates) --
+
+
+def test_a_pending_runs_start_and_first_creates_land_together(world: World, clock: ManualClock) -> None:
+    # GIVEN a pending run (created, not started)
+    run_id = create_run(world, started=False)
+    after = last_position(world, run_id)
+    clock.advance(1)
+    steps = [new_id("step"), new_id("step")]
+    # WHEN its run_started and two owned creates are appended after its log's end
+    start = EventRequest(EventType.RUN_STARTED)
+    results = world.events.append_after(
+        run_id, after, [start, *(owned_create(s) for s in steps)], at=clock.now()
+    )
+    # THEN they land in that order, the run is running since then, and its steps run owned
+    assert results is not None
+    listed = world.events.list(run_id, after=after)
+    assert [(e.type, e.correlation_id) for e in listed] == [
+        (EventType.RUN_STARTED, None),
+        (EventType.STEP_CREATED, steps[0]),
+        (EventType.STEP_CREATED, steps[1]),
+    ]
+    assert [r.event.position for r in results if r.event] == [after + 1, after + 2, after + 3]
+    run = world.runs.get(run_id)
+    assert (run.status, run.started_at, run.input) == (RunStatus.RUNNING, clock.now(), b"run-input")
+    assert {world.steps.get(run_id, s).status for s in steps} == {StepStatus.RUNNING}
+    # AND a second start is the accepted no-op, one by one, and refuses a batch
+    assert write(world, run_id, EventType.RUN_STARTED).event is None
+    again = [start, owned_create(new_id("step"))]
+    assert world.events.append_after(run_id, after + 3, again, at=clock.now()) is None
+
+
+def test_a_start_is_not_appended_to_a_run_cancelled_while_pending(world: World) -> None:
+    # GIVEN a run cancelled before it started
+    run_id = create_run(world, started=False)
+    end_run(world, run_id, EventType.RUN_CANCELLED)
+    after = last_position(world, run_id)
+    # WHEN its start and a create are appended
+    batch = [EventRequest(EventType.RUN_STARTED), owned_create(new_id("step"))]
+    # THEN nothing lands
+    assert world.events.append_after(run_id, after, batch, at=world.clock.now()) is None
+    assert world.events.list(run_id)[-1].type is EventType.RUN_CANCELLED
+    assert world.steps.list(run_id) == []
+
+
+@pytest.mark.parametrize(
+    ("requests", "message"),
+    [
+        ([EventRequest(EventType.RUN_STARTED)], "comes with a step write"),
+        (
+            [
+                EventRequest(EventType.RUN_STARTED),
+                owned_create("s1"),
+                EventRequest(EventType.RUN_FAILED, data=EventData(error=b"e")),
+            ],
+            "not both",
+        ),
+        ([owned_create("s1"), EventRequest(EventType.RUN_STARTED)], "cannot be appended"),
+    ],
+    ids=["start-alone", "start-and-end", "start-last"],
+)
+def test_a_batch_whose_start_is_out_of_place_is_bad_input(
+    world: World, requests: list[EventRequest], message: str
+) -> None:
+    run_id = create_run(world, started=False)
+    after = last_position(world, run_id)
+    with pytest.raises(BadInput, match=message):
+        world.events.append_after(run_id, after, requests, at=world.clock.now())
+    assert last_position(world, run_id) == after
