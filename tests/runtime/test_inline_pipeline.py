@@ -156,45 +156,26 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     assert len(ran) == 5
 
 
-def _ends_run(call: Call) -> bool:
-    return EventType.RUN_COMPLETED in {r.type for r in requests_of(call)}
-
-
+@pytest.mark.parametrize("run_event", [EventType.RUN_STARTED, EventType.RUN_COMPLETED], ids=["start", "end"])
 @pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
-def test_a_runs_end_append_that_fails_ends_the_run_once(harness: Harness, landed: bool) -> None:
-    # GIVEN the append of the last outcome and run_completed failing: before it landed, or after
+def test_a_runs_start_or_end_append_that_fails_records_it_once(
+    harness: Harness, landed: bool, run_event: EventType
+) -> None:
+    # GIVEN the append that carries the run's start (with the first create) or its end (with
+    # the last outcome) failing: before it landed, or after (its answer lost)
     ran: list[str] = []
     runtime = harness.runtime_for(chain_app(ran), WARM)
-    fault = harness.spy.inject("events.append_after", Transient("timed out"), match=_ends_run, after=landed)
+
+    def carries(call: Call) -> bool:
+        return run_event in {r.type for r in requests_of(call)}
+
+    fault = harness.spy.inject("events.append_after", Transient("timed out"), match=carries, after=landed)
     # WHEN a 3-step run settles
     handle = runtime.start("chain", 3)
     assert harness.settle(handle) is RunStatus.COMPLETED
     # THEN the fault fired, the run completed with its output in its first delivery, each body
-    # ran once, and the log holds one outcome per step and one run_completed, last
-    assert fault.fired == 1
-    assert handle.result(timeout=0) == 3
-    assert ran == ["add 0+0", "add 0+1", "add 1+2"]
-    assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1
-    types = harness.event_types(handle.run_id)
-    assert types.count(EventType.STEP_COMPLETED) == 3
-    assert types.count(EventType.RUN_COMPLETED) == 1 and types[-1] is EventType.RUN_COMPLETED
-
-
-def _starts_run(call: Call) -> bool:
-    return EventType.RUN_STARTED in {r.type for r in requests_of(call)}
-
-
-@pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
-def test_a_start_append_that_fails_starts_the_run_once(harness: Harness, landed: bool) -> None:
-    # GIVEN the append of a pending run's start and first create failing: before it landed, or after
-    ran: list[str] = []
-    runtime = harness.runtime_for(chain_app(ran), WARM)
-    fault = harness.spy.inject("events.append_after", Transient("timed out"), match=_starts_run, after=landed)
-    # WHEN a 3-step run settles
-    handle = runtime.start("chain", 3)
-    assert harness.settle(handle) is RunStatus.COMPLETED
-    # THEN the fault fired, the run completed in its first delivery, each body ran once,
-    # and the log holds one run_started, before every step event
+    # ran once, and the log holds one start before every step event, one outcome per step,
+    # and one run_completed, last
     assert fault.fired == 1
     assert handle.result(timeout=0) == 3
     assert ran == ["add 0+0", "add 0+1", "add 1+2"]
@@ -202,6 +183,7 @@ def test_a_start_append_that_fails_starts_the_run_once(harness: Harness, landed:
     types = harness.event_types(handle.run_id)
     assert types[:3] == [EventType.RUN_CREATED, EventType.RUN_STARTED, EventType.STEP_CREATED]
     assert types.count(EventType.RUN_STARTED) == 1 and types.count(EventType.STEP_COMPLETED) == 3
+    assert types.count(EventType.RUN_COMPLETED) == 1 and types[-1] is EventType.RUN_COMPLETED
 
 
 def test_a_pending_run_whose_first_pass_is_not_only_creates_starts_first(harness: Harness) -> None:

@@ -7,9 +7,12 @@ as one-by-one writes, or nothing lands (None) and the caller writes them singly.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from functools import partial
 
 import pytest
 
@@ -203,32 +206,34 @@ def test_a_stamp_later_than_the_worlds_now_is_bad_input(world: World, clock: Man
     assert last_position(world, run_id) == after
 
 
+def race_append(
+    world: World, run_id: str, after: int, batch: list[EventRequest], rival: Callable[[], object]
+) -> object:
+    """``append_after(batch)`` and ``rival()`` released at once from two threads; the append's result."""
+    barrier = threading.Barrier(2)
+
+    def append() -> object:
+        barrier.wait()
+        return world.events.append_after(run_id, after, batch, at=world.clock.now())
+
+    def other() -> object:
+        barrier.wait()
+        return rival()
+
+    with ThreadPoolExecutor(2) as pool:
+        appended, _ = pool.submit(append), pool.submit(other)
+        return appended.result()
+
+
 def test_a_batch_racing_the_runs_end_never_lands_after_it(world: World) -> None:
     # GIVEN runs whose owned step's outcome and next create race their run's completion
     for _ in range(8):
         run_id = create_run(world)
         done = running_owned(world, run_id)
         after = last_position(world, run_id)
-        barrier = threading.Barrier(2)
         batch = [owned_outcome(done), owned_create(new_id("step"))]
-
-        def append(
-            run_id: str = run_id,
-            after: int = after,
-            barrier: threading.Barrier = barrier,
-            batch: list[EventRequest] = batch,
-        ) -> object:
-            barrier.wait()
-            return world.events.append_after(run_id, after, batch, at=world.clock.now())
-
-        def finish(run_id: str = run_id, barrier: threading.Barrier = barrier) -> object:
-            barrier.wait()
-            return end_run(world, run_id)
-
         # WHEN both go at once
-        with ThreadPoolExecutor(2) as pool:
-            appended, _ = pool.submit(append), pool.submit(finish)
-            landed = appended.result()
+        landed = race_append(world, run_id, after, batch, partial(end_run, world, run_id))
         # THEN the log ends with run_completed: the batch landed before it or not at all
         types = [e.type for e in world.events.list(run_id)]
         assert types[-1] is EventType.RUN_COMPLETED
@@ -394,29 +399,15 @@ def test_the_runs_end_in_a_batch_racing_a_cancel_ends_the_run_once(world: World)
         run_id = create_run(world)
         done = appended_alone(world, run_id)
         after = last_position(world, run_id)
-        barrier = threading.Barrier(2)
         batch = [owned_outcome(done), EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))]
 
-        def append(
-            run_id: str = run_id,
-            after: int = after,
-            barrier: threading.Barrier = barrier,
-            batch: list[EventRequest] = batch,
-        ) -> object:
-            barrier.wait()
-            return world.events.append_after(run_id, after, batch, at=world.clock.now())
-
-        def cancel(run_id: str = run_id, barrier: threading.Barrier = barrier) -> object:
-            barrier.wait()
-            try:
+        def cancel(run_id: str = run_id) -> object:
+            with contextlib.suppress(Conflict):
                 return end_run(world, run_id, EventType.RUN_CANCELLED)
-            except Conflict:
-                return None
+            return None
 
         # WHEN both go at once
-        with ThreadPoolExecutor(2) as pool:
-            appended, _ = pool.submit(append), pool.submit(cancel)
-            landed = appended.result()
+        landed = race_append(world, run_id, after, batch, cancel)
         # THEN the log holds exactly one terminal event, last, and the run's status is it
         types = [e.type for e in world.events.list(run_id)]
         terminal = [t for t in types if t in {EventType.RUN_COMPLETED, EventType.RUN_CANCELLED}]
