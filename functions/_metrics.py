@@ -24,12 +24,12 @@ import threading
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
-from world_aws.contract.world import EventStore, ForwardingWorld, World
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run
+from world_aws.contract.world import EventStore, ForwardingWorld, RunStore, World
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Metrics
@@ -182,9 +182,30 @@ class CountingEventStore:
         return self._inner.list(run_id, after=after, resolve_data=resolve_data)
 
 
+class LearningRunStore:
+    """A ``RunStore`` that tells ``counts`` the workflow of every run it reads.
+
+    A workflow delivery reads its run instead of writing ``run_started`` (the runtime's
+    ``_seen``): a wake-up names no workflow, so this read is where its counts learn it.
+    """
+
+    def __init__(self, inner: RunStore, counts: EventCounts) -> None:
+        self._inner = inner
+        self._counts = counts
+
+    def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
+        run = self._inner.get(run_id, resolve_data=resolve_data)
+        self._counts.learn(run_id, run.workflow_name)
+        return run
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 class ObservedWorld(ForwardingWorld):
-    """A World whose event store counts into ``counts``; everything else is ``inner``'s."""
+    """A World whose events count into ``counts`` (and whose run reads teach it workflows); else ``inner``."""
 
     def __init__(self, inner: World, counts: EventCounts) -> None:
         super().__init__(inner)
         self.events = CountingEventStore(inner.events, counts)
+        self.runs = cast(RunStore, LearningRunStore(inner.runs, counts))

@@ -11,14 +11,19 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aws_lambda_powertools.metrics import Metrics
 from lambda_support import CONTEXT, metrics_by_workflow, receive
 
 from functions import api_handler, step_handler, workflow_handler
+from functions._metrics import EventCounts, ObservedWorld
 from world_aws.aws.infra.provision import ProvisionedResources
+from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import InvokePayload
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, RunCreation
 from world_aws.contract.transport import decode_body
 from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
+from world_aws.local.memory import create_memory_world
 
 SampleEvent = Callable[[str], dict[str, Any]]
 
@@ -93,3 +98,29 @@ def test_a_run_created_through_the_api_is_counted_under_its_workflow(
     counted = metrics_by_workflow(capsys.readouterr().out)
     assert counted[None]["RunsCreated"] == 1 and counted[None]["ApiRequests"] == 1
     assert counted["checkout"] == {"RunsCreated": 1}
+
+
+def test_a_delivery_that_reads_its_run_counts_its_events_under_the_workflow(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN a running run of checkout with a created step, and an invocation's counts that
+    # know nothing of it (a wake-up message names no workflow)
+    inner = create_memory_world(clock=ManualClock())
+    creation = RunCreation(workflow_name="checkout", deployment_id="d", spec_version=1, input=b"i")
+    inner.events.create("wrun_1", EventRequest(EventType.RUN_STARTED, data=EventData(creation=creation)))
+    step = EventData(step_name="charge", input=b"x")
+    inner.events.create("wrun_1", EventRequest(EventType.STEP_CREATED, "step_1", step))
+    counts = EventCounts()
+    world = ObservedWorld(inner, counts)
+    # WHEN its continuation reads the run (it writes no run_started) and starts the step
+    world.runs.get("wrun_1", resolve_data=ResolveData.NONE)
+    world.events.create(
+        "wrun_1", EventRequest(EventType.STEP_STARTED, "step_1", EventData(step_name="charge"))
+    )
+    metrics = Metrics(namespace="WorldAws", service="test")
+    counts.publish(metrics)
+    metrics.flush_metrics()
+    # THEN the start is counted under checkout as well as in the totals
+    counted = metrics_by_workflow(capsys.readouterr().out)
+    assert counted["checkout"] == {"StepsStarted": 1}
+    assert counted[None] == {"StepsStarted": 1}
