@@ -275,6 +275,35 @@ def test_a_hand_on_that_cannot_be_published_redelivers_the_message(harness: Harn
 # --- planning (unit) ---------------------------------------------------------------------
 
 
+def test_a_run_whose_start_never_lands_before_the_cap_is_failed_not_left_pending(harness: Harness) -> None:
+    # GIVEN a cap of 3, and every write of a pending run's start failing on its first 3 deliveries
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(max_queue_deliveries=3))
+
+    def starts(call: Call) -> bool:
+        detail = call.detail if isinstance(call.detail, list) else [call.detail]
+        return EventType.RUN_STARTED in {getattr(r, "type", None) for r in detail}
+
+    faults = [
+        harness.spy.inject(op, RuntimeError("the store gave up"), match=starts, times=3)
+        for op in ("events.append_after", "events.create")
+    ]
+    # WHEN it settles
+    handle = runtime.start("chain", 2)
+    assert harness.settle(handle) is RunStatus.FAILED
+    # THEN each of the 3 deliveries failed at the start, and the 4th started the run and failed it
+    assert [f.fired for f in faults] == [3, 3]
+    assert ran == []
+    assert harness.event_types(handle.run_id) == [
+        EventType.RUN_CREATED,
+        EventType.RUN_STARTED,
+        EventType.RUN_FAILED,
+    ]
+    with pytest.raises(WorkflowFailedError) as failed:
+        handle.result(timeout=0)
+    assert failed.value.error_code == "MAX_DELIVERIES_EXCEEDED"
+
+
 def _suspended(owned: list[OwnedStep], new: list[StepRequest]) -> Suspended:
     return Suspended(new_steps=new, owned_steps=owned)
 
