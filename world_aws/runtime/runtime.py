@@ -261,7 +261,9 @@ class Runtime:
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
         owner = Owner.of(delivery, payload.succeeds)
-        seen = self._seen(payload)
+        # Off: AWS chaos (seed 5, --max-inline 32 --max-fanout 40) still failed one parent at
+        # the delivery cap with this read and the deferred start on (#12's session 9 note).
+        seen = self._seen(payload) if DEFER_RUN_START else None
         if seen is not None:
             if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(seen):
                 return Ack()  # a child whose parent was cancelled: cancelled with it
@@ -331,6 +333,11 @@ class Runtime:
             input=data,
             attributes=dict(run_input.attributes),
         )
+
+
+# Whether a workflow delivery reads its run and defers a pending run's run_started to
+# its first write (ARCHITECTURE §8). Off until the chaos failure above is understood.
+DEFER_RUN_START = False
 
 
 def _check_resume_id(resume_id: str) -> None:
