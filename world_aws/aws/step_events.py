@@ -191,15 +191,16 @@ class StepEvents:
             event_items.append(event_item)
             entity_actions += actions
             commits.append((commit, step))
-        # The run's start or end: its event first or last, its status change in action 0.
+        # The run's start or end (a batch has at most one): its event first or last, its
+        # status change in action 0.
         transition = None
         run_commit = None
-        for run_event, position in ((start, after + 1), (end, after + len(requests))):
-            if run_event is None:
-                continue
+        run_event = start or end
+        if run_event is not None:
+            position = after + 1 if start is not None else after + len(requests)
             run_commit = EventCommit(self._seq, run_id, run_event, at, lambda _position, _writer: [])
             event_item, _ = run_commit.parts(position)
-            event_items.insert(0 if run_event is start else len(event_items), event_item)
+            event_items.insert(0 if start is not None else len(event_items), event_item)
             transition = transition_changes(
                 run_event.type, run_event.data, at, run_commit.writer, position=":rpos"
             )

@@ -43,8 +43,8 @@ from world_aws.runtime.telemetry import LOG
 MAX_ROUNDS = 16
 # A wait due within this many seconds is woken under a per-second key (see _wake_key).
 SHORT_WAKE_SECONDS = 2.0
-# A step's create and start: a claim moves no workflow on (``Orchestrator._moved``).
-# Events that are no progress for the hand-on (``Orchestrator._moved``).
+# Events that are no progress for the hand-on (``Orchestrator._moved``): a step's claim
+# (its create or start), and the run's start.
 _CLAIMS = frozenset({EventType.STEP_CREATED, EventType.STEP_STARTED, EventType.RUN_STARTED})
 
 
@@ -96,12 +96,7 @@ class Orchestrator:
         try:
             workflow = self._app.get_workflow(run.workflow_name)
         except UnknownWorkflow as err:
-            try:
-                if start is not None:  # a pending run ends only once it started
-                    start_run(self._world, run.run_id, start)
-            except RunExpired:
-                return Ack()
-            self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW", run=run)
+            self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW", run=run, start=start)
             return Ack()
         # A replay this handler left suspended continues from where it stopped (SPEC §8.3).
         replay = self._replays.take(run.run_id) or Replay(run, workflow, self._app.serializer)
@@ -217,7 +212,23 @@ class Orchestrator:
         """Close the suspended replays this handler kept."""
         self._replays.clear()
 
-    def fail_run(self, run_id: str, error: bytes, error_code: str, *, run: Run | None = None) -> None:
+    def fail_run(
+        self,
+        run_id: str,
+        error: bytes,
+        error_code: str,
+        *,
+        run: Run | None = None,
+        start: EventRequest | None = None,
+    ) -> None:
+        """Record ``run_failed``. ``start``: the run may still be pending (its start deferred,
+        ``continue_run``), so its ``run_started`` is written first: only a running run fails."""
+        if start is not None:
+            try:
+                start_run(self._world, run_id, start)
+            except (RunExpired, NotFound):
+                self._forget(run_id)
+                return  # it ended before it started, or it does not exist: nothing to fail
         self._end(
             run_id,
             EventRequest(EventType.RUN_FAILED, data=EventData(error=error, error_code=error_code)),

@@ -11,7 +11,6 @@ the local event source and the Lambda functions all call it.
 
 from __future__ import annotations
 
-import contextlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -249,31 +248,45 @@ class Runtime:
                 f"message {delivery.message_id} was delivered {delivery.attempt} times "
                 f"(cap WORKFLOW_MAX_QUEUE_DELIVERIES={self.config.max_queue_deliveries})"
             )
-            # A run still pending (its start rides its first write, which never landed) is
-            # started first: only a running run can fail.
-            with contextlib.suppress(Conflict, NotFound):
-                self.world.events.create(payload.run_id, EventRequest(EventType.RUN_STARTED))
-            self.orchestrator.fail_run(payload.run_id, encode_error(error), "MAX_DELIVERIES_EXCEEDED")
+            # The run may still be pending (its start rides its first write, which never landed).
+            self.orchestrator.fail_run(
+                payload.run_id,
+                encode_error(error),
+                "MAX_DELIVERIES_EXCEEDED",
+                start=EventRequest(EventType.RUN_STARTED),
+            )
             return Ack()
         if payload.step_id is not None:
             return self.executor.handle(payload, delivery)
         return self._handle_workflow(payload, delivery)
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
-        owner = Owner.of(delivery, payload.succeeds)
+        start = None
         # Off: AWS chaos (seed 5, --max-inline 32 --max-fanout 40) still failed one parent at
         # the delivery cap with this read and the deferred start on (#12's session 9 note).
         seen = self._seen(payload) if DEFER_RUN_START else None
         if seen is not None:
-            if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(seen):
-                return Ack()  # a child whose parent was cancelled: cancelled with it
             # Running: no run_started to write. Pending: its run_started goes with the
             # first pass's first write (one append with the first inline creates).
+            run = seen
             start = EventRequest(EventType.RUN_STARTED) if seen.status is RunStatus.PENDING else None
-            with tracing.workflow_span(seen, payload.trace_carrier):
-                return self.orchestrator.continue_run(
-                    seen, redispatch_tag=payload.reconcile_tag, owner=owner, start=start
-                )
+        else:
+            started = self._started(payload, delivery)
+            if not isinstance(started, Run):
+                return started
+            run = started
+        if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(run):
+            return Ack()  # a child whose parent was cancelled: cancelled with it
+        with tracing.workflow_span(run, payload.trace_carrier):
+            return self.orchestrator.continue_run(
+                run,
+                redispatch_tag=payload.reconcile_tag,
+                owner=Owner.of(delivery, payload.succeeds),
+                start=start,
+            )
+
+    def _started(self, payload: InvokePayload, delivery: Delivery) -> Run | HandlerResult:
+        """Write ``run_started`` (a missing run made from ``run_input``): the running run, or the answer."""
         creation = self._creation(payload.run_input) if payload.run_input is not None else None
         try:
             result = self.world.events.create(
@@ -288,12 +301,7 @@ class Runtime:
             return Ack()
         # The run may come without its input: a replay that starts the workflow takes it from the log.
         run = result.run if result.run is not None else self.world.runs.get(payload.run_id)
-        if run.status is not RunStatus.RUNNING:
-            return Ack()
-        if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(run):
-            return Ack()  # a child whose parent was cancelled: cancelled with it
-        with tracing.workflow_span(run, payload.trace_carrier):
-            return self.orchestrator.continue_run(run, redispatch_tag=payload.reconcile_tag, owner=owner)
+        return run if run.status is RunStatus.RUNNING else Ack()
 
     def _seen(self, payload: InvokePayload) -> Run | None:
         """The run as one read shows it, when that read is all a continuation needs before it replays.
