@@ -10,7 +10,7 @@ from world_aws.aws import items, keys
 from world_aws.aws.payloads import PayloadWriter
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import Event, EventData, EventType, RunStatus
-from world_aws.errors import WorldAwsError
+from world_aws.errors import Transient, WorldAwsError
 from world_aws.testing.conformance.support import create_run, create_step, running_step, write
 from world_aws.testing.fake_time import FakeMonotonic
 
@@ -57,6 +57,40 @@ def test_reader_seals_the_hole_of_a_dead_writer_after_the_grace_period(
     later = world.events.list(run_id)
     assert later[: len(events)] == events and [e.position for e in later[len(events) :]] == [5]
     assert fake_time.now == waited
+
+
+def test_a_read_that_fails_while_it_waits_leaves_the_grace_period_running(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a dead writer's hole at 3 before a step at 4, and a reader whose re-read of 3
+    # fails (a timeout, a throttle) after most of the grace period
+    run_id = create_run(world)
+    hole = _dead_writer_reserves(world, run_id)
+    create_step(world, run_id)
+    failing_at = 0.75 * GRACE_SECONDS
+
+    def fail_late() -> None:
+        if fake_time.now >= failing_at:
+            fake_time.on_sleep = None
+            raise Transient("the re-read of the hole timed out")
+
+    fake_time.on_sleep = fail_late
+    try:
+        world.events.list(run_id)
+        raise AssertionError("the read should have failed")
+    except Transient:
+        pass
+    assert _stored(world, run_id, hole) is None
+    failed_at = fake_time.now
+    # WHEN the next delivery reads the log
+    events = world.events.list(run_id)
+    # THEN it seals the hole once the grace period has passed since the hole was first
+    # seen, not a whole grace period after the failure: a delivery that keeps failing
+    # while it waits must not keep the run from ever getting past the hole
+    assert [e.position for e in events] == [1, 2, 4]
+    assert fake_time.now - failed_at <= GRACE_SECONDS - failing_at + 0.2
+    sealed = _stored(world, run_id, hole)
+    assert sealed is not None and sealed["type"] == EventType.NOOP.value
 
 
 def test_reader_waits_for_a_writer_in_flight_instead_of_sealing(

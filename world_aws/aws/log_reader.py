@@ -7,10 +7,10 @@ reader may see position p+1 committed while p is not yet:
 
 * p's writer is in flight: re-reading p after a short backoff finds it;
 * p's writer died between reserving and committing: after a grace period
-  (measured from the first time any reader of this World saw the hole) the
-  reader *seals* p — with the real run event if p was reserved by a run
-  transition (the run item keeps a copy), else with a ``noop`` — by a
-  conditional put (``attribute_not_exists(sk)``). If that put fails, the writer
+  (measured from the first time any reader of this World saw the hole, even
+  one that failed while it waited) the reader *seals* p — with the real run
+  event if p was reserved by a run transition (the run item keeps a copy), else
+  with a ``noop`` — by a conditional put (``attribute_not_exists(sk)``). If that put fails, the writer
   committed meanwhile and its event is used. A writer whose position was sealed
   finds its commit cancelled as a whole (action 0 is the event put) and reserves
   again, so nothing of it is lost or half-applied.
@@ -43,6 +43,10 @@ from world_aws.aws.sequencer import Sequencer
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, ResolveData
 from world_aws.contract.world import BlobStore
+
+# Holes whose first sighting a World keeps (a hole that another World sealed stays
+# here until pushed out: a few dozen bytes each).
+_MAX_HOLES_REMEMBERED = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,18 +113,20 @@ class LogReader:
         policy = self._policy
         hole = (run_id, position)
         with self._lock:
+            if hole not in self._first_seen and len(self._first_seen) >= _MAX_HOLES_REMEMBERED:
+                del self._first_seen[next(iter(self._first_seen))]  # the oldest: it waits again
             first_seen = self._first_seen.setdefault(hole, policy.monotonic())
         delay = policy.first_delay
-        try:
-            while True:
-                item = self._seq.covering_item(run_id, position)
-                if item is not None:
-                    return item
-                waited = policy.monotonic() - first_seen
-                if waited >= policy.grace_seconds:
-                    return self._seq.seal_hole(run_id, position, self._clock.now())
-                policy.sleep(min(delay, policy.grace_seconds - waited))
-                delay = min(delay * 2, policy.max_delay)
-        finally:
-            with self._lock:
-                self._first_seen.pop(hole, None)
+        while True:
+            item = self._seq.covering_item(run_id, position)
+            if item is None and policy.monotonic() - first_seen >= policy.grace_seconds:
+                item = self._seq.seal_hole(run_id, position, self._clock.now())
+            if item is not None:
+                # Forgotten only once resolved: a read that fails while it waits (a
+                # throttle, a timeout) leaves the grace period running for the next
+                # one, or a run whose deliveries keep failing there never gets past it.
+                with self._lock:
+                    self._first_seen.pop(hole, None)
+                return item
+            policy.sleep(min(delay, policy.grace_seconds - (policy.monotonic() - first_seen)))
+            delay = min(delay * 2, policy.max_delay)
