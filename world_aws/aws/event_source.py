@@ -187,9 +187,15 @@ class LocalEventSource:
             False if that did not happen within ``timeout`` real seconds.
         """
         deadline = time.monotonic() + timeout
+        seen: int | None = None
         while True:
-            if self._idle():
+            # Idle twice in a row with no invocation between: moto computes each counter
+            # at its own instant, so a message whose visibility timeout (or delay) ends
+            # between two of them is counted in none, once.
+            idle = self._idle()
+            if idle is not None and idle == seen:
                 return True
+            seen = idle
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.02)
@@ -202,21 +208,22 @@ class LocalEventSource:
 
     # ---------------------------------------------------------------- internals
 
-    def _idle(self) -> bool:
+    def _idle(self) -> int | None:
+        """How many invocations ever started, if the queues and the pool look idle; else None."""
         with self._running_lock:
             before = (self._running, self._started)
         if before[0]:
-            return False
+            return None
         for url in self._urls.values():
             with mapped_errors("SQS GetQueueAttributes", resource=f"queue {url}"):
                 counters = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_IDLE_COUNTERS))  # type: ignore[arg-type]
             values = cast("Mapping[str, str]", counters["Attributes"])
             if any(int(values.get(name, "0")) for name in _IDLE_COUNTERS):
-                return False
+                return None
         # An invocation that started and ended while the counters were read may have
         # moved a message into a queue already looked at: then look again.
         with self._running_lock:
-            return (self._running, self._started) == before
+            return before[1] if (self._running, self._started) == before else None
 
     def _poll(self, queue: QueueName) -> None:
         slots = threading.BoundedSemaphore(self._options.max_concurrency)
