@@ -18,7 +18,6 @@ from world_aws import Workflows
 from world_aws.contract.records import EventType, RunStatus, StepStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient, WorkflowFailedError
-from world_aws.runtime import runtime as runtime_module
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
@@ -276,10 +275,7 @@ def test_a_hand_on_that_cannot_be_published_redelivers_the_message(harness: Harn
 # --- planning (unit) ---------------------------------------------------------------------
 
 
-def test_a_run_whose_start_never_lands_before_the_cap_is_failed_not_left_pending(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(runtime_module, "DEFER_RUN_START", True)
+def test_a_run_whose_start_never_lands_before_the_cap_is_failed_not_left_pending(harness: Harness) -> None:
     # GIVEN a cap of 3, and every write of a pending run's start failing on its first 3 deliveries
     ran: list[str] = []
     runtime = harness.runtime_for(chain_app(ran), RuntimeConfig(max_queue_deliveries=3))

@@ -20,7 +20,6 @@ from world_aws.contract import rules
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
-from world_aws.runtime import runtime as runtime_module
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.testing.harness import Harness
 
@@ -142,8 +141,8 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 10
     # THEN every outcome but the last sits right before the next step's create in the log,
-    # and the two were one append (the first create was appended alone, before any body
-    # ran; with runtime.DEFER_RUN_START, with the run's start);
+    # and the two were one append (the first create was appended with the run's start,
+    # before any body ran);
     # the last outcome and run_completed were one append too
     events = harness.events(handle.run_id)
     after_outcome = [(a, b) for a, b in itertools.pairwise(events) if a.type is EventType.STEP_COMPLETED]
@@ -151,18 +150,17 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     appends = [[r.type for r in c.detail] for c in harness.spy.calls("events.append_after")]
     pipelined = [[EventType.STEP_COMPLETED, EventType.STEP_CREATED]] * 4
     ended = [EventType.STEP_COMPLETED, EventType.RUN_COMPLETED]
-    assert appends == [[EventType.STEP_CREATED], *pipelined, ended]
+    assert appends == [[EventType.RUN_STARTED, EventType.STEP_CREATED], *pipelined, ended]
     one_by_one = {c.detail.type for c in harness.spy.calls("events.create")}
-    assert not one_by_one & {EventType.STEP_COMPLETED, EventType.RUN_COMPLETED}
+    assert not one_by_one & {EventType.RUN_STARTED, EventType.STEP_COMPLETED, EventType.RUN_COMPLETED}
     assert len(ran) == 5
 
 
 @pytest.mark.parametrize("run_event", [EventType.RUN_STARTED, EventType.RUN_COMPLETED], ids=["start", "end"])
 @pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
 def test_a_runs_start_or_end_append_that_fails_records_it_once(
-    harness: Harness, landed: bool, run_event: EventType, monkeypatch: pytest.MonkeyPatch
+    harness: Harness, landed: bool, run_event: EventType
 ) -> None:
-    monkeypatch.setattr(runtime_module, "DEFER_RUN_START", True)
     # GIVEN the append that carries the run's start (with the first create) or its end (with
     # the last outcome) failing: before it landed, or after (its answer lost)
     ran: list[str] = []
@@ -188,10 +186,7 @@ def test_a_runs_start_or_end_append_that_fails_records_it_once(
     assert types.count(EventType.RUN_COMPLETED) == 1 and types[-1] is EventType.RUN_COMPLETED
 
 
-def test_a_pending_run_whose_first_pass_is_not_only_creates_starts_first(
-    harness: Harness, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(runtime_module, "DEFER_RUN_START", True)
+def test_a_pending_run_whose_first_pass_is_not_only_creates_starts_first(harness: Harness) -> None:
     # GIVEN a workflow that sleeps before its step
     app = Workflows()
 
@@ -345,11 +340,11 @@ def test_a_wide_inline_wave_is_created_by_appends_of_one_batch_each(harness: Har
     # WHEN it settles
     handle = runtime.start("fan", 25)
     assert harness.settle(handle) is RunStatus.COMPLETED
-    # THEN the wave's creates went in appends of at most one batch each, none one by one,
-    # and every body ran once, in the first delivery
+    # THEN the wave's creates went in appends of at most one batch each (the first with the
+    # run's start), none one by one, and every body ran once, in the first delivery
     assert handle.result(timeout=0) == [i * i for i in range(25)]
     created = [len(_creates_in(c)) for c in harness.spy.calls("events.append_after") if _creates_in(c)]
-    assert created == [10, 10, 5]
+    assert created == [9, 10, 6]
     assert not [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_CREATED]
     assert sorted(ran) == sorted(f"square {i}" for i in range(25))
     assert len([d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]) == 1

@@ -262,9 +262,7 @@ class Runtime:
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
         start = None
-        # Off: AWS chaos (seed 5, --max-inline 32 --max-fanout 40) still failed one parent at
-        # the delivery cap with this read and the deferred start on (#12's session 9 note).
-        seen = self._seen(payload) if DEFER_RUN_START else None
+        seen = self._seen(payload)
         if seen is not None:
             # Running: no run_started to write. Pending: its run_started goes with the
             # first pass's first write (one append with the first inline creates).
@@ -319,8 +317,9 @@ class Runtime:
         if run.status is RunStatus.RUNNING:
             return run
         # A child starts as before (run_started, then its parent checked): with its start
-        # deferred, AWS chaos (seed 5, --max-inline 32 --max-fanout 40) left one child
-        # pending after its parent's cancel.
+        # deferred, AWS chaos (seed 5, --max-inline 32 --max-fanout 40) once left one child
+        # pending after its parent's cancel, before the delivery cap could fail a pending
+        # run and before a failed hole wait stopped restarting (ARCHITECTURE §8).
         child = PARENT_RUN_ID in run.attributes
         return (
             run if run.status is RunStatus.PENDING and self.orchestrator.runs_inline and not child else None
@@ -341,11 +340,6 @@ class Runtime:
             input=data,
             attributes=dict(run_input.attributes),
         )
-
-
-# Whether a workflow delivery reads its run and defers a pending run's run_started to
-# its first write (ARCHITECTURE §8). Off until the chaos failure above is understood.
-DEFER_RUN_START = False
 
 
 def _check_resume_id(resume_id: str) -> None:
