@@ -17,6 +17,7 @@ from world_aws.contract.world import QueueName
 from world_aws.errors import BadInput, Conflict, Transient
 
 from .harness import Harness
+from .inline_support import chain_app
 from .spy import Call, Publish
 
 
@@ -155,3 +156,28 @@ def test_start_with_a_key_and_the_same_call_returns_the_same_run(harness: Harnes
     again = runtime.start("charge", cents=5, order="o-3", idempotency_key="order-3")
     assert again.run_id == first.run_id
     assert harness.settle(first) is RunStatus.COMPLETED
+
+
+def test_a_start_without_a_key_sends_its_first_message_unkeyed_and_a_copy_of_it_is_harmless(
+    harness: Harness,
+) -> None:
+    # GIVEN a 3-step chain started without an idempotency key, and one started with a key
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    unkeyed = runtime.start("chain", 3)
+    keyed = runtime.start("chain", 3, idempotency_key="chain-1")
+    firsts = {c.detail.payload.run_id: c.detail for c in harness.spy.calls("queue.publish") if wakes(c)}
+    # THEN only the keyed start's first message carries a key (a start without one names a
+    # new run each time: nothing would repeat its publish, and the key costs a claim)
+    assert firsts[unkeyed.run_id].idempotency_key is None
+    assert firsts[keyed.run_id].idempotency_key == f"{keyed.run_id}:start"
+    # WHEN the unkeyed start's first message is there twice (a duplicate send) and all settle
+    harness.world.queue.publish(QueueName.WORKFLOW, firsts[unkeyed.run_id].body)
+    assert harness.settle(unkeyed) is RunStatus.COMPLETED
+    assert harness.settle(keyed) is RunStatus.COMPLETED
+    # THEN both completed once, each with one start, and every body ran once
+    for handle in (unkeyed, keyed):
+        assert handle.result(timeout=0) == 3
+        types = harness.event_types(handle.run_id)
+        assert types.count(EventType.RUN_STARTED) == 1 and types.count(EventType.RUN_COMPLETED) == 1
+    assert sorted(ran) == sorted(["add 0+0", "add 0+1", "add 1+2"] * 2)

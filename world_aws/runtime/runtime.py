@@ -136,7 +136,7 @@ class Runtime:
             input=data,
             attributes={**attributes, **tracing.run_attributes(carrier)},
         )
-        created = start_run(self.world, self._pool, run_id, creation, carrier)
+        created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
         if isinstance(created, Conflict) and idempotency_key:
             self._check_same_start(run_id, idempotency_key, creation)
         return RunHandle(self.world, self.app.serializer, run_id)

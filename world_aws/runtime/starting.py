@@ -27,10 +27,13 @@ def start_run(
     run_id: str,
     creation: RunCreation,
     carrier: dict[str, str] | None = None,
+    *,
+    keyed: bool = True,
 ) -> EventResult | Exception:
     """Create ``run_id`` and publish its first message; returns what ``run_created`` answered.
 
-    ``carrier`` is the run's root trace context (W3C), carried by the first message.
+    ``carrier`` is the run's root trace context (W3C), carried by the first message;
+    ``keyed``: see :func:`start_calls`.
 
     Returns:
         The create's result, or its tolerated error (``Conflict``: the run exists;
@@ -39,14 +42,27 @@ def start_run(
     Raises:
         WorldAwsError: the publish failed, or the create failed otherwise.
     """
-    created, published = run_parallel(pool, start_calls(world, run_id, creation, carrier))
+    created, published = run_parallel(pool, start_calls(world, run_id, creation, carrier, keyed=keyed))
     return start_result(created, published)
 
 
 def start_calls(
-    world: World, run_id: str, creation: RunCreation, carrier: dict[str, str] | None = None
+    world: World,
+    run_id: str,
+    creation: RunCreation,
+    carrier: dict[str, str] | None = None,
+    *,
+    keyed: bool = True,
 ) -> list[Callable[[], Any]]:
-    """The two writes of a start, ``run_created`` and the first message, to run in parallel."""
+    """The two writes of a start, ``run_created`` and the first message, to run in parallel.
+
+    The message is keyed ``<run_id>:start`` (SPEC §4.4) when the same start may be made
+    again: a caller's retry under its idempotency key, a parent's pass redone before its
+    child's ``hook_created``, a chain's next run. A start without a key (``keyed=False``)
+    names a new run each time, so nothing would repeat its publish, and the key's claim
+    and record (2 WRU on the AWS World) would buy nothing; a copy of the message anyway
+    (at-least-once delivery) is a second continuation, as any duplicate wake-up is.
+    """
     message = InvokePayload(
         run_id=run_id,
         run_input=run_input_of(world, creation),
@@ -58,7 +74,7 @@ def start_calls(
             run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation))
         ),
         lambda: world.queue.publish(
-            QueueName.WORKFLOW, encode_payload(message), idempotency_key=f"{run_id}:start"
+            QueueName.WORKFLOW, encode_payload(message), idempotency_key=f"{run_id}:start" if keyed else None
         ),
     ]
 
