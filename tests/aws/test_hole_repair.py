@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -25,6 +26,14 @@ def _dead_writer_reserves(world: AwsWorld, run_id: str) -> int:
 
     position, _run_item = world.sequencer.reserve(run_id, world.clock.now(), fenced=True, judge=refuse)
     return position
+
+
+def _hole_before_a_step(world: AwsWorld) -> tuple[str, int]:
+    """A running run (1, 2), a writer that reserved 3 and never committed, and a step created at 4."""
+    run_id = create_run(world)
+    hole = _dead_writer_reserves(world, run_id)
+    create_step(world, run_id)
+    return run_id, hole
 
 
 def _stored(world: AwsWorld, run_id: str, position: int) -> dict[str, Any] | None:
@@ -64,9 +73,7 @@ def test_a_read_that_fails_while_it_waits_leaves_the_grace_period_running(
 ) -> None:
     # GIVEN a dead writer's hole at 3 before a step at 4, and a reader whose re-read of 3
     # fails (a timeout, a throttle) after most of the grace period
-    run_id = create_run(world)
-    hole = _dead_writer_reserves(world, run_id)
-    create_step(world, run_id)
+    run_id, hole = _hole_before_a_step(world)
     failing_at = 0.75 * GRACE_SECONDS
 
     def fail_late() -> None:
@@ -93,13 +100,33 @@ def test_a_read_that_fails_while_it_waits_leaves_the_grace_period_running(
     assert sealed is not None and sealed["type"] == EventType.NOOP.value
 
 
+def test_the_wait_for_a_hole_ends_whatever_the_clock_reads_when_it_begins(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a dead writer's hole, first seen when the (fake) monotonic clock reads a value at
+    # which the grace's remainder rounds to less than the clock's resolution (15.9655...: the
+    # backoffs leave 2.0 - waited = 4e-16 there, and 15.97 + 4e-16 == 15.97)
+    fake_time.sleep(15.965583741014422)
+    run_id, hole = _hole_before_a_step(world)
+    listed: list[list[int]] = []
+    reader = threading.Thread(
+        target=lambda: listed.append([e.position for e in world.events.list(run_id)]), daemon=True
+    )
+    # WHEN the log is read
+    reader.start()
+    reader.join(timeout=60)  # a hang detector, not a time bound: the read takes milliseconds
+    # THEN the read ended, the hole sealed once the grace period was over
+    assert not reader.is_alive(), "the reader never got past the hole"
+    assert listed == [[1, 2, 4]]
+    sealed = _stored(world, run_id, hole)
+    assert sealed is not None and sealed["type"] == EventType.NOOP.value
+
+
 def test_reader_waits_for_a_writer_in_flight_instead_of_sealing(
     world: AwsWorld, fake_time: FakeMonotonic
 ) -> None:
     # GIVEN a writer that reserved 3 and is slow to commit, and a step created at 4
-    run_id = create_run(world)
-    position = _dead_writer_reserves(world, run_id)
-    create_step(world, run_id)
+    run_id, position = _hole_before_a_step(world)
     late = Event(run_id, position, EventType.WAIT_CREATED, "wait_late", world.clock.now(), EventData())
 
     def slow_writer_commits() -> None:

@@ -128,5 +128,8 @@ class LogReader:
                 with self._lock:
                     self._first_seen.pop(hole, None)
                 return item
-            policy.sleep(min(delay, policy.grace_seconds - (policy.monotonic() - first_seen)))
+            # At least the first backoff, even past the grace's end: a remainder below the
+            # clock's resolution would never get there (``now + 1e-17 == now``).
+            left = policy.grace_seconds - (policy.monotonic() - first_seen)
+            policy.sleep(min(delay, max(left, policy.first_delay)))
             delay = min(delay * 2, policy.max_delay)
