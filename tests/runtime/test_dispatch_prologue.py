@@ -28,6 +28,8 @@ from world_aws.runtime import telemetry
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
 
+from .failures import fail_producer_creates
+
 # The dispatched-step path (inline execution off): what these tests are about.
 pytestmark = pytest.mark.dispatched
 
@@ -87,9 +89,10 @@ def test_step_created_by_its_consumer_is_flagged_materialized_on_the_span(
 ) -> None:
     # GIVEN the producer's step_created of the first step fails transiently
     def first_create(call: Call) -> bool:
-        return getattr(call.detail, "type", None) is EventType.STEP_CREATED
+        requests = call.detail if isinstance(call.detail, list) else [call.detail]
+        return any(getattr(r, "type", None) is EventType.STEP_CREATED for r in requests)
 
-    harness.spy.inject("events.create", Transient("timeout"), match=first_create)
+    fail_producer_creates(harness, Transient("timeout"), first_create)
     runtime = harness.runtime_for(labels_app([]))
     # WHEN the run settles
     handle = runtime.start("labels", "o-2")

@@ -33,6 +33,8 @@ from world_aws.errors import Conflict, RetryLater, Throttled, Transient
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call, Publish
 
+from .failures import fail_producer_creates
+
 # The dispatched-step path (inline execution off): what these tests are about.
 pytestmark = pytest.mark.dispatched
 
@@ -85,7 +87,7 @@ def test_step_message_that_beats_its_create_runs_in_the_same_delivery(
 ) -> None:
     # GIVEN the producer's step_created of "transform" fails transiently while its publish succeeds
     ran: list[str] = []
-    harness.spy.inject("events.create", error, match=is_create_of("pipeline.transform"))
+    fail_producer_creates(harness, error, is_create_of("pipeline.transform"))
     runtime = harness.runtime_for(pipeline_app(ran))
     # WHEN the run settles
     handle = runtime.start("etl", "s3://bucket/rows")
@@ -194,11 +196,14 @@ def assert_dispatched_sequentially(harness: Harness, *, steps: int) -> None:
     for publish in publishes:
         assert publish.detail.payload.step_input is None
         assert publish.detail.payload.run_context is not None
-        created = [
+        step_id = publish.detail.payload.step_id
+        created = [  # one by one, or in an append of a pass's creates
             c
-            for c in harness.spy.calls("events.create")
-            if getattr(c.detail, "type", None) is EventType.STEP_CREATED
-            and c.detail.correlation_id == publish.detail.payload.step_id
+            for c in [*harness.spy.calls("events.create"), *harness.spy.calls("events.append_after")]
+            if any(
+                getattr(r, "type", None) is EventType.STEP_CREATED and r.correlation_id == step_id
+                for r in (c.detail if isinstance(c.detail, list) else [c.detail])
+            )
         ]
         assert len(created) == 1 and created[0].error is None
         assert created[0].end < publish.start
@@ -251,8 +256,12 @@ def test_resilient_dispatch_messages_carry_the_step_input(harness: Harness) -> N
 def test_consumer_that_cannot_create_the_missing_step_redelivers_instead_of_running_it(
     harness: Harness,
 ) -> None:
-    # GIVEN the producer's create of "transform" and its consumer's first re-create both fail
+    # GIVEN the producer's create of "transform" (appended, then one by one) and its
+    # consumer's first re-create all fail
     ran: list[str] = []
+    harness.spy.inject(
+        "events.append_after", Transient("DynamoDB 500"), match=is_create_of("pipeline.transform")
+    )
     harness.spy.inject(
         "events.create", Transient("DynamoDB 500"), match=is_create_of("pipeline.transform"), times=2
     )
@@ -274,7 +283,7 @@ def test_consumer_that_cannot_create_the_missing_step_redelivers_instead_of_runn
 def test_sequential_dispatch_redoes_the_pass_when_a_create_fails(harness: Harness) -> None:
     # GIVEN sequential dispatch, and the first create of "transform" failing transiently
     ran: list[str] = []
-    harness.spy.inject("events.create", Transient("DynamoDB 500"), match=is_create_of("pipeline.transform"))
+    fail_producer_creates(harness, Transient("DynamoDB 500"), is_create_of("pipeline.transform"))
     runtime = harness.runtime_for(pipeline_app(ran), MODES["sequential"])
     # WHEN the run settles
     handle = runtime.start("etl", "s3://bucket/rows")

@@ -513,3 +513,65 @@ def test_a_wave_whose_delivery_fails_keeps_the_outcomes_its_bodies_reached(harne
     # redelivery against the cap
     workflow = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
     assert len(workflow) >= 2 and all(d.attempt == 1 for d in workflow)
+
+
+def _dispatched_creates_in(call: Call) -> int:
+    return sum(1 for r in requests_of(call) if r.type is EventType.STEP_CREATED and r.data.owner is None)
+
+
+@pytest.mark.parametrize("fault", [None, "refused-before-landing", "landed-answer-lost"])
+def test_a_fan_outs_dispatched_creates_are_appended_before_the_inline_ones(
+    harness: Harness, fault: str | None
+) -> None:
+    # GIVEN 3 inline steps and a 25-way gather: 22 branches dispatched; maybe the second
+    # append of dispatched creates failing, before it landed or after (its answer lost)
+    ran: list[str] = []
+    runtime = harness.runtime_for(fan_app(ran), _wide(3))
+    seen = {"appends": 0}
+
+    def second_dispatched_append(call: Call) -> bool:
+        if call.op != "events.append_after" or not _dispatched_creates_in(call):
+            return False
+        seen["appends"] += 1
+        return seen["appends"] == 2
+
+    if fault is not None:
+        harness.spy.inject(
+            "events.append_after",
+            Transient("timed out"),
+            match=second_dispatched_append,
+            after=fault == "landed-answer-lost",
+        )
+    # WHEN it settles
+    handle = runtime.start("fan", 25)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN every body ran once and the log holds one create of each step
+    assert handle.result(timeout=0) == [i * i for i in range(25)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
+    types = harness.event_types(handle.run_id)
+    assert types.count(EventType.STEP_CREATED) == 25 and types.count(EventType.STEP_COMPLETED) == 25
+    appended = [
+        _dispatched_creates_in(c)
+        for c in harness.spy.calls("events.append_after")
+        if c.error is None and _dispatched_creates_in(c)
+    ]
+    one_by_one = [c for c in harness.spy.calls("events.create") if c.detail.type is EventType.STEP_CREATED]
+    if fault is None:
+        # ... created in appends of a batch each (22 = 10 + 10 + 2), the 3 inline ones after
+        # them in one more, none one by one, and each message published after its create
+        assert appended == [10, 10, 2]
+        assert not one_by_one
+        owned = [
+            sum(1 for r in requests_of(c) if r.type is EventType.STEP_CREATED and r.data.owner is not None)
+            for c in harness.spy.calls("events.append_after")
+        ]
+        assert [n for n in owned if n] == [3]
+        first_publish = min(
+            c.start for c in harness.spy.calls("queue.publish") if c.detail.queue is QueueName.STEP
+        )
+        assert all(c.end < first_publish for c in harness.spy.calls("events.append_after")[:3])
+    else:
+        # ... the first append landed, the rest went one by one (the landed-but-lost
+        # append's creates refused as duplicates there)
+        assert appended[0] == 10
+        assert len([c for c in one_by_one if c.detail.data.owner is None]) == 12

@@ -23,6 +23,8 @@ from world_aws.errors import Transient
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call, Publish
 
+from .failures import fail_producer_creates
+
 BIG = MAX_INLINE_PAYLOAD_BYTES + 70_000
 
 
@@ -57,13 +59,14 @@ def test_large_inputs_travel_by_claim_check(harness: Harness, create_fails: bool
     if create_fails:  # the big step's create fails: its consumer rebuilds it from the S3 reference
 
         def big_create(call: Call) -> bool:
-            request = call.detail
-            return (
-                getattr(request, "type", None) is EventType.STEP_CREATED
-                and len(request.data.input) > MAX_INLINE_PAYLOAD_BYTES
+            requests = call.detail if isinstance(call.detail, list) else [call.detail]
+            return any(
+                getattr(r, "type", None) is EventType.STEP_CREATED
+                and len(r.data.input) > MAX_INLINE_PAYLOAD_BYTES
+                for r in requests
             )
 
-        harness.spy.inject("events.create", Transient("timeout"), match=big_create)
+        fail_producer_creates(harness, Transient("timeout"), big_create)
     runtime = harness.runtime_for(digest_app(seen))
     blob = bytes(range(256)) * (BIG // 256)
     # WHEN it runs

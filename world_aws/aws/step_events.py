@@ -153,7 +153,7 @@ class StepEvents:
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], at: datetime
     ) -> list[EventResult] | None:
-        """Owned step writes at ``after + 1`` on, in one transaction with the run item: 1 round trip.
+        """Step writes at ``after + 1`` on, in one transaction with the run item: 1 round trip.
 
         Action 0 moves the run item's ``seq`` from ``after`` to ``after + n`` on the
         condition ``seq = :after`` and the fence (not terminal): so the batch lands only
@@ -169,7 +169,11 @@ class StepEvents:
         event_items: list[Item] = []
         entity_actions: list[Action] = []
         commits: list[tuple[EventCommit, Step | None]] = []
+        # Only owned creates may go without their item: a dispatched step's consumer claims it.
         creates = sum(request.type is EventType.STEP_CREATED for request in steps)
+        itemless = creates <= LAZY_CREATES and all(
+            r.data.owner is not None for r in steps if r.type is EventType.STEP_CREATED
+        )
         made: dict[str, _Unwritten] = {}  # the owned steps this append creates without their item
         settled: dict[str, _Unwritten] = {}  # such steps whose outcome puts their item now
         for offset, request in enumerate(steps, start=1):
@@ -177,7 +181,7 @@ class StepEvents:
             assert step_id is not None
             step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
             unwritten = None if step is not None else self._unwritten.get(run_id, step_id)
-            if step is not None and creates <= LAZY_CREATES:
+            if step is not None and itemless:
                 actions_of, fields = self._lazy_create_actions(step, made), _CREATE_FIELDS
             elif step is not None:
                 actions_of, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS

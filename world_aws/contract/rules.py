@@ -39,7 +39,8 @@ RESERVED_ATTRIBUTE_PREFIX = "$"
 # run's end (the single writer's final outcome and the run's end in one write).
 BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED})
 BATCH_END_TYPES = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED})
-# A batch: an owned outcome and the next owned creates, a wave's creates, or a wave's outcomes.
+# A batch: an owned outcome and the next owned creates, a wave's creates (owned, or a
+# fan-out's dispatched branches), or a wave's outcomes.
 MAX_BATCH_EVENTS = 10
 
 
@@ -69,12 +70,14 @@ def split_batch(requests: Sequence[EventRequest]) -> Batch:
 
 
 def validate_batch(requests: Sequence[EventRequest]) -> None:
-    """Reject an ``events.append_after`` batch that is not owned step writes, with the run's start or end.
+    """Reject an ``events.append_after`` batch that is not step writes, with the run's start or end.
+
+    Step writes: creates (owned or dispatched) and owned outcomes.
 
     Raises:
         BadInput: naming what is wrong (empty, too long, a type, a run event out of
-            place, alone or with creation data, both the start and the end, no owner,
-            a step twice).
+            place, alone or with creation data, both the start and the end, an outcome
+            without its owner, a step twice).
     """
     if not requests or len(requests) > MAX_BATCH_EVENTS:
         raise BadInput(f"an appended batch holds 1 to {MAX_BATCH_EVENTS} events, not {len(requests)}")
@@ -93,10 +96,14 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
         if request.type not in BATCH_EVENT_TYPES:
             raise BadInput(
                 f"{request.type.value} cannot be appended in a batch "
-                "(owned step writes only, run_started first or run_completed / run_failed last)"
+                "(step creates and owned outcomes only, run_started first or run_completed / run_failed last)"
             )
-        if request.data.owner is None:
+        if request.data.owner is None and request.type is not EventType.STEP_CREATED:
+            # A create may be a dispatched step's (a fan-out's wave past the inline ones);
+            # an outcome in a batch is its owner's.
             raise BadInput(f"{request.type.value} {request.correlation_id} in a batch needs an owner")
+        if request.data.via_step_dispatch:
+            raise BadInput(f"step {request.correlation_id}: a consumer's re-ensure is written one by one")
         assert request.correlation_id is not None
         if request.correlation_id in seen:
             raise BadInput(f"step {request.correlation_id} appears twice in one batch")

@@ -54,7 +54,8 @@ class EventStore(Protocol):
         """Append ``requests`` at positions ``after + 1`` on, all or none, iff the log ends at ``after``.
 
         The single writer's fast path (inline execution, ARCHITECTURE §5): an owned
-        step's outcome and the next owned steps' creates in one write, or a run's last
+        step's outcome and the next owned steps' creates in one write, a pass's
+        dispatched creates (no owner) ten at a time, or a run's last
         outcome and its end (``run_completed`` / ``run_failed``, last in the batch,
         judged and applied as ``create`` would: the run's status, its live hooks
         released; its result may leave ``run`` out). Each request is
@@ -70,7 +71,7 @@ class EventStore(Protocol):
         ARCHITECTURE §8); every other rule, and a second create after this one, is judged.
 
         Raises:
-            BadInput: not owned step writes then maybe the run's end
+            BadInput: not step creates and owned outcomes, then maybe the run's end
                 (``rules.validate_batch``), or ``at`` is later than the World's now.
             Throttled, Transient: the outcome is unknown (all or nothing landed).
         """

@@ -12,6 +12,14 @@ version predates binary transport, or a World that declares
 ``precondition_guard``): create first, then publish a message without
 ``step_input``.
 
+A pass that writes nothing but step creates knows where the log ends (``after``):
+its new steps are then created in appends of ``rules.MAX_BATCH_EVENTS`` each
+(``events.append_after``, one write for ten creates instead of ten), and the
+messages of the steps that landed are published after them (create, then publish:
+an append and a consumer's re-ensure of the same step racing would move the log
+under the next append). What did not land (the log moved, an answer lost) takes
+the path above, where a create that landed is a tolerated conflict.
+
 Every step message carries the idempotency key ``<step_id>:<fnv1a32(step_name)>``
 so redundant publishes of one step collapse (SPEC §4.4).
 """
@@ -24,6 +32,7 @@ from concurrent.futures import Executor
 from functools import partial
 from typing import Any
 
+from world_aws.contract import rules
 from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InlineStepInput, InvokePayload, RunContext, StepInputRef
@@ -33,6 +42,7 @@ from world_aws.contract.world import SPEC_VERSION_BINARY_TRANSPORT, BlobRef, Que
 from world_aws.errors import Conflict, RetryLater
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.outcomes import append_or_none
 from world_aws.runtime.replay import StepRequest
 
 
@@ -87,38 +97,72 @@ class StepDispatcher:
         undispatched: list[StepRequest],
         *,
         redispatch_tag: str | None = None,
-    ) -> None:
+        after: int | None = None,
+    ) -> int | None:
         """Create and publish ``new_steps``; re-publish ``undispatched`` ones (idempotent).
 
         ``redispatch_tag`` (a reconciler's wake) re-publishes ``undispatched`` under their key
         plus the tag: a message lost after its send would otherwise keep its key retained.
+        ``after``: where the log ends, if this pass writes nothing but creates.
+
+        Returns:
+            Where the log ends now, if ``after`` was given and every create was appended.
 
         Raises:
             WorldAwsError: the pass failed and must be redone (its message redelivered).
         """
+        appended: list[StepRequest] = []
+        rest = new_steps
+        if after is not None and new_steps:
+            appended, rest, after = self._append_creates(run, after, new_steps)
+        else:
+            after = None if new_steps else after
         if self.resilient_for(run):
-            self._dispatch_resilient(run, new_steps, undispatched, redispatch_tag)
-            return
-        creates = run_parallel(self._pool, [partial(self._create, run, s) for s in new_steps])
+            self._dispatch_resilient(run, rest, appended, undispatched, redispatch_tag)
+            return after
+        creates = run_parallel(self._pool, [partial(self._create, run, s) for s in rest])
         for result in creates:
             if isinstance(result, Exception):
                 _tolerate_create_error(result, transient_ok=False)
         publishes = run_parallel(
-            self._pool, self._publishes(run, new_steps, undispatched, redispatch_tag, with_input=False)
+            self._pool,
+            self._publishes(run, [*appended, *rest], undispatched, redispatch_tag, with_input=False),
         )
         for result in publishes:
             if isinstance(result, Exception):
                 raise result
+        return after
+
+    def _append_creates(
+        self, run: Run, after: int, steps: list[StepRequest]
+    ) -> tuple[list[StepRequest], list[StepRequest], int | None]:
+        """Append the creates of ``steps`` after ``after``, a batch at a time, until one does not land.
+
+        Returns the steps appended, the steps left (all from the first batch that did
+        not land or whose answer was lost), and where the log ends if none is left.
+        """
+        index = 0
+        while index < len(steps):
+            chunk = steps[index : index + rules.MAX_BATCH_EVENTS]
+            if append_or_none(self._world, run.run_id, after, [_create_request(s) for s in chunk]) is None:
+                return steps[:index], steps[index:], None
+            after += len(chunk)
+            index += len(chunk)
+        return steps, [], after
 
     def _dispatch_resilient(
         self,
         run: Run,
         new_steps: list[StepRequest],
+        appended: list[StepRequest],
         undispatched: list[StepRequest],
         redispatch_tag: str | None,
     ) -> None:
+        """``new_steps`` created ∥ published; ``appended`` (created already) published with them."""
         creates: list[Callable[[], Any]] = [partial(self._create, run, s) for s in new_steps]
-        publishes = self._publishes(run, new_steps, undispatched, redispatch_tag, with_input=True)
+        publishes = self._publishes(
+            run, [*appended, *new_steps], undispatched, redispatch_tag, with_input=True
+        )
         results = run_parallel(self._pool, creates + publishes)
         create_results, publish_results = results[: len(creates)], results[len(creates) :]
         for result in publish_results:
@@ -188,14 +232,14 @@ class StepDispatcher:
         return StepInputRef(ref=ref.key, size=ref.size, sha256=ref.sha256)
 
     def _create(self, run: Run, step: StepRequest) -> None:
-        self._world.events.create(
-            run.run_id,
-            EventRequest(
-                EventType.STEP_CREATED,
-                step.step_id,
-                EventData(step_name=step.step_name, input=step.input),
-            ),
-        )
+        self._world.events.create(run.run_id, _create_request(step))
+
+
+def _create_request(step: StepRequest) -> EventRequest:
+    """The producer's ``step_created`` of a dispatched step."""
+    return EventRequest(
+        EventType.STEP_CREATED, step.step_id, EventData(step_name=step.step_name, input=step.input)
+    )
 
 
 def _step_key(step: StepRequest, tag: str | None) -> str:

@@ -488,8 +488,11 @@ class InlineSteps:
         )
 
 
-def creates_only(outcome: Suspended, plan: InlinePlan) -> bool:
-    """Whether the pass of ``outcome`` under ``plan`` writes nothing but inline steps' creates."""
+def creates_only(outcome: Suspended, plan: InlinePlan, *, dispatched: bool = False) -> bool:
+    """Whether the pass of ``outcome`` under ``plan`` writes nothing but inline steps' creates.
+
+    ``dispatched``: or dispatched steps' creates too (their messages are not log writes).
+    """
     return not (
         outcome.new_hooks
         or outcome.disposed_hooks
@@ -497,23 +500,27 @@ def creates_only(outcome: Suspended, plan: InlinePlan) -> bool:
         or outcome.new_waits
         or outcome.pending_waits
         or outcome.undispatched_steps
-        or plan.dispatch
+        or (plan.dispatch and not dispatched)
         or plan.reclaim
         or plan.adopt
         or plan.republish
     )
 
 
-def start_run(world: World, run_id: str, start: EventRequest) -> None:
+def start_run(world: World, run_id: str, start: EventRequest) -> int | None:
     """Write a pending run's ``run_started`` on its own, before anything else of its continuation.
+
+    Returns:
+        Its position (None if the World wrote no event: a start that had landed).
 
     Raises:
         RunExpired: the run ended before it started (cancelled while pending): nothing to do.
     """
     try:
-        world.events.create(run_id, start)
+        result = world.events.create(run_id, start)
     except Conflict:
         raise RunExpired(f"run {run_id} ended before it started") from None
+    return result.event.position if result.event is not None else None
 
 
 def owned_create(step: StepRequest, owner: Owner) -> EventRequest:

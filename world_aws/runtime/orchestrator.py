@@ -128,17 +128,21 @@ class Orchestrator:
                     self._end(run.run_id, run_end(outcome), run)
                     return Ack()
                 plan = self._plan(outcome, owner, ran)  # not copied: a long run has run many
-                if start is not None and not (plan.create and creates_only(outcome, plan)):
-                    start_run(self._world, run.run_id, start)
-                    start = None
                 outcome.undispatched_steps[:] = [
                     s for s in outcome.undispatched_steps if s.step_id not in published
                 ]
-                again = self._suspend(run, outcome, plan.dispatch, redispatch_tag if not rounds else None)
+                # A pass that writes nothing but creates (inline or dispatched) knows where
+                # the log ends: its creates append, the dispatched ones first.
+                end = replay.last_position if creates_only(outcome, plan, dispatched=True) else None
+                if start is not None and not (plan.create and end is not None and not plan.dispatch):
+                    written = start_run(self._world, run.run_id, start)
+                    start = None
+                    end = written if end is not None and written == end + 1 else None
+                again, end = self._suspend(
+                    run, outcome, plan.dispatch, redispatch_tag if not rounds else None, after=end
+                )
                 published.update(s.step_id for s in [*plan.dispatch, *outcome.undispatched_steps])
                 if self._inline is not None:
-                    # A pass that writes nothing else knows where the log ends: its creates append.
-                    end = replay.last_position if creates_only(outcome, plan) else None
                     inline_round = self._inline.run(run, plan, owner, defer=True, after=end, start=start)
                     start = None  # written by that round, with its creates or before them
                     if inline_round.ran:
@@ -315,9 +319,22 @@ class Orchestrator:
             self._world.events.create(run_id, EventRequest(EventType.HOOK_DISPOSED, hook_id))
 
     def _suspend(
-        self, run: Run, outcome: Suspended, new_steps: list[StepRequest], redispatch_tag: str | None = None
-    ) -> bool:
-        """Run one suspension pass, dispatching ``new_steps``. True if the replay should go another round."""
+        self,
+        run: Run,
+        outcome: Suspended,
+        new_steps: list[StepRequest],
+        redispatch_tag: str | None = None,
+        *,
+        after: int | None = None,
+    ) -> tuple[bool, int | None]:
+        """Run one suspension pass, dispatching ``new_steps``.
+
+        ``after``: where the log ends, for a pass that writes nothing but creates.
+
+        Returns:
+            Whether the replay should go another round, and where the log ends now if
+            ``after`` was given and every dispatched create was appended after it.
+        """
         now = self._world.clock.now()
         again = False
         events = self._world.events
@@ -361,10 +378,12 @@ class Orchestrator:
             with contextlib.suppress(Conflict):
                 events.create(run.run_id, EventRequest(EventType.WAIT_COMPLETED, wait.wait_id))
         # 3. dispatch
-        self._dispatcher.dispatch(run, new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag)
+        end = self._dispatcher.dispatch(
+            run, new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag, after=after
+        )
         later = [w for w in outcome.pending_waits if w.resume_at > now]
         self._wake_for(run.run_id, later, now)
-        return again or bool(due)
+        return again or bool(due), end
 
     def _wake_for(self, run_id: str, waits: list[WaitRequest], now: datetime) -> None:
         calls = []

@@ -180,11 +180,21 @@ def test_a_missing_run_appends_nothing(world: World) -> None:
     ("requests", "message"),
     [
         ([], "1 to"),
-        ([EventRequest(EventType.STEP_CREATED, "s1", EventData(step_name=STEP, input=b"i"))], "owner"),
+        ([EventRequest(EventType.STEP_COMPLETED, "s1", EventData(output=b"o"))], "owner"),
+        (
+            [
+                EventRequest(
+                    EventType.STEP_CREATED,
+                    "s1",
+                    EventData(step_name=STEP, input=b"i", via_step_dispatch=True),
+                )
+            ],
+            "re-ensure",
+        ),
         ([EventRequest(EventType.STEP_STARTED, "s1", EventData(owner=OWNER))], "cannot be appended"),
         ([owned_create("s1"), owned_outcome("s1")], "twice"),
     ],
-    ids=["empty", "no-owner", "a-start", "one-step-twice"],
+    ids=["empty", "outcome-no-owner", "a-re-ensure", "a-start", "one-step-twice"],
 )
 def test_a_batch_that_is_not_owned_step_writes_is_bad_input(
     world: World, requests: list[EventRequest], message: str
@@ -506,3 +516,44 @@ def test_a_batch_whose_start_is_out_of_place_is_bad_input(
     with pytest.raises(BadInput, match=message):
         world.events.append_after(run_id, after, requests, at=world.clock.now())
     assert last_position(world, run_id) == after
+
+
+def dispatched_create(step_id: str) -> EventRequest:
+    """The producer's create of a dispatched step (no owner: its consumer will claim it)."""
+    return EventRequest(EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in"))
+
+
+@pytest.mark.parametrize("count", [1, 3], ids=["alone", "a-wave"])
+def test_dispatched_creates_appended_are_pending_steps_their_consumers_claim(
+    world: World, count: int
+) -> None:
+    # GIVEN a pass's dispatched creates appended (a fan-out's branches past the inline ones)
+    run_id = create_run(world)
+    after = last_position(world, run_id)
+    step_ids = [new_id("step") for _ in range(count)]
+    results = world.events.append_after(
+        run_id, after, [dispatched_create(s) for s in step_ids], at=world.clock.now()
+    )
+    # THEN they landed at the positions after, each a pending step with its input, that the
+    # last completer counts as pending
+    assert results is not None
+    assert [r.event.position for r in results if r.event is not None] == list(
+        range(after + 1, after + 1 + count)
+    )
+    for step_id in step_ids:
+        step = world.steps.get(run_id, step_id)
+        assert (step.status, step.attempt, step.input) == (StepStatus.PENDING, 0, b"in")
+    assert world.steps.any_pending(run_id, besides=new_id("step")) is True
+    assert world.steps.any_pending(run_id, besides=step_ids[0]) is (count > 1)
+    # WHEN a consumer claims the first, and re-ensures the last from its message
+    started = start_step(world, run_id, step_ids[0])
+    again = EventData(step_name=STEP, input=b"in", via_step_dispatch=True)
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_CREATED, step_ids[-1], again)
+    # THEN the claim is attempt 1 with the input; the re-ensure found the step there
+    assert started.step is not None and (started.step.status, started.step.attempt) == (StepStatus.RUNNING, 1)
+    assert started.step.input == b"in"
+    write(world, run_id, EventType.STEP_COMPLETED, step_ids[0], EventData(output=b"done"))
+    assert world.steps.any_pending(run_id, besides=step_ids[0]) is (count > 1)
+    creates = [e for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
+    assert [e.correlation_id for e in creates] == step_ids
