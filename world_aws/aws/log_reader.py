@@ -119,7 +119,8 @@ class LogReader:
         delay = policy.first_delay
         while True:
             item = self._seq.covering_item(run_id, position)
-            if item is None and policy.monotonic() - first_seen >= policy.grace_seconds:
+            waited = policy.monotonic() - first_seen
+            if item is None and waited >= policy.grace_seconds:
                 item = self._seq.seal_hole(run_id, position, self._clock.now())
             if item is not None:
                 # Forgotten only once resolved: a read that fails while it waits (a
@@ -130,6 +131,5 @@ class LogReader:
                 return item
             # At least the first backoff, even past the grace's end: a remainder below the
             # clock's resolution would never get there (``now + 1e-17 == now``).
-            left = policy.grace_seconds - (policy.monotonic() - first_seen)
-            policy.sleep(min(delay, max(left, policy.first_delay)))
+            policy.sleep(min(delay, max(policy.grace_seconds - waited, policy.first_delay)))
             delay = min(delay * 2, policy.max_delay)

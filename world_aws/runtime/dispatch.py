@@ -115,8 +115,6 @@ class StepDispatcher:
         rest = new_steps
         if after is not None and new_steps:
             appended, rest, after = self._append_creates(run, after, new_steps)
-        else:
-            after = None if new_steps else after
         if self.resilient_for(run):
             self._dispatch_resilient(run, rest, appended, undispatched, redispatch_tag)
             return after
