@@ -32,7 +32,6 @@ from concurrent.futures import Executor
 from functools import partial
 from typing import Any
 
-from world_aws.contract import rules
 from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InlineStepInput, InvokePayload, RunContext, StepInputRef
@@ -42,7 +41,7 @@ from world_aws.contract.world import SPEC_VERSION_BINARY_TRANSPORT, BlobRef, Que
 from world_aws.errors import Conflict, RetryLater
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.outcomes import append_or_none
+from world_aws.runtime.outcomes import append_batches
 from world_aws.runtime.replay import StepRequest
 
 
@@ -114,7 +113,10 @@ class StepDispatcher:
         appended: list[StepRequest] = []
         rest = new_steps
         if after is not None and new_steps:
-            appended, rest, after = self._append_creates(run, after, new_steps)
+            results, after = append_batches(
+                self._world, run.run_id, after, [_create_request(s) for s in new_steps]
+            )
+            appended, rest = new_steps[: len(results)], new_steps[len(results) :]
         if self.resilient_for(run):
             self._dispatch_resilient(run, rest, appended, undispatched, redispatch_tag)
             return after
@@ -130,23 +132,6 @@ class StepDispatcher:
             if isinstance(result, Exception):
                 raise result
         return after
-
-    def _append_creates(
-        self, run: Run, after: int, steps: list[StepRequest]
-    ) -> tuple[list[StepRequest], list[StepRequest], int | None]:
-        """Append the creates of ``steps`` after ``after``, a batch at a time, until one does not land.
-
-        Returns the steps appended, the steps left (all from the first batch that did
-        not land or whose answer was lost), and where the log ends if none is left.
-        """
-        index = 0
-        while index < len(steps):
-            chunk = steps[index : index + rules.MAX_BATCH_EVENTS]
-            if append_or_none(self._world, run.run_id, after, [_create_request(s) for s in chunk]) is None:
-                return steps[:index], steps[index:], None
-            after += len(chunk)
-            index += len(chunk)
-        return steps, [], after
 
     def _dispatch_resilient(
         self,

@@ -40,7 +40,6 @@ from functools import partial
 from operator import attrgetter
 from typing import Any
 
-from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
     EventData,
@@ -56,7 +55,7 @@ from world_aws.errors import Conflict, RunExpired, Throttled, TooEarly, Transien
 from world_aws.runtime import ids, stepbody, telemetry, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
-from world_aws.runtime.outcomes import OutcomeBatch, append_or_none
+from world_aws.runtime.outcomes import OutcomeBatch, append_batches
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
 
@@ -399,26 +398,16 @@ class InlineSteps:
         ``start``'s event if it went first in the first batch. If that batch did not land,
         ``start`` is written on its own before any create (a landed one makes it a no-op).
         """
-        claims: list[Claim] = []
+        requests = [owned_create(s, owner) for s in creates]
+        results, _end = append_batches(self._world, run.run_id, after, requests, lead=start)
         started: list[Event] = []
-        index = 0
-        while index < len(creates):
-            room = rules.MAX_BATCH_EVENTS - (1 if start is not None else 0)
-            chunk = creates[index : index + room]
-            requests = [*([start] if start is not None else []), *(owned_create(s, owner) for s in chunk)]
-            results = append_or_none(self._world, run.run_id, after, requests)
-            if results is None:
-                if start is not None:
-                    start_run(self._world, run.run_id, start)
-                return claims, creates[index:], started
-            if start is not None:
-                first, *results = results
-                started = [first.event] if first.event is not None else []
-                start = None
-            claims += [Claim(r.step, s, r.event) for r, s in zip(results, chunk, strict=True)]
-            after += len(requests)
-            index += len(chunk)
-        return claims, [], started
+        if start is not None and not results:
+            start_run(self._world, run.run_id, start)
+        elif start is not None:
+            first, *results = results
+            started = [first.event] if first.event is not None else []
+        claims = [Claim(r.step, s, r.event) for r, s in zip(results, creates, strict=False)]
+        return claims, creates[len(results) :], started
 
     def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
         data = EventData(step_name=request.step_name, owner=owner.tag)

@@ -43,6 +43,32 @@ def append_or_none(
         return None
 
 
+def append_batches(
+    world: World, run_id: str, after: int, requests: list[EventRequest], *, lead: EventRequest | None = None
+) -> tuple[list[EventResult], int | None]:
+    """Append ``requests`` after ``after``, ``rules.MAX_BATCH_EVENTS`` to a write, until one does not land.
+
+    ``lead`` (a pending run's ``run_started``) goes first in the first write.
+
+    Returns:
+        The results of the writes that landed, in order (``lead``'s first), and where the
+        log ends if every one did. The caller writes what is left one by one.
+    """
+    results: list[EventResult] = []
+    index = 0
+    while index < len(requests):
+        head = [lead] if lead is not None else []
+        chunk = requests[index : index + rules.MAX_BATCH_EVENTS - len(head)]
+        landed = append_or_none(world, run_id, after, [*head, *chunk])
+        if landed is None:
+            return results, None
+        results += landed
+        after += len(head) + len(chunk)
+        index += len(chunk)
+        lead = None
+    return results, after
+
+
 # How long a batch waits for more outcomes after its first: bodies that finish together share
 # a write, and a finished body's outcome is in the log this soon even while a sibling runs on.
 LINGER_SECONDS = 0.05
