@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import boto3
@@ -252,3 +254,53 @@ def test_moto_request_helpers_are_remembered_with_the_same_answers() -> None:
     assert "call_action" in names and names == responses.method_names_from_class.__wrapped__(
         responses.BaseResponse
     )
+
+
+@pytest.fixture
+def sqs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    assert moto_speedups.install()
+    with mock_aws():
+        yield boto3.client("sqs", region_name="us-east-1")
+
+
+def test_moto_sqs_reads_now_from_the_system_clock_with_moto_s_answer() -> None:
+    # GIVEN the speedups installed
+    from moto.core import utils
+    from moto.sqs import models
+
+    moto_speedups.install()
+    # THEN the SQS module's "now" is the system clock's, as moto's own computes it
+    before = time.time()
+    fast_s, fast_ms, moto_s = models.unix_time(), models.unix_time_millis(), utils.unix_time()
+    after = time.time()
+    assert models.unix_time is not utils.unix_time
+    assert before <= fast_s <= after and before * 1000 <= fast_ms <= after * 1000
+    assert abs(moto_s - fast_s) < 1.0
+    # AND a given datetime is converted as before
+    moment = datetime(2026, 12, 2, 4, 30, 0, 250_000)
+    assert models.unix_time(moment) == utils.unix_time(moment)
+    assert models.unix_time_millis(moment) == utils.unix_time_millis(moment)
+
+
+def test_visibility_delay_and_retention_hold_with_the_speedups(sqs: Any) -> None:
+    # GIVEN a queue with a 60 s retention period, one message delayed and one visible
+    url = sqs.create_queue(QueueName="speedups", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=30)
+    sqs.send_message(QueueUrl=url, MessageBody="now")
+    # WHEN received THEN only the visible one comes, and then stays in flight
+    first = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)["Messages"]
+    assert [m["Body"] for m in first] == ["now"]
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    counters = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    assert counters["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert counters["ApproximateNumberOfMessagesNotVisible"] == "1"
+    # AND a message older than the retention period is not handed out
+    sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"], VisibilityTimeout=0)
+    from moto.sqs.models import sqs_backends
+
+    queue = sqs_backends["123456789012"]["us-east-1"].get_queue("speedups")
+    for message in queue._messages:
+        message.sent_timestamp -= 61_000
+    assert "Messages" not in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)

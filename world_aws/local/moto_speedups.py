@@ -20,6 +20,13 @@ run (a 16-branch fan-out: 3 s on a fresh table, 16-25 s after 30 runs):
 4. Every request lists the members of its handler class (``inspect.getmembers``,
    about 1 ms) and converts names from camel case: both answers depend on their
    argument alone, so each is computed once (``_remember_pure_helpers``).
+5. An SQS receive checks each message it hands out against the queue's retention
+   period by asking for the queue's attributes, which counts every message of the
+   queue three times (visible, delayed, in flight) to answer one number: a receive
+   from a queue of n messages cost O(n) per message received. Here the check reads
+   the period itself (``_cheap_retention_check``). And each of those counts reads the
+   clock once per message through two ``datetime`` constructions; moto's SQS module
+   gets the same number from ``time.time()`` (``_fast_sqs_clock``).
 
 The first two rely on requests being served one at a time, as the embedded default
 (``SerializedApp``) and the tests (``testing.moto_patches``) arrange; the
@@ -39,6 +46,7 @@ import inspect
 import logging
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +63,8 @@ def install() -> bool:
     """Patch moto's transactions, queries and attribute values (idempotent). True when the patches are on."""
     moto_fast_json.install()
     _remember_pure_helpers()
+    _cheap_retention_check()
+    _fast_sqs_clock()
     try:
         from moto.dynamodb.models import DynamoDBBackend
         from moto.dynamodb.models.table import Table
@@ -92,6 +102,55 @@ def _remember_pure_helpers() -> None:
         for module in [m for n, m in sys.modules.items() if n.startswith("moto") and m is not None]:
             if getattr(module, name, None) is original:
                 setattr(module, name, remembered)
+
+
+def _cheap_retention_check() -> None:
+    """``SQSBackend.is_message_valid_based_on_retention_period`` without computing every attribute."""
+    try:
+        from moto.sqs.models import SQSBackend
+    except ImportError:
+        return
+    original = SQSBackend.is_message_valid_based_on_retention_period
+    if getattr(original, _MARKER, False):
+        return
+
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        period = getattr(self.get_queue(queue_name), "message_retention_period", None)
+        if period is None:  # not the attribute this patch expects: moto's own way
+            return bool(original(self, queue_name, message))
+        return bool(int(period) + message.sent_timestamp / 1000 > time.time())
+
+    setattr(is_message_valid_based_on_retention_period, _MARKER, True)
+    SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+
+
+def _fast_sqs_clock() -> None:
+    """moto's SQS module reads "now" (seconds and milliseconds since the epoch) from ``time.time()``.
+
+    The same value moto's ``unix_time()`` computes from ``utcnow() - utcfromtimestamp(0)``;
+    a given datetime is converted by moto's own function as before.
+    """
+    try:
+        from moto.core import utils
+        from moto.sqs import models
+    except ImportError:
+        return
+    if getattr(getattr(models, "unix_time", None), _MARKER, False):
+        return
+    original_unix_time = utils.unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(original_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    for helper in (unix_time, unix_time_millis):
+        setattr(helper, _MARKER, True)
+    if getattr(models, "unix_time", None) is original_unix_time:
+        models.unix_time = unix_time  # type: ignore[attr-defined]
+    if getattr(models, "unix_time_millis", None) is utils.unix_time_millis:
+        models.unix_time_millis = unix_time_millis  # type: ignore[attr-defined]
 
 
 def _fits(table: type, backend: type) -> bool:

@@ -1,0 +1,91 @@
+"""``LoopbackMotoServer``: one kept-alive connection serves a client's requests, answered as before."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import threading
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from world_aws.local.moto_server import LoopbackMotoServer
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackMotoServer]:
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    started = LoopbackMotoServer()
+    yield started
+    started.stop()
+
+
+def _list_queues(connection: http.client.HTTPConnection, **headers: str) -> bytes:
+    """One form POST on ``connection``: its answer's body (status 200 asserted)."""
+    form = {"Content-Type": "application/x-www-form-urlencoded", **headers}
+    connection.request("POST", "/", body=b"Action=ListQueues", headers=form)
+    response = connection.getresponse()
+    assert response.status == 200
+    return response.read()
+
+
+def test_a_clients_requests_share_one_connection_and_keep_their_answers(server: LoopbackMotoServer) -> None:
+    # GIVEN a client of the server (its own connection pool)
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=server.endpoint_url)
+    url = sqs.create_queue(QueueName="kept")["QueueUrl"]
+    # WHEN it makes many requests with bodies of different sizes, one after the other
+    sent = [f"message {i} " + "x" * (i * 97) for i in range(25)]
+    for body in sent:
+        sqs.send_message(QueueUrl=url, MessageBody=body)
+    received: list[str] = []
+    while len(received) < len(sent):
+        answer = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        batch = answer.get("Messages", [])
+        assert batch, "a message went missing"
+        received += [m["Body"] for m in batch]
+    # THEN every answer is the right one, and the server held one connection for them
+    assert sorted(received) == sorted(sent)
+    assert len(server._server.open_connections) == 1  # type: ignore[attr-defined]
+
+
+def test_head_get_and_put_of_an_object_on_a_kept_connection(server: LoopbackMotoServer) -> None:
+    s3 = boto3.client("s3", region_name="us-east-1", endpoint_url=server.endpoint_url)
+    s3.create_bucket(Bucket="kept")
+    s3.put_object(Bucket="kept", Key="k", Body=b"0123456789" * 1000)
+    # A HEAD answer has the object's length and no body; the next answer on the connection is whole.
+    assert s3.head_object(Bucket="kept", Key="k")["ContentLength"] == 10_000
+    assert s3.get_object(Bucket="kept", Key="k")["Body"].read() == b"0123456789" * 1000
+    assert len(server._server.open_connections) == 1  # type: ignore[attr-defined]
+
+
+def test_a_request_that_asks_to_close_gets_its_answer_and_the_close(server: LoopbackMotoServer) -> None:
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    assert _list_queues(connection, Connection="close")
+    # The server lets go of it after the answer.
+    released = threading.Event()
+    for _ in range(200):
+        if not server._server.open_connections:  # type: ignore[attr-defined]
+            released.set()
+            break
+        released.wait(0.01)
+    assert released.is_set()
+    connection.close()
+
+
+def test_stop_ends_the_kept_connections() -> None:
+    # GIVEN a server holding a kept-alive connection
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    server = LoopbackMotoServer()
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    assert _list_queues(connection)
+    assert len(server._server.open_connections) == 1  # type: ignore[attr-defined]
+    # WHEN it stops
+    server.stop()
+    # THEN the connection is closed from its side: the next request on it fails
+    with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+        _list_queues(connection)
