@@ -1,13 +1,14 @@
 """The lazily written owned step item (ARCHITECTURE §8): a step appended alone has no item until its outcome.
 
 The run item holds ``own#<step id>`` = its create position meanwhile; the owner's
-outcome puts the whole item and removes the entry in the same transaction; any other
-write of the step (a takeover, a one-by-one outcome) first materialises the item
+outcome removes the entry and writes no item (its events are the step's record); any
+other write of the step (a takeover, a one-by-one outcome) first materialises the item
 from the create event. Readers see the same step in every state.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from world_aws.aws import keys
@@ -40,41 +41,57 @@ def _twin(world: AwsWorld, clock: ManualClock) -> AwsWorld:
     return create_aws_world(world.config, clients=world.clients, clock=clock)
 
 
-def test_a_step_appended_alone_has_an_entry_until_its_outcome_puts_its_whole_item(
+def test_a_step_appended_alone_has_an_entry_until_its_outcome_and_then_only_its_events(
     world: AwsWorld, clock: ManualClock
 ) -> None:
     # GIVEN an owned step appended alone
     run_id = create_run(world)
     alone = appended_alone(world, run_id)
     created_at = last_position(world, run_id)
-    # THEN it has no item, and the run item names its create position
+    # THEN it has no item, and the run item names its create position (and that the log
+    # holds steps without an item from there on)
     assert _step_item(world, run_id, alone) is None
     assert _entry(world, run_id, alone) == created_at
+    assert _run_item(world, run_id)[keys.LOGGED_FROM] == created_at
     # WHEN its outcome is appended alone (the run's last step)
     clock.advance(2)
     assert world.events.append_after(run_id, created_at, [owned_outcome(alone)], at=clock.now())
-    # THEN its item is what a create and an outcome written one by one leave, and the entry is gone
-    item = _step_item(world, run_id, alone)
-    assert item is not None
+    # THEN it has neither item nor entry: its two events are its record
+    assert _step_item(world, run_id, alone) is None
     assert _entry(world, run_id, alone) is None
-    assert (item["status"], item["cpos"], item["ver"], item["attempt"]) == (
-        "completed",
-        created_at,
-        created_at + 1,
+    # AND it reads as the same step created with its item and completed would
+    step = world.steps.get(run_id, alone)
+    reference = world.steps.get(run_id, _reference_step(world, run_id, clock))
+    assert (step.status, step.attempt, step.output, step.input, step.step_name) == (
+        StepStatus.COMPLETED,
         1,
+        b"out",
+        b"in",
+        STEP,
     )
-    reference = _reference_item(world, run_id, clock)
-    assert set(item) == set(reference)
+    assert (step.created_at, step.started_at, step.completed_at) == (
+        clock.now() - timedelta(seconds=2),
+        clock.now() - timedelta(seconds=2),
+        clock.now(),
+    )
+    same = ("status", "attempt", "output", "input", "error", "step_name", "retry_after")
+    assert [getattr(step, name) for name in same] == [getattr(reference, name) for name in same]
+    assert [s.step_id for s in world.steps.list(run_id)] == [alone, reference.step_id]
 
 
-def _reference_item(world: AwsWorld, run_id: str, clock: ManualClock) -> dict[str, Any]:
-    """The item of an owned step created with its item (one by one) and then completed."""
+def _run_item(world: AwsWorld, run_id: str) -> dict[str, Any]:
+    run_item = world.table.get(keys.run_key(run_id))
+    assert run_item is not None
+    return run_item
+
+
+def _reference_step(world: AwsWorld, run_id: str, clock: ManualClock) -> str:
+    """An owned step created with its item (one by one) and then completed by its owner."""
     step_id = running_owned(world, run_id)
     after = last_position(world, run_id)
     assert world.events.append_after(run_id, after, [owned_outcome(step_id)], at=clock.now())
-    item = _step_item(world, run_id, step_id)
-    assert item is not None
-    return item
+    assert _step_item(world, run_id, step_id) is not None
+    return step_id
 
 
 def test_another_process_reads_the_step_and_writes_its_outcome_one_by_one(

@@ -21,7 +21,7 @@ from world_aws.aws import items, keys, live_index
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer
-from world_aws.aws.step_events import unwritten_step
+from world_aws.aws.step_events import logged_steps, unwritten_step
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.world import BlobStore, LiveRun, RunPage
 from world_aws.errors import BadInput, NotFound
@@ -186,7 +186,8 @@ class DynamoStepStore(_Reader):
     """``steps.get`` / ``steps.list``.
 
     A step created owned without its item (``step_events``: the run item holds its
-    entry) is read from its create event, as its create made it.
+    entry) is read from its create event, as its create made it; one its owner settled
+    (no item, no entry) from its events in the log (``step_events.logged_steps``).
     """
 
     def __init__(self, table: Table, blobs: BlobStore, sequencer: Sequencer) -> None:
@@ -194,12 +195,18 @@ class DynamoStepStore(_Reader):
         self._seq = sequencer
 
     def get(self, run_id: str, step_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Step:
-        """The step: its item, else (one more read) the run item's entry and its create. Raises NotFound."""
+        """The step: its item, else (one more read) the run item's entry and its create, else its events.
+
+        Raises NotFound.
+        """
         item = self._table.get(keys.step_key(run_id, step_id))
         if item is not None:
             return items.step_from_item(run_id, item, PayloadReader(self._blobs, resolve_data))
         run_item = self._table.get(keys.run_key(run_id))
         found = unwritten_step(self._seq, self._blobs, run_id, step_id, run_item, resolve_data)
+        if found is None:
+            logged = logged_steps(self._seq, self._blobs, run_id, run_item, resolve_data, only=step_id)
+            found = logged.get(step_id)
         if found is None:
             raise NotFound(f"step {step_id} not found in run {run_id}")
         return found[0]
@@ -218,6 +225,11 @@ class DynamoStepStore(_Reader):
             found = unwritten_step(self._seq, self._blobs, run_id, step_id, run_item, resolve_data)
             if found is not None:
                 listed.append((found[1], found[0]))
+                have.add(step_id)
+        logged = logged_steps(self._seq, self._blobs, run_id, run_item, resolve_data)
+        for step_id, (step, position) in logged.items():
+            if step_id not in have:
+                listed.append((position, step))
         return [step for _, step in sorted(listed, key=lambda pair: pair[0])]
 
     def any_pending(self, run_id: str, *, besides: str | None = None) -> bool:

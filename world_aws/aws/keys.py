@@ -64,6 +64,10 @@ SCHEDULE_SK: Final = "schedule"
 # The run item's attribute ``own#<step id>`` = the create position of an owned step whose
 # item is not written yet (``step_events``: the lazily written owned step item).
 OWN_PREFIX: Final = "own#"
+# The run item's attribute: the create position of its first owned step appended without
+# an item. From there on the log may hold steps that never get an item (their owner's
+# outcome writes none, ``step_events``): readers and creates look for them in the log.
+LOGGED_FROM: Final = "logged_from"
 
 # Every run item carries this GSI partition key, so gsi1 lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"

@@ -254,6 +254,10 @@ class Sequencer:
             ":at": items.epoch_us(now),
             **TERMINAL_STATUSES,
         }
+        if own:
+            # Kept for good: from here on, the log may hold steps with no item (§8).
+            sets.append(f"{keys.LOGGED_FROM} = if_not_exists({keys.LOGGED_FROM}, :logged)")
+            values[":logged"] = min(position for _, position in own)
         for index, (step_id, position) in enumerate(own):
             names[f"#own{index}"] = keys.own_attribute(step_id)
             values[f":own{index}"] = position

@@ -35,14 +35,16 @@ step (nothing was read); the caller has what it wrote.
 outcome, the next creates) in one ``TransactWriteItems`` whose action 0 takes the
 positions on the run item (``seq = :after``, fenced), then the events in as few items as
 fit (``items.batch_items``: an outcome and the next create share one), then the same
-entity actions as above.
+entity actions as above, except for an owned step appended alone: no item while it runs
+(the run item's ``own#`` entry) nor after its owner settles it (its events are its
+record, ``logged_steps``; ARCHITECTURE §8 "The owned step without an item").
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -85,6 +87,12 @@ LAZY_CREATES = 1
 # (each until that outcome: one per run this process continues; an entry holds the step's
 # input inline, up to 64 KiB, so the bound is what keeps a leak on a fallback path small).
 UNWRITTEN_MEMORY = 256
+# Runs whose steps created in the log this World remembers, for creates written one by one.
+LOGGED_RUNS_MEMORY = 32
+# The events that change a step after its create.
+_STEP_TRANSITIONS = frozenset(
+    {EventType.STEP_STARTED, EventType.STEP_RETRYING, EventType.STEP_COMPLETED, EventType.STEP_FAILED}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +140,7 @@ class StepEvents:
         self._blobs = blobs
         self._headers = PayloadReader(blobs, ResolveData.NONE)
         self._unwritten = _UnwrittenSteps(UNWRITTEN_MEMORY)
+        self._logged_creates = _LoggedCreates(sequencer, LOGGED_RUNS_MEMORY)
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
@@ -146,7 +155,7 @@ class StepEvents:
             entity_actions,
             entity_fields=_CREATE_FIELDS,
             read_first=likely_duplicate,
-            check=partial(_not_owned_without_item, step.step_id),
+            check=partial(self._refuse_existing, run_id, step.step_id),
         )
         return EventResult(event=event, step=step)
 
@@ -253,6 +262,8 @@ class StepEvents:
         if step_item is None and self.materialize(run_id, request.correlation_id, run_item):
             return None  # its item is written now: judge it as it is
         seen = self._header(run_id, step_item)
+        if step_item is None:  # settled by its owner with no item: as the log has it
+            seen = self.logged(run_id, request.correlation_id, run_item)
         rules.judge_step_event(request, self._seq.run_header(run_item), seen, now)
         assert step_item is not None and seen is not None
         version = int(step_item["ver"])
@@ -307,8 +318,26 @@ class StepEvents:
         if stored is None and self.materialize(run_id, step_id, appended.run_item):
             return self._settle(run_id, request, now)  # its item is written now: once more
         old = self._header(run_id, stored)
+        if stored is None:  # settled by its owner with no item: as the log has it
+            old = self.logged(run_id, step_id, appended.run_item)
         rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         raise Transient(f"step {step_id}: commit refused for no rule; retry")
+
+    def logged(self, run_id: str, step_id: str, run_item: Item | None) -> Step | None:
+        """The step as its events in the log make it, if it has no item nor entry (``logged_steps``)."""
+        found = logged_steps(self._seq, self._blobs, run_id, run_item, ResolveData.NONE, only=step_id)
+        return found[step_id][0] if step_id in found else None
+
+    def _refuse_existing(self, run_id: str, step_id: str, run_item: Item) -> None:
+        """Refuse a create of a step that exists without an item (its entry, or its events in the log).
+
+        A step with an item is refused by the create's put (``attribute_not_exists``).
+        """
+        if keys.own_attribute(step_id) in run_item:
+            raise Conflict(f"step {step_id} already exists")
+        logged_from = run_item.get(keys.LOGGED_FROM)
+        if logged_from is not None and self._logged_creates.holds(run_id, step_id, int(str(logged_from))):
+            raise Conflict(f"step {step_id} already exists")
 
     def materialize(self, run_id: str, step_id: str, run_item: Item | None) -> bool:
         """Write the item of a step created owned without one, if ``run_item`` says it is; whether it did.
@@ -367,12 +396,13 @@ class StepEvents:
         """An owned create without its item: the run item's entry (``take_positions_action``) stands in.
 
         The item its create would have written is kept (``made``, then this World's map)
-        for the outcome to put whole. No action here: a ``ConditionCheck`` that the step
+        for a retry to put whole (an outcome puts none). No action here: a ``ConditionCheck`` that the step
         has no item would cost what the item's put did (a public measurement bills it as
         a transactional write), and the append's own condition already makes it needless
         for a caller that keeps ``append_after``'s precondition (its creates name steps
         the log up to ``after`` does not hold; the runtime's replay has read that log).
-        A second create of a step created this way is refused by its entry.
+        A second create of a step created this way is refused by its entry, or once
+        settled by its create in the log (``_refuse_existing``).
         """
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
@@ -384,8 +414,15 @@ class StepEvents:
     def _lazy_settle_actions(
         self, request: EventRequest, unwritten: _Unwritten, now: datetime
     ) -> EntityActions:
-        """The outcome of a step created without its item: its whole item, put (the entry goes with it)."""
+        """The owner's write of a step created without its item (its entry goes with it, action 0).
+
+        An outcome writes no item: the step's two events in the log are its whole record
+        (``logged_steps``). A retry puts the whole item, pending: the step leaves its
+        owner for a retry message, whose consumer claims it like any dispatched step.
+        """
         status = _SETTLED_STATUS[request.type]
+        if status.terminal:
+            return lambda _position, _writer: []
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             sets, removes = _settled_changes(request, status, writer, position, now)
@@ -456,10 +493,89 @@ def unwritten_step(
     return None
 
 
-def _not_owned_without_item(step_id: str, run_item: Item) -> None:
-    """Refuse a create of a step the run item names as created owned without its item."""
-    if keys.own_attribute(step_id) in run_item:
-        raise Conflict(f"step {step_id} already exists")
+def logged_steps(
+    sequencer: Sequencer,
+    blobs: BlobStore,
+    run_id: str,
+    run_item: Item | None,
+    resolve_data: ResolveData = ResolveData.ALL,
+    *,
+    only: str | None = None,
+) -> dict[str, tuple[Step, int]]:
+    """The steps the log holds from the run item's ``logged_from`` on, each folded from its events.
+
+    With its create position. Meant for the steps that have no item and no entry: an
+    owned step appended alone whose owner appended its outcome (``_lazy_settle_actions``);
+    a step that has an item is read from it. One consistent Query of the log from
+    there (holes are no matter: the creates looked for are appended in the transaction
+    that takes their positions). ``only``: just that step. Nothing without ``logged_from``.
+    """
+    if run_item is None or keys.LOGGED_FROM not in run_item:
+        return {}
+    start = int(str(run_item[keys.LOGGED_FROM]))
+    reader = PayloadReader(blobs, resolve_data)
+    found: dict[str, tuple[Step, int]] = {}
+    for item in _log_from(sequencer, run_id, start):
+        for event in items.events_from_item(run_id, item, reader, since=start):
+            step_id = event.correlation_id
+            if step_id is None or (only is not None and step_id != only):
+                continue
+            request = EventRequest(event.type, step_id, event.data)
+            if event.type is EventType.STEP_CREATED:
+                if step_id not in found:
+                    found[step_id] = (rules.new_step(run_id, request, event.created_at), event.position)
+            elif step_id in found and event.type in _STEP_TRANSITIONS:
+                step, position = found[step_id]
+                found[step_id] = (rules.apply_step_event(request, step, event.created_at), position)
+    return found
+
+
+def _log_from(sequencer: Sequencer, run_id: str, start: int) -> Iterator[Item]:
+    return sequencer.table.query_all(
+        "pk = :pk AND sk BETWEEN :from AND :to",
+        {
+            ":pk": keys.run_pk(run_id),
+            ":from": keys.event_sk(start),
+            ":to": keys.event_sk(keys.MAX_POSITION),
+        },
+    )
+
+
+class _LoggedCreates:
+    """Per run, the steps created in its log from ``logged_from`` on, as far as this World read it.
+
+    For a create written one by one in a run whose log may hold steps without an item:
+    each such create reads only the log past what the last one read (bounded: the
+    least recently used runs are forgotten, and read again from ``logged_from``).
+    Exact for the steps appended without an item: their creates are appended in the
+    transaction that takes their positions, so one a read missed lies past its end.
+    """
+
+    def __init__(self, sequencer: Sequencer, size: int) -> None:
+        self._seq = sequencer
+        self._size = size
+        self._runs: OrderedDict[str, tuple[int, set[str]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def holds(self, run_id: str, step_id: str, start: int) -> bool:
+        """Whether the log of ``run_id`` from ``start`` on holds a ``step_created`` of ``step_id``."""
+        with self._lock:
+            read_to, created = self._runs.get(run_id, (start - 1, set()))
+        if step_id in created:
+            return True
+        created = set(created)
+        headers = PayloadReader(self._seq.blobs, ResolveData.NONE)
+        for item in _log_from(self._seq, run_id, read_to + 1):
+            read_to = max(read_to, items.item_span(item)[1])
+            for event in items.events_from_item(run_id, item, headers, since=start):
+                if event.type is EventType.STEP_CREATED and event.correlation_id is not None:
+                    created.add(event.correlation_id)
+        with self._lock:
+            self._runs[run_id] = (read_to, created)
+            self._runs.move_to_end(run_id)
+            while len(self._runs) > self._size:
+                self._runs.popitem(last=False)
+        return step_id in created
 
 
 def _step_update(

@@ -344,6 +344,49 @@ def test_a_step_appended_alone_cannot_be_created_again(world: World) -> None:
     assert world.steps.get(run_id, alone).status is StepStatus.RUNNING
 
 
+@pytest.mark.parametrize("settled", [EventType.STEP_COMPLETED, EventType.STEP_FAILED])
+def test_a_step_its_owner_settled_in_an_append_is_never_created_started_or_settled_again(
+    world: World, clock: ManualClock, settled: EventType
+) -> None:
+    # GIVEN an owned step appended alone, settled by its owner's append with the next create,
+    # and the next one settled likewise (the sequential shape: a World may keep such a step
+    # in its log alone)
+    run_id = create_run(world)
+    alone = appended_alone(world, run_id)
+    clock.advance(1)
+    completed = settled is EventType.STEP_COMPLETED
+    data = EventData(output=b"out", owner=OWNER) if completed else EventData(error=b"bad", owner=OWNER)
+    nxt = new_id("step")
+    for batch in ([EventRequest(settled, alone, data), owned_create(nxt)], [owned_outcome(nxt)]):
+        assert world.events.append_after(run_id, last_position(world, run_id), batch, at=clock.now())
+    after = last_position(world, run_id)
+    # WHEN it is created again one by one and as a consumer's re-ensure
+    with pytest.raises(Conflict):
+        create_step(world, run_id, step_id=alone)
+    again = EventData(step_name=STEP, input=b"in", via_step_dispatch=True)
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_CREATED, alone, again)
+    # AND started again (a stale takeover), and settled again one by one
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_STARTED, alone, EventData(step_name=STEP, owner="m-2#1#h"))
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_COMPLETED, alone, EventData(output=b"late", owner=OWNER))
+    # THEN every one is refused, nothing of them is listed, and both steps read as their owner left them
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == []
+    creates = [e.correlation_id for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
+    assert creates == [alone, nxt]
+    step = world.steps.get(run_id, alone)
+    if completed:
+        assert (step.status, step.output, step.attempt) == (StepStatus.COMPLETED, b"out", 1)
+    else:
+        assert (step.status, step.error, step.attempt) == (StepStatus.FAILED, b"bad", 1)
+    assert step.completed_at == clock.now()
+    listed = world.steps.list(run_id)
+    assert [(s.step_id, s.status) for s in listed] == [(alone, step.status), (nxt, StepStatus.COMPLETED)]
+    assert world.steps.get(run_id, nxt).output == b"out"
+    assert world.steps.any_pending(run_id) is False
+
+
 # --- the run's end closing a batch (the last outcome and run_completed / run_failed) ------
 
 ENDS = {
