@@ -22,9 +22,12 @@ def server() -> Iterator[LoopbackMotoServer]:
     started.stop()
 
 
+_FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+
+
 def _list_queues(connection: http.client.HTTPConnection, **headers: str) -> bytes:
     """One form POST on ``connection``: its answer's body (status 200 asserted)."""
-    form = {"Content-Type": "application/x-www-form-urlencoded", **headers}
+    form = {**_FORM, **headers}
     connection.request("POST", "/", body=b"Action=ListQueues", headers=form)
     response = connection.getresponse()
     assert response.status == 200
@@ -89,3 +92,25 @@ def test_stop_ends_the_kept_connections() -> None:
     # THEN the connection is closed from its side: the next request on it fails
     with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
         _list_queues(connection)
+
+
+def test_answers_write_no_access_log_line_and_a_proper_date(
+    server: LoopbackMotoServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # GIVEN the server's requests logged at INFO
+    caplog.set_level("INFO", logger="werkzeug")
+    sqs = boto3.client("sqs", region_name="us-east-1", endpoint_url=server.endpoint_url)
+    # WHEN answered normally, and with an error of the client's (a missing queue: a 400)
+    sqs.list_queues()
+    with pytest.raises(sqs.exceptions.QueueDoesNotExist):
+        sqs.get_queue_url(QueueName="missing")
+    # THEN no access line was written for either
+    assert not [r for r in caplog.records if r.name == "werkzeug" and "POST" in r.getMessage()]
+    # AND the Date header is a proper HTTP date
+    host, port = server.address
+    connection = http.client.HTTPConnection(host, port, timeout=5)
+    connection.request("POST", "/", body=b"Action=ListQueues", headers=_FORM)
+    response = connection.getresponse()
+    response.read()
+    assert response.getheader("Date", "").endswith(" GMT")
+    connection.close()

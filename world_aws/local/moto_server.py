@@ -22,6 +22,7 @@ import io
 import logging
 import socket
 import threading
+import time
 from typing import Any
 
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
@@ -32,6 +33,7 @@ from world_aws.local.serial_wsgi import SerializedApp
 LOG = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
+_DATE_HEADER: dict[int, str] = {}  # the last second's Date header (``_KeepAliveHandler``)
 _HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}
 # How often the serving loop looks for a stop request: a stop takes at most this long.
 SHUTDOWN_POLL_SECONDS = 0.02
@@ -76,6 +78,25 @@ class _KeepAliveHandler(MotoRequestHandler):
     def finish(self) -> None:
         self.server.open_connections.discard(self.connection)  # type: ignore[attr-defined]
         super().finish()
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        # werkzeug's access log line per request cost more than many of moto's answers (the
+        # path decoded, the line styled and formatted, a timestamp): only a server error
+        # is worth one here (a refused condition, a 400, is the World's everyday answer).
+        if str(code).startswith("5"):
+            super().log_request(code, size)
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        # The ``Date`` header, formatted once a second rather than once an answer.
+        if timestamp is not None:
+            return super().date_time_string(timestamp)
+        second = int(time.time())
+        stamp = _DATE_HEADER.get(second)
+        if stamp is None:
+            stamp = super().date_time_string(second)
+            _DATE_HEADER.clear()
+            _DATE_HEADER[second] = stamp
+        return stamp
 
     def run_wsgi(self) -> None:
         length = self.headers.get("Content-Length")
