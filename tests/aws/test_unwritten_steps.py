@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from world_aws.aws import keys
+from world_aws.aws import keys, step_events
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventData, EventType, StepStatus
@@ -146,3 +146,36 @@ def test_a_takeover_materialises_the_item_and_the_owners_outcome_still_lands(
     assert world.steps.get(run_id, alone).status is StepStatus.COMPLETED
     assert _step_item(world, run_id, nxt) is None
     assert _entry(world, run_id, nxt) == after + 2
+
+
+def test_a_small_wave_is_appended_without_items_and_a_wider_one_with_them(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a wave of as many owned creates as go without items (a gather's inline branches)
+    run_id = create_run(world)
+    after = last_position(world, run_id)
+    wave = [new_id("step") for _ in range(step_events.LAZY_CREATES)]
+    assert world.events.append_after(run_id, after, [owned_create(s) for s in wave], at=clock.now())
+    # THEN none has an item; each has its entry at its create position
+    assert [_step_item(world, run_id, s) for s in wave] == [None] * len(wave)
+    assert [_entry(world, run_id, s) for s in wave] == list(range(after + 1, after + 1 + len(wave)))
+    # WHEN the first settles in one append, the others together in the next
+    clock.advance(1)
+    first, *rest = wave
+    for batch in ([owned_outcome(first)], [owned_outcome(s, output=s.encode()) for s in rest]):
+        assert world.events.append_after(run_id, last_position(world, run_id), batch, at=clock.now())
+        if len(batch) == 1:
+            assert [_entry(world, run_id, s) is None for s in wave] == [True] + [False] * len(rest)
+    # THEN none has an item or an entry, and each reads completed with its own output
+    assert all(_step_item(world, run_id, s) is None and _entry(world, run_id, s) is None for s in wave)
+    listed = world.steps.list(run_id)
+    assert [(s.step_id, s.status, s.output) for s in listed] == [
+        (first, StepStatus.COMPLETED, b"out"),
+        *[(s, StepStatus.COMPLETED, s.encode()) for s in rest],
+    ]
+    # AND a wave one wider writes its items, as before
+    wider = [new_id("step") for _ in range(step_events.LAZY_CREATES + 1)]
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_create(s) for s in wider], at=clock.now())
+    assert all(_step_item(world, run_id, s) is not None for s in wider)
+    assert [_entry(world, run_id, s) for s in wider] == [None] * len(wider)

@@ -79,10 +79,11 @@ _SETTLED_STATUS = {
 }
 
 
-# An append that creates at most this many owned steps writes no item for them (the
-# sequential shape: an outcome and the next create). Each such step costs its run item
-# an entry (~40 B) while it runs, which every append rewrites; a wave writes items.
-LAZY_CREATES = 1
+# An append that creates at most this many owned steps writes no item for them: the
+# sequential shape (an outcome and the next create) and a wave as wide as the default
+# inline fan-out (WORKFLOW_MAX_INLINE_STEPS = 3). Each such step costs its run item an
+# entry (~40 B) while it runs, which every append rewrites; a wider wave writes items.
+LAZY_CREATES = 3
 # Steps created without their item that this World remembers, for their owner's outcome
 # (each until that outcome: one per run this process continues; an entry holds the step's
 # input inline, up to 64 KiB, so the bound is what keeps a leak on a fallback path small).
