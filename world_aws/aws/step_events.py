@@ -397,11 +397,12 @@ class StepEvents:
         """An owned create without its item: the run item's entry (``take_positions_action``) stands in.
 
         The item its create would have written is kept (``made``, then this World's map)
-        for a retry to put whole (an outcome puts none). No action here: a ``ConditionCheck`` that the step
-        has no item would cost what the item's put did (a public measurement bills it as
-        a transactional write), and the append's own condition already makes it needless
-        for a caller that keeps ``append_after``'s precondition (its creates name steps
-        the log up to ``after`` does not hold; the runtime's replay has read that log).
+        for a retry to put whole (an outcome puts none). No action here: a
+        ``ConditionCheck`` that the step has no item would cost what the item's put did
+        (a public measurement bills it as a transactional write), and the append's own
+        condition already makes it needless for a caller that keeps ``append_after``'s
+        precondition (its creates name steps the log up to ``after`` does not hold; the
+        runtime's replay has read that log).
         A second create of a step created this way is refused by its entry, or once
         settled by its create in the log (``_refuse_existing``).
         """
