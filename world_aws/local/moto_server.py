@@ -33,7 +33,6 @@ from world_aws.local.serial_wsgi import SerializedApp
 LOG = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
-_DATE_HEADER: dict[int, str] = {}  # the last second's Date header (``_KeepAliveHandler``)
 _HOP_BY_HOP = {"connection", "content-length", "transfer-encoding", "keep-alive"}
 # How often the serving loop looks for a stop request: a stop takes at most this long.
 SHUTDOWN_POLL_SECONDS = 0.02
@@ -91,12 +90,11 @@ class _KeepAliveHandler(MotoRequestHandler):
         if timestamp is not None:
             return super().date_time_string(timestamp)
         second = int(time.time())
-        stamp = _DATE_HEADER.get(second)
-        if stamp is None:
-            stamp = super().date_time_string(second)
-            _DATE_HEADER.clear()
-            _DATE_HEADER[second] = stamp
-        return stamp
+        last: tuple[int, str] = self.server.last_date_header  # type: ignore[attr-defined]
+        if last[0] != second:
+            last = (second, super().date_time_string(second))
+            self.server.last_date_header = last  # type: ignore[attr-defined]
+        return last[1]
 
     def run_wsgi(self) -> None:
         length = self.headers.get("Content-Length")
@@ -168,6 +166,7 @@ class LoopbackMotoServer:
             LOOPBACK, port, self.app, threaded=True, request_handler=_KeepAliveHandler, fd=listen_fd
         )
         self._server.open_connections = set()  # type: ignore[attr-defined]
+        self._server.last_date_header = (0, "")  # type: ignore[attr-defined]
         host, bound = self._server.server_address[:2]
         self.address = (str(host), int(bound))
         self.endpoint_url = f"http://{host!s}:{bound}"
