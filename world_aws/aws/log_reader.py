@@ -33,10 +33,10 @@ from __future__ import annotations
 import builtins
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from world_aws.aws import items, keys
+from world_aws.aws import items
 from world_aws.aws.dynamo import Item
 from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer
@@ -70,7 +70,6 @@ class LogReader:
         self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, policy: HoleRepairPolicy
     ) -> None:
         self._seq = sequencer
-        self._table = sequencer.table
         self._blobs = blobs
         self._clock = clock
         self._policy = policy
@@ -85,7 +84,7 @@ class LogReader:
         reader = PayloadReader(self._blobs, resolve_data)
         events: builtins.list[Event] = []
         expected = max(0, after) + 1
-        for item in self._stored(run_id, expected):
+        for item in self._seq.event_items(run_id, expected):
             first, last = items.item_span(item)
             while expected < first:
                 repaired = self._repair(run_id, expected)
@@ -95,18 +94,6 @@ class LogReader:
                 events += items.events_from_item(run_id, item, reader, since=expected)
                 expected = last + 1
         return events
-
-    def _stored(self, run_id: str, first: int) -> Iterator[Item]:
-        if first > keys.MAX_POSITION:
-            return iter(())
-        return self._table.query_all(
-            "pk = :pk AND sk BETWEEN :from AND :to",
-            {
-                ":pk": keys.run_pk(run_id),
-                ":from": keys.event_sk(first),
-                ":to": keys.event_sk(keys.MAX_POSITION),
-            },
-        )
 
     def _repair(self, run_id: str, position: int) -> Item:
         """Wait for the writer of a hole at ``position``, or seal it after the grace period."""

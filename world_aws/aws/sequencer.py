@@ -25,7 +25,7 @@ keeps a copy of its last ``run_started`` and terminal event for that).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -277,6 +277,22 @@ class Sequencer:
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return self.table.update_action(
             keys.run_key(run_id), update, condition=" AND ".join(conditions), names=names, values=values
+        )
+
+    def event_items(self, run_id: str, first: int) -> Iterator[Item]:
+        """The run's event items from position ``first`` on, in order (one consistent Query, paged).
+
+        A batch item is keyed by its last position, so one that holds ``first`` is among them.
+        """
+        if first > keys.MAX_POSITION:
+            return iter(())
+        return self.table.query_all(
+            "pk = :pk AND sk BETWEEN :from AND :to",
+            {
+                ":pk": keys.run_pk(run_id),
+                ":from": keys.event_sk(first),
+                ":to": keys.event_sk(keys.MAX_POSITION),
+            },
         )
 
     def covering_item(self, run_id: str, position: int) -> Item | None:

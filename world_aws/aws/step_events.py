@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -334,10 +334,10 @@ class StepEvents:
 
         A step with an item is refused by the create's put (``attribute_not_exists``).
         """
-        if keys.own_attribute(step_id) in run_item:
-            raise Conflict(f"step {step_id} already exists")
         logged_from = run_item.get(keys.LOGGED_FROM)
-        if logged_from is not None and self._logged_creates.holds(run_id, step_id, int(str(logged_from))):
+        if keys.own_attribute(step_id) in run_item or (
+            logged_from is not None and self._logged_creates.holds(run_id, step_id, int(str(logged_from)))
+        ):
             raise Conflict(f"step {step_id} already exists")
 
     def materialize(self, run_id: str, step_id: str, run_item: Item | None) -> bool:
@@ -517,7 +517,7 @@ def logged_steps(
     start = int(str(run_item[keys.LOGGED_FROM]))
     reader = PayloadReader(blobs, resolve_data)
     found: dict[str, tuple[Step, int]] = {}
-    for item in _log_from(sequencer, run_id, start):
+    for item in sequencer.event_items(run_id, start):
         for event in items.events_from_item(run_id, item, reader, since=start):
             step_id = event.correlation_id
             if step_id is None or (only is not None and step_id != only):
@@ -530,17 +530,6 @@ def logged_steps(
                 step, position = found[step_id]
                 found[step_id] = (rules.apply_step_event(request, step, event.created_at), position)
     return found
-
-
-def _log_from(sequencer: Sequencer, run_id: str, start: int) -> Iterator[Item]:
-    return sequencer.table.query_all(
-        "pk = :pk AND sk BETWEEN :from AND :to",
-        {
-            ":pk": keys.run_pk(run_id),
-            ":from": keys.event_sk(start),
-            ":to": keys.event_sk(keys.MAX_POSITION),
-        },
-    )
 
 
 class _LoggedCreates:
@@ -567,7 +556,7 @@ class _LoggedCreates:
             return True
         created = set(created)
         headers = PayloadReader(self._seq.blobs, ResolveData.NONE)
-        for item in _log_from(self._seq, run_id, read_to + 1):
+        for item in self._seq.event_items(run_id, read_to + 1):
             read_to = max(read_to, items.item_span(item)[1])
             for event in items.events_from_item(run_id, item, headers, since=start):
                 if event.type is EventType.STEP_CREATED and event.correlation_id is not None:
