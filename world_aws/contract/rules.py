@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import NamedTuple
 
+from world_aws.contract import shapes
 from world_aws.contract.records import (
     EventRequest,
     EventType,
@@ -113,6 +114,9 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
 def validate_request(request: EventRequest) -> None:
     """Reject a request whose shape is wrong before anything is read or written.
 
+    The data fields are checked against the type's shape (``shapes.SHAPES``): a
+    required one missing or one the type does not take is refused, not ignored.
+
     Raises:
         BadInput: naming the missing or forbidden field.
     """
@@ -125,20 +129,9 @@ def validate_request(request: EventRequest) -> None:
             raise BadInput(f"{etype.value} takes no correlation id")
     elif not request.correlation_id:
         raise BadInput(f"{etype.value} needs a correlation id")
-    if etype is EventType.RUN_CREATED and data.creation is None:
-        raise BadInput("run_created needs creation data (workflow_name, deployment_id, input)")
-    if etype is EventType.STEP_CREATED and (not data.step_name or data.input is None):
-        raise BadInput("step_created needs step_name and input")
-    if data.owner is not None and not etype.is_step_event:
-        raise BadInput(f"{etype.value} takes no owner (only step events do)")
-    if etype is EventType.HOOK_CREATED and not data.token:
-        raise BadInput("hook_created needs a token")
-    if etype is EventType.HOOK_RECEIVED and data.payload is None:
-        raise BadInput("hook_received needs a payload")
-    if etype is EventType.WAIT_CREATED and data.resume_at is None:
-        raise BadInput("wait_created needs resume_at")
-    if etype in (EventType.RUN_FAILED, EventType.STEP_FAILED, EventType.STEP_RETRYING) and data.error is None:
-        raise BadInput(f"{etype.value} needs an error")
+    errors = shapes.shape_errors(etype, data)
+    if errors:
+        raise BadInput("; ".join(errors) + " (SPEC §3: the data each event type takes)")
 
 
 # ----------------------------------------------------------------------------- runs

@@ -30,6 +30,7 @@ AREAS = (
     "live",
     "schedules",
     "streams",
+    "shapes",
 )
 
 
