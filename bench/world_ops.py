@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.clock import ManualClock
+from world_aws.contract.clock import Clock, ManualClock
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import EventData, EventType
 from world_aws.errors import WorldAwsError
@@ -98,7 +98,7 @@ def cost_of(counter: CallCounter, operation: Callable[[], object]) -> Cost:
     )
 
 
-def scenarios(world: AwsWorld, clock: ManualClock) -> list[tuple[str, Callable[[], object]]]:
+def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], object]]]:
     """(name, operation) pairs; each operation's setup is done here, outside the measurement."""
     out: list[tuple[str, Callable[[], object]]] = []
     big = b"\x01" * (MAX_INLINE_PAYLOAD_BYTES + 1)

@@ -62,14 +62,33 @@ class CancelReason:
 
 
 class Cancelled(Exception):
-    """A transaction was cancelled; ``reasons[i]`` belongs to action ``i``."""
+    """A transaction was cancelled; ``reasons[i]`` belongs to action ``i``, named ``names[i]``.
 
-    def __init__(self, reasons: list[CancelReason]) -> None:
+    Writers find a refusal by its action's name (``reason``, ``refused_by``; the names
+    are ``aws.plans``'), never by its index: ``Table.transact`` sets ``names``.
+    """
+
+    def __init__(self, reasons: list[CancelReason], names: Sequence[str] = ()) -> None:
         super().__init__("transaction cancelled: " + ", ".join(r.code for r in reasons))
         self.reasons = reasons
+        self.names = list(names)
 
-    def failed_conditions(self) -> list[int]:
-        return [i for i, reason in enumerate(self.reasons) if reason.condition_failed]
+    def reason(self, name: str) -> CancelReason | None:
+        """The reason of the action named ``name`` (the first so named), or None if there is none."""
+        for index, action_name in enumerate(self.names):
+            if action_name == name:
+                return self.reasons[index] if index < len(self.reasons) else None
+        return None
+
+    def refused_by(self, name: str) -> bool:
+        """True when the action named ``name`` failed its condition."""
+        reason = self.reason(name)
+        return reason is not None and reason.condition_failed
+
+    def item_of(self, name: str) -> Item | None:
+        """The ``ALL_OLD`` image that the action named ``name`` returned (None: no item, or none given)."""
+        reason = self.reason(name)
+        return None if reason is None else reason.item
 
     def only_conditions(self) -> bool:
         """True when every failing action failed its condition (nothing transient)."""
@@ -146,9 +165,14 @@ def _expression(
 
 @dataclass(frozen=True, slots=True)
 class Action:
-    """One action of a ``TransactWriteItems`` call, built by the methods of :class:`Table`."""
+    """One action of a ``TransactWriteItems`` call, built by the methods of :class:`Table`.
+
+    ``name`` says what the action is for (``aws.plans``' action names), so a cancellation
+    is read by name.
+    """
 
     request: dict[str, Any]
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -310,9 +334,10 @@ class Table:
         condition: str | None = None,
         names: Names | None = None,
         values: Values | None = None,
+        name: str = "",
     ) -> Action:
         body = {"TableName": self.name, "Item": to_item(item), **_expression(condition, names, values)}
-        return Action({"Put": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}})
+        return Action({"Put": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}, name)
 
     def update_action(
         self,
@@ -322,13 +347,14 @@ class Table:
         condition: str | None = None,
         names: Names | None = None,
         values: Values | None = None,
+        name: str = "",
     ) -> Action:
         body = {
             "TableName": self.name,
             "Key": to_item(key),
             **_expression(condition, names, values, update=update),
         }
-        return Action({"Update": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}})
+        return Action({"Update": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}, name)
 
     def delete_action(
         self,
@@ -337,24 +363,35 @@ class Table:
         condition: str | None = None,
         names: Names | None = None,
         values: Values | None = None,
+        name: str = "",
     ) -> Action:
         body = {"TableName": self.name, "Key": to_item(key), **_expression(condition, names, values)}
-        return Action({"Delete": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}})
+        return Action({"Delete": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}, name)
 
     def check_action(
-        self, key: Key, condition: str, *, names: Names | None = None, values: Values | None = None
+        self,
+        key: Key,
+        condition: str,
+        *,
+        names: Names | None = None,
+        values: Values | None = None,
+        name: str = "",
     ) -> Action:
         body = {"TableName": self.name, "Key": to_item(key), **_expression(condition, names, values)}
-        return Action({"ConditionCheck": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}})
+        return Action({"ConditionCheck": {**body, "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}, name)
 
     def transact(self, actions: Sequence[Action]) -> None:
         """Apply every action or none (at most 100 actions and 4 MB, DynamoDB's limits).
 
         Raises:
-            Cancelled: with one reason per action.
+            Cancelled: with one reason per action, and the actions' names.
         """
         kwargs = {"TransactItems": [a.request for a in actions]}
-        self._call("TransactWriteItems", self.client.transact_write_items, kwargs)
+        try:
+            self._call("TransactWriteItems", self.client.transact_write_items, kwargs)
+        except Cancelled as cancelled:
+            cancelled.names = [a.name for a in actions]
+            raise
 
     # -- plumbing ----------------------------------------------------------------------------
 

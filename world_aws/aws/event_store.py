@@ -4,7 +4,7 @@ The write path, in one table (layout in ``keys.py``):
 
 1. **Reserve** — one ``UpdateItem`` on the run item: ``SET seq = seq + 1`` with
    ``attribute_exists(pk)`` and, for events that start or create work
-   (step_started, step_created, hook_*, wait_*), the fence
+   (step_started, step_created, hook_*, wait_*: ``plans.EventPlan.fenced``), the fence
    ``NOT status IN (completed, failed, cancelled)``. ``ReturnValues=ALL_NEW``
    gives the position and the run as of it; a refusal returns ``ALL_OLD``, which
    ``rules.judge_*`` names (missing → NotFound, terminal → RunExpired). Single-item
@@ -21,38 +21,10 @@ The write path, in one table (layout in ``keys.py``):
 
 Run transitions make the status change *in* the reservation (so the fence
 linearizes at one write) and then put the event; ``run_created`` is one
-transaction. Every other event first reads what its rules look at (one
-consistent ``BatchGetItem`` of the run and the entity) and judges it: a refusal
-there costs no position, so the log of a run that sees no races holds no
-``noop``; the read also gives the entity the result must return (a transaction
-returns no images on success). Round trips per event (success path):
-
-==================  =====  ==========================================================
-event               trips  calls
-==================  =====  ==========================================================
-run_created         1      TransactWriteItems(run, event 1)
-run_started         2      UpdateItem(run: transition + seq), PutItem(event)
-  (creating)        2      UpdateItem refused (run missing), TransactWriteItems(run, events 1-2)
-run_completed/      3+     UpdateItem, PutItem, Query(hooks) (+2 writes per live hook)
- failed/cancelled
-step_created        3      BatchGetItem(run, step), UpdateItem(reserve), TransactWriteItems(event, step)
-wait_created        3      BatchGetItem(run, wait), UpdateItem, TransactWriteItems(event, wait)
-hook_created        3      BatchGetItem(run, hook), UpdateItem, TransactWriteItems(event, hook, token)
-step_started/       3      BatchGetItem(run, step), UpdateItem(reserve),
- retrying/                 TransactWriteItems(event, step if ver = seen)
- completed/failed
-wait_completed      3      BatchGetItem(run, wait), UpdateItem, TransactWriteItems(event, wait)
-hook_received       3      BatchGetItem(run, hook, resume), UpdateItem,
-                           TransactWriteItems(event, check hook, resume)
-hook_disposed       3      BatchGetItem(run, hook), UpdateItem, TransactWriteItems(event, hook, token)
-append_after        1      TransactWriteItems(run: seq = after + n if seq = after, not terminal;
-                           then per event its put and entity actions, as create commits them)
-==================  =====  ==========================================================
-
-Payloads above the inline limits add one S3 PutObject per distinct payload
-(SPEC §7.3). A refusal costs 1 round trip (the read) or, for the fence, 2 (read,
-refused reserve); a refusal that raced past the read costs 4 (read, reserve,
-cancelled commit, noop seal). ``bench/world_ops.py`` measures all of this.
+transaction. What each event type reads first, how it reserves, its commit's
+actions by name and which one names a refusal are its plan (``aws/plans.py``);
+its round trips and write units follow from the plan, and ARCHITECTURE §8
+states them (checked on moto by ``tests/aws/test_event_plans.py``).
 """
 
 from __future__ import annotations

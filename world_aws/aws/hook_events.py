@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys
+from world_aws.aws import items, keys, plans
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.sequencer import MAX_RESERVATIONS, EventCommit, PositionTaken, Sequencer, until_settled
@@ -76,7 +76,9 @@ class HookEvents:
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             return [
                 self._table.put_action(
-                    items.hook_item(hook, writer, position=position), condition="attribute_not_exists(sk)"
+                    items.hook_item(hook, writer, position=position),
+                    condition="attribute_not_exists(sk)",
+                    name=plans.ENTITY,
                 ),
                 self._token_put(hook, takeover[0] if takeover else None),
             ]
@@ -85,7 +87,10 @@ class HookEvents:
 
         for _ in range(MAX_RESERVATIONS):
             position, run_item = self._seq.reserve(
-                run_id, now, fenced=True, judge=lambda run: rules.judge_child_create(request, run, None)
+                run_id,
+                now,
+                fenced=plans.plan(request.type).fenced,
+                judge=lambda run: rules.judge_child_create(request, run, None),
             )
             try:
                 cancelled = self._seq.commit(run_id, position, build(position, run_item), now)
@@ -110,22 +115,23 @@ class HookEvents:
         item = items.token_item(hook.token, hook.run_id, hook.hook_id)
         if holder is None:
             # Timeline: two hooks (of any runs) claim one token; the first commit holds it.
-            return self._table.put_action(item, condition="attribute_not_exists(pk)")
+            return self._table.put_action(item, condition="attribute_not_exists(pk)", name=plans.TOKEN)
         # Take over a dead holder's token, only if nobody else took it since we looked.
         return self._table.put_action(
             item,
             condition="attribute_not_exists(pk) OR (run_id = :old_run AND hook_id = :old_hook)",
             values={":old_run": holder["run_id"], ":old_hook": holder["hook_id"]},
+            name=plans.TOKEN,
         )
 
     def _judge_created(
         self, request: EventRequest, run_item: Item, position: int, cancelled: Cancelled, now: datetime
     ) -> Item | None:
         """Raise the rejection of a refused hook_created, or return the token's holder (None: free now)."""
-        if cancelled.reasons[1].condition_failed:
+        if cancelled.refused_by(plans.ENTITY):
             self._seq.seal_noop(str(run_item["run_id"]), position, now)
-            rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.reasons[1].item)
-        return cancelled.reasons[2].item
+            rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.item_of(plans.ENTITY))
+        return cancelled.item_of(plans.TOKEN)
 
     def _holder_live(self, holder: Item) -> bool:
         holder_run, holder_hook = str(holder["run_id"]), str(holder["hook_id"])
@@ -145,9 +151,7 @@ class HookEvents:
     ) -> EventResult:
         data = EventData(token=request.data.token, conflicting_run_id=str(holder["run_id"]))
         event = Event(run_id, position, EventType.HOOK_CONFLICT, request.correlation_id, now, data)
-        action = self._table.put_action(
-            items.event_item(event, PayloadWriter(self._blobs)), condition="attribute_not_exists(sk)"
-        )
+        action = self._seq.item_put(items.event_item(event, PayloadWriter(self._blobs)))
         if self._seq.commit(run_id, position, [action], now) is not None:
             raise Transient("hook_conflict could not be written; retry")  # pragma: no cover
         return EventResult(event=event)
@@ -179,28 +183,35 @@ class HookEvents:
             actions = [
                 # Timeline: a resume racing hook_disposed or the run's end; a disposed hook
                 # receives nothing.
-                self._table.check_action(hook_key, _LIVE_HOOK),
+                self._table.check_action(hook_key, _LIVE_HOOK, name=plans.ENTITY),
             ]
             if resume_key is not None:
                 # Timeline: the direct resume and the consumer's re-ensure (SPEC §6.2) race;
                 # one event per resume id.
                 resume = {**resume_key, "pos": position}
-                actions.append(self._table.put_action(resume, condition="attribute_not_exists(sk)"))
+                actions.append(
+                    self._table.put_action(resume, condition="attribute_not_exists(sk)", name=plans.RESUME)
+                )
             return actions
 
         def judge(run: Run | None) -> None:
             rules.judge_hook_event(request, run, seen)
 
         appended = self._seq.append_event(
-            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
+            run_id,
+            request,
+            now,
+            fenced=plans.plan(request.type).fenced,
+            judge=judge,
+            entity_actions=entity_actions,
         )
         if appended.refused is None:
             hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, hook=hook)
-        reasons = appended.refused.reasons
-        if len(reasons) > 2 and reasons[2].condition_failed:
-            assert reasons[2].item is not None
-            return self._first(run_id, reasons[2].item, hook_item)
+        first = plans.PLANS[EventType.HOOK_RECEIVED].refused_item(appended.refused)
+        if appended.refused.refused_by(plans.RESUME):
+            assert first is not None
+            return self._first(run_id, first, hook_item)
         rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
         return None
 
@@ -237,12 +248,14 @@ class HookEvents:
                     "SET disposed_at = :now, ver = :pos",
                     condition=_LIVE_HOOK,
                     values={":now": items.iso(now), ":pos": position},
+                    name=plans.ENTITY,
                 ),
                 # Free the token, unless it is no longer this hook's.
                 self._table.delete_action(
                     keys.token_key(seen.token),
                     condition="attribute_not_exists(pk) OR (run_id = :run AND hook_id = :hook)",
                     values={":run": run_id, ":hook": seen.hook_id},
+                    name=plans.TOKEN,
                 ),
             ]
 
@@ -250,12 +263,17 @@ class HookEvents:
             rules.judge_hook_event(request, run, seen)
 
         appended = self._seq.append_event(
-            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
+            run_id,
+            request,
+            now,
+            fenced=plans.plan(request.type).fenced,
+            judge=judge,
+            entity_actions=entity_actions,
         )
         if appended.refused is None:
             hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, hook=hook)
-        if appended.refused.reasons[1].condition_failed:
+        if plans.PLANS[EventType.HOOK_DISPOSED].refused_by(appended.refused):
             rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
         return None
 

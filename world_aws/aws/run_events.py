@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from world_aws.aws import items, keys
+from world_aws.aws import items, keys, plans
 from world_aws.aws.dynamo import Cancelled, ConditionFailed, Item
 from world_aws.aws.errors import cancellation_error
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
@@ -88,15 +88,15 @@ class RunEvents:
             self._table.transact(
                 [
                     # Timeline: two creators of the same run id race; exactly one run item wins.
-                    self._table.put_action(items.run_item(run, seq=1), condition="attribute_not_exists(pk)"),
                     self._table.put_action(
-                        items.event_item(event, writer), condition="attribute_not_exists(sk)"
+                        items.run_item(run, seq=1), condition="attribute_not_exists(pk)", name=plans.RUN
                     ),
+                    self._seq.item_put(items.event_item(event, writer)),
                 ]
             )
         except Cancelled as cancelled:
-            if cancelled.reasons and cancelled.reasons[0].condition_failed:
-                rules.judge_run_event(request, self._seq.run_header(cancelled.reasons[0].item))
+            if cancelled.refused_by(plans.RUN):
+                rules.judge_run_event(request, self._seq.run_header(cancelled.item_of(plans.RUN)))
             raise cancellation_error([r.code for r in cancelled.reasons], operation="run_created") from None
         return EventResult(event=event, run=run)
 
@@ -170,17 +170,17 @@ class RunEvents:
         try:
             self._table.transact(
                 [
-                    self._table.put_action(run_item, condition="attribute_not_exists(pk)"),
+                    self._table.put_action(run_item, condition="attribute_not_exists(pk)", name=plans.RUN),
+                    self._seq.item_put(items.event_item(created, writer)),
                     self._table.put_action(
-                        items.event_item(created, writer), condition="attribute_not_exists(sk)"
-                    ),
-                    self._table.put_action(
-                        items.event_item(started, writer), condition="attribute_not_exists(sk)"
+                        items.event_item(started, writer),
+                        condition="attribute_not_exists(sk)",
+                        name=plans.STARTED,
                     ),
                 ]
             )
         except Cancelled as cancelled:
-            if cancelled.reasons and cancelled.reasons[0].condition_failed:
+            if cancelled.refused_by(plans.RUN):
                 return None
             raise cancellation_error([r.code for r in cancelled.reasons], operation="run_started") from None
         return EventResult(event=started, run=run)

@@ -10,7 +10,7 @@ moment the position is taken.
 The event item and the entity change then commit at the reserved position in
 one ``TransactWriteItems`` (the *commit*) that never touches the run item, so a
 256-branch fan-out does not collide in transactions on the hot run item. Action
-0 of every commit is the event ``Put`` conditioned on ``attribute_not_exists(sk)``:
+0 of every commit is the event ``Put`` (named ``plans.EVENT``) conditioned on ``attribute_not_exists(sk)``:
 if a reader has sealed the position meanwhile (the writer looked dead), the
 whole transaction is cancelled, nothing of it is applied, and the writer
 reserves again.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from world_aws.aws import items, keys
+from world_aws.aws import items, keys, plans
 from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, Table
 from world_aws.aws.errors import cancellation_error
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
@@ -179,7 +179,7 @@ class Sequencer:
 
     def item_put(self, event_item: Item) -> Action:
         """The ``Put`` of an event item at its reserved position; it fails if a reader sealed it."""
-        return self.table.put_action(event_item, condition="attribute_not_exists(sk)")
+        return self.table.put_action(event_item, condition="attribute_not_exists(sk)", name=plans.EVENT)
 
     # ----------------------------------------------------------------------- reserve
 
@@ -276,7 +276,12 @@ class Sequencer:
             values.update(transition.values)
         update = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
         return self.table.update_action(
-            keys.run_key(run_id), update, condition=" AND ".join(conditions), names=names, values=values
+            keys.run_key(run_id),
+            update,
+            condition=" AND ".join(conditions),
+            names=names,
+            values=values,
+            name=plans.RUN,
         )
 
     def event_items(self, run_id: str, first: int) -> Iterator[Item]:
@@ -333,7 +338,7 @@ class Sequencer:
                 self.table.transact(actions)
                 return None
             except Cancelled as cancelled:
-                if cancelled.reasons and cancelled.reasons[0].condition_failed:
+                if cancelled.refused_by(plans.EVENT):
                     raise PositionTaken from None
                 if cancelled.only_conditions():
                     return cancelled
@@ -429,7 +434,7 @@ class Sequencer:
 
         No read first: a missing or terminal run refuses the reservation, and a
         duplicate (rare: a resilient re-ensure racing its producer, SPEC §5.2) fails
-        its entity put's ``attribute_not_exists(sk)`` (action 1 of the commit): its
+        its entity put's ``attribute_not_exists(sk)`` (its plan's refusal, ``plans.ENTITY``): its
         position is sealed with a ``noop`` and the ``ALL_OLD`` image names the Conflict.
         A read before reserving would cost every create a round trip to save the
         rare duplicate two.
@@ -447,7 +452,7 @@ class Sequencer:
             run_id,
             request,
             now,
-            fenced=True,
+            fenced=plans.plan(request.type).fenced,
             judge=lambda run: rules.judge_child_create(request, run, None),
             entity_actions=entity_actions,
             entity_fields=entity_fields,
@@ -456,7 +461,9 @@ class Sequencer:
         if appended.refused is None:
             return appended.event
         rules.judge_child_create(
-            request, self.run_header(appended.run_item), appended.refused.reasons[1].item
+            request,
+            self.run_header(appended.run_item),
+            plans.plan(request.type).refused_item(appended.refused),
         )
         raise Transient(f"{request.type.value} {request.correlation_id}: commit refused for no rule; retry")
 

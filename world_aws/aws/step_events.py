@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
-from world_aws.aws import items, keys
+from world_aws.aws import items, keys, plans
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.run_events import transition_changes
@@ -72,6 +72,7 @@ from world_aws.errors import Conflict, Transient
 _CREATE_FIELDS: tuple[str, ...] = ("input",)
 _SETTLE_FIELDS: tuple[str, ...] = ("output", "error")
 # The status a step takes on each event written without reading it first.
+_PLAN_START = plans.plan(EventType.STEP_STARTED)
 _SETTLED_STATUS = {
     EventType.STEP_RETRYING: StepStatus.PENDING,
     EventType.STEP_COMPLETED: StepStatus.COMPLETED,
@@ -281,19 +282,21 @@ class StepEvents:
                 condition += " AND step_name = :name"
                 values[":name"] = request.data.step_name
             return [
-                self._table.update_action(step_key, update, condition=condition, names=names, values=values)
+                self._table.update_action(
+                    step_key, update, condition=condition, names=names, values=values, name=plans.ENTITY
+                )
             ]
 
         def judge(run: Run | None) -> None:
             rules.judge_step_event(request, run, seen, now)
 
         appended = self._seq.append_event(
-            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
+            run_id, request, now, fenced=_PLAN_START.fenced, judge=judge, entity_actions=entity_actions
         )
         if appended.refused is None:
             full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, step=rules.apply_step_event(request, full, now))
-        old = self._header(run_id, appended.refused.reasons[1].item)
+        old = self._header(run_id, _PLAN_START.refused_item(appended.refused))
         rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         return None  # still acceptable in its new state (a concurrent start, say): go again
 
@@ -302,20 +305,21 @@ class StepEvents:
         step_id = request.correlation_id
         assert step_id is not None
         entity_actions = self._settle_actions(run_id, request, now)
+        plan = plans.plan(request.type)
         appended = self._seq.append_event(
             run_id,
             request,
             now,
-            # Unfenced: a running step may report its outcome, or its retry, after its run
-            # ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
-            fenced=False,
+            # Unfenced (its plan): a running step may report its outcome, or its retry, after
+            # its run ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
+            fenced=plan.fenced,
             judge=lambda run: rules.judge_step_event(request, run, None, now),
             entity_actions=entity_actions,
             entity_fields=_SETTLE_FIELDS,
         )
         if appended.refused is None:
             return EventResult(event=appended.event)
-        stored = appended.refused.reasons[1].item
+        stored = plan.refused_item(appended.refused)
         if stored is None and self.materialize(run_id, step_id, appended.run_item):
             return self._settle(run_id, request, now)  # its item is written now: once more
         old = self._header(run_id, stored)
@@ -357,13 +361,14 @@ class StepEvents:
         try:
             self._table.transact(
                 [
-                    self._table.put_action(item, condition="attribute_not_exists(sk)"),
+                    self._table.put_action(item, condition="attribute_not_exists(sk)", name=plans.ENTITY),
                     self._table.update_action(
                         keys.run_key(run_id),
                         "REMOVE #own",
                         condition="#own = :pos",
                         names={"#own": keys.own_attribute(step_id)},
                         values={":pos": position},
+                        name=plans.OWN,
                     ),
                 ]
             )
@@ -383,12 +388,16 @@ class StepEvents:
                 # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
                 # the first commit creates the step, the other fails here and gets Conflict.
                 self._table.put_action(
-                    items.step_item(step, writer, position=position), condition="attribute_not_exists(sk)"
+                    items.step_item(step, writer, position=position),
+                    condition="attribute_not_exists(sk)",
+                    name=plans.ENTITY,
                 ),
             ]
             if rules.counts_as_pending(request):
                 # Until the outcome deletes it, the step counts as pending for the last completer.
-                actions.append(self._table.put_action(keys.pending_key(run_id, step.step_id)))
+                actions.append(
+                    self._table.put_action(keys.pending_key(run_id, step.step_id), name=plans.PENDING)
+                )
             return actions
 
         return entity_actions
@@ -429,7 +438,7 @@ class StepEvents:
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             sets, removes = _settled_changes(request, status, writer, position, now)
             item = {k: v for k, v in unwritten.item.items() if k not in removes} | sets
-            return [self._table.put_action(item, condition="attribute_not_exists(sk)")]
+            return [self._table.put_action(item, condition="attribute_not_exists(sk)", name=plans.ENTITY)]
 
         return entity_actions
 
@@ -451,13 +460,16 @@ class StepEvents:
                     condition="#status = :running",
                     names=names,
                     values={**values, ":running": StepStatus.RUNNING.value},
+                    name=plans.ENTITY,
                 ),
             ]
             if status.terminal and request.data.owner is None:
                 # In the same transaction as the outcome: a last-completer check that
                 # follows this commit cannot see the step as pending. An owned (inline)
                 # step never had a marker.
-                actions.append(self._table.delete_action(keys.pending_key(run_id, step_id)))
+                actions.append(
+                    self._table.delete_action(keys.pending_key(run_id, step_id), name=plans.PENDING)
+                )
             return actions
 
         return entity_actions

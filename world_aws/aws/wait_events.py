@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys
+from world_aws.aws import items, keys, plans
 from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import PayloadWriter
 from world_aws.aws.sequencer import Sequencer, until_settled
 from world_aws.contract import rules
-from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
+from world_aws.contract.records import EventRequest, EventResult, EventType, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore
+
+_PLAN = plans.plan(EventType.WAIT_COMPLETED)
 
 
 class WaitEvents:
@@ -39,7 +41,9 @@ class WaitEvents:
         def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
             return [
                 self._table.put_action(
-                    items.wait_item(wait, position=position), condition="attribute_not_exists(sk)"
+                    items.wait_item(wait, position=position),
+                    condition="attribute_not_exists(sk)",
+                    name=plans.ENTITY,
                 )
             ]
 
@@ -76,6 +80,7 @@ class WaitEvents:
                         ":pos": position,
                         ":ver": version,
                     },
+                    name=plans.ENTITY,
                 ),
             ]
 
@@ -83,11 +88,11 @@ class WaitEvents:
             rules.judge_wait_completed(request, run, seen)
 
         appended = self._seq.append_event(
-            run_id, request, now, fenced=True, judge=judge, entity_actions=entity_actions
+            run_id, request, now, fenced=_PLAN.fenced, judge=judge, entity_actions=entity_actions
         )
         if appended.refused is None:
             return EventResult(event=appended.event, wait=rules.complete_wait(seen, now))
-        old = self._wait(run_id, appended.refused.reasons[1].item)
+        old = self._wait(run_id, _PLAN.refused_item(appended.refused))
         rules.judge_wait_completed(request, self._seq.run_header(appended.run_item), old)
         return None
 
