@@ -197,14 +197,7 @@ class HookEvents:
         def judge(run: Run | None) -> None:
             rules.judge_hook_event(request, run, seen)
 
-        appended = self._seq.append_event(
-            run_id,
-            request,
-            now,
-            fenced=plans.plan(request.type).fenced,
-            judge=judge,
-            entity_actions=entity_actions,
-        )
+        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
             hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, hook=hook)
@@ -262,14 +255,7 @@ class HookEvents:
         def judge(run: Run | None) -> None:
             rules.judge_hook_event(request, run, seen)
 
-        appended = self._seq.append_event(
-            run_id,
-            request,
-            now,
-            fenced=plans.plan(request.type).fenced,
-            judge=judge,
-            entity_actions=entity_actions,
-        )
+        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
             hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, hook=hook)

@@ -157,6 +157,17 @@ def _transition(etype: EventType, *, releases_hooks: bool) -> EventPlan:
     return _plan(etype, Reservation.TRANSITION, refusal=None, releases_hooks=releases_hooks)
 
 
+def _outcome(etype: EventType) -> EventPlan:
+    """A step's outcome: unfenced (a running step may report after its run ended); a dispatched one
+    also deletes its marker."""
+    return _plan(
+        etype,
+        Reservation.UNFENCED,
+        PlannedAction(ENTITY, Kind.UPDATE),
+        PlannedAction(PENDING, Kind.DELETE, when="dispatched"),
+    )
+
+
 PLANS: dict[EventType, EventPlan] = {
     EventType.RUN_CREATED: EventPlan(
         EventType.RUN_CREATED,
@@ -183,18 +194,8 @@ PLANS: dict[EventType, EventPlan] = {
     EventType.STEP_RETRYING: _plan(
         EventType.STEP_RETRYING, Reservation.UNFENCED, PlannedAction(ENTITY, Kind.UPDATE)
     ),
-    EventType.STEP_COMPLETED: _plan(
-        EventType.STEP_COMPLETED,
-        Reservation.UNFENCED,
-        PlannedAction(ENTITY, Kind.UPDATE),
-        PlannedAction(PENDING, Kind.DELETE, when="dispatched"),
-    ),
-    EventType.STEP_FAILED: _plan(
-        EventType.STEP_FAILED,
-        Reservation.UNFENCED,
-        PlannedAction(ENTITY, Kind.UPDATE),
-        PlannedAction(PENDING, Kind.DELETE, when="dispatched"),
-    ),
+    EventType.STEP_COMPLETED: _outcome(EventType.STEP_COMPLETED),
+    EventType.STEP_FAILED: _outcome(EventType.STEP_FAILED),
     # Read first: the token's holder and an existing hook decide between a create and a conflict.
     EventType.HOOK_CREATED: _plan(
         EventType.HOOK_CREATED,

@@ -397,7 +397,6 @@ class Sequencer:
         request: EventRequest,
         now: datetime,
         *,
-        fenced: bool,
         judge: Judge,
         entity_actions: EntityActions,
         entity_fields: Iterable[str] = (),
@@ -406,14 +405,15 @@ class Sequencer:
         """Append ``request`` as an event with its entity's change, in one commit at a fresh position.
 
         The shape of every event writer but ``run_created`` and ``hook_created``:
-        payloads prepared, then reserve (``fenced``; ``judge`` names a refusal; ``check``
+        payloads prepared, then reserve (fenced as the type's plan says, ``plans.EventPlan.fenced``;
+        ``judge`` names a refusal; ``check``
         as in :meth:`append`) and commit ``[event put, *entity_actions(position, writer)]``,
         re-reserving if a reader sealed the position. A commit refused by an entity
         condition has its position sealed here; the caller judges ``Appended.refused``.
         """
         commit = EventCommit(self, run_id, request, now, entity_actions, entity_fields=entity_fields)
         position, run_item, cancelled = self.append(
-            run_id, now, fenced=fenced, judge=judge, build=commit, check=check
+            run_id, now, fenced=plans.plan(request.type).fenced, judge=judge, build=commit, check=check
         )
         if cancelled is not None:
             self.seal_noop(run_id, position, now)
@@ -452,7 +452,6 @@ class Sequencer:
             run_id,
             request,
             now,
-            fenced=plans.plan(request.type).fenced,
             judge=lambda run: rules.judge_child_create(request, run, None),
             entity_actions=entity_actions,
             entity_fields=entity_fields,

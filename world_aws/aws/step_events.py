@@ -290,9 +290,7 @@ class StepEvents:
         def judge(run: Run | None) -> None:
             rules.judge_step_event(request, run, seen, now)
 
-        appended = self._seq.append_event(
-            run_id, request, now, fenced=_PLAN_START.fenced, judge=judge, entity_actions=entity_actions
-        )
+        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
             full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, step=rules.apply_step_event(request, full, now))
@@ -312,7 +310,6 @@ class StepEvents:
             now,
             # Unfenced (its plan): a running step may report its outcome, or its retry, after
             # its run ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
-            fenced=plan.fenced,
             judge=lambda run: rules.judge_step_event(request, run, None, now),
             entity_actions=entity_actions,
             entity_fields=_SETTLE_FIELDS,

@@ -87,9 +87,7 @@ class WaitEvents:
         def judge(run: Run | None) -> None:
             rules.judge_wait_completed(request, run, seen)
 
-        appended = self._seq.append_event(
-            run_id, request, now, fenced=_PLAN.fenced, judge=judge, entity_actions=entity_actions
-        )
+        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
             return EventResult(event=appended.event, wait=rules.complete_wait(seen, now))
         old = self._wait(run_id, _PLAN.refused_item(appended.refused))
