@@ -210,3 +210,83 @@ def test_writer_whose_position_was_sealed_reserves_again(world: AwsWorld) -> Non
     assert world.steps.get(run_id, result).status.value == "pending"
     stored = _stored(world, run_id, 3)
     assert stored is not None and stored["type"] == EventType.NOOP.value
+
+
+def _dead_tail_writer(world: AwsWorld, run_id: str, types: list[EventType]) -> list[int]:
+    """A writer that took positions with a copy of their batch in the run item's ``tail``, and died.
+
+    What the single writer's append will leave when it dies between its reservation and
+    its batch item's put (ARCHITECTURE §10 point 6); written here by hand.
+    """
+    run_item = world.table.get(keys.run_key(run_id))
+    assert run_item is not None
+    after = int(run_item["seq"])
+    now = world.clock.now()
+    writer = PayloadWriter(world.blobs)
+    batch = items.batch_items(
+        [
+            items.event_item(
+                Event(run_id, after + offset, etype, f"step_tail{offset}", now, _data_of(etype)), writer
+            )
+            for offset, etype in enumerate(types, start=1)
+        ]
+    )
+    assert len(batch) == 1
+    tail = {k: v for k, v in batch[0].items() if k != keys.PK}
+    world.table.update(
+        keys.run_key(run_id),
+        "SET seq = :last, tail = :tail",
+        condition="seq = :after",
+        values={":after": after, ":last": after + len(types), ":tail": tail},
+    )
+    return list(range(after + 1, after + len(types) + 1))
+
+
+def _data_of(etype: EventType) -> EventData:
+    if etype is EventType.STEP_CREATED:
+        return EventData(step_name="step_tail", input=b"in", owner="m#1#h")
+    return EventData(output=b"out", owner="m#1#h")
+
+
+def test_a_hole_the_run_items_tail_covers_is_sealed_with_that_batch_not_a_noop(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a batch of two events whose positions and tail copy were written, but not its
+    # item, and a step created after it (so the batch is an interior hole)
+    run_id = create_run(world)
+    positions = _dead_tail_writer(world, run_id, [EventType.STEP_CREATED, EventType.STEP_CREATED])
+    after = create_step(world, run_id)
+    # WHEN the log is read
+    events = world.events.list(run_id)
+    # THEN, after the grace period, the reader put the batch from the copy: both events are
+    # in the log, in order, and no noop was written at either position
+    assert fake_time.now >= GRACE_SECONDS
+    listed = [(e.position, e.correlation_id) for e in events]
+    assert listed[-3:] == [
+        (positions[0], "step_tail1"),
+        (positions[1], "step_tail2"),
+        (positions[1] + 1, after),
+    ]
+    stored = _stored(world, run_id, positions[-1])
+    assert stored is not None and items.item_span(stored) == (positions[0], positions[1])
+    assert _stored(world, run_id, positions[0]) is None  # keyed by its last position only
+
+
+def test_a_tail_that_does_not_cover_the_hole_leaves_it_to_a_noop(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a tail copy of a batch that landed, then a writer that reserved and died, then a step
+    run_id = create_run(world)
+    positions = _dead_tail_writer(world, run_id, [EventType.STEP_CREATED])
+    run_item = world.table.get(keys.run_key(run_id))
+    assert run_item is not None
+    world.table.put({keys.PK: run_item[keys.PK], **run_item["tail"]})  # the batch's own put
+    hole = _dead_writer_reserves(world, run_id)
+    create_step(world, run_id)
+    # WHEN the log is read
+    events = world.events.list(run_id)
+    # THEN the hole was sealed with a noop, and the tail's event is listed once
+    sealed = _stored(world, run_id, hole)
+    assert sealed is not None and sealed["type"] == EventType.NOOP.value
+    assert [e.correlation_id for e in events].count("step_tail1") == 1
+    assert positions == [hole - 1]

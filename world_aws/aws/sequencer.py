@@ -52,6 +52,8 @@ TERMINAL_STATUSES = {":completed": "completed", ":failed": "failed", ":cancelled
 # reserving write as ``seq + 1``: an update's operands see the item before it).
 STARTED_SLOT = "rev_started"
 FINAL_SLOT = "rev_final"
+# The run item's copy of the last batch its single writer appended (``tail_batch``).
+TAIL_SLOT = "tail"
 
 Judge = Callable[[Run | None], None]
 
@@ -479,10 +481,14 @@ class Sequencer:
         """Fill a position whose writer looks dead; returns whatever the position holds afterwards.
 
         If the reservation of ``position`` was a run transition (the run item says
-        so), the real run event is rebuilt from the run item; otherwise a ``noop``.
+        so), the real run event is rebuilt from the run item; if the run item's
+        ``tail`` copy holds a batch that covers it, that batch item is put (keyed by its
+        last position, so the whole batch lands and no seal splits it); otherwise a ``noop``.
         """
         run_item = self.table.get(keys.run_key(run_id))
-        item = rebuild_run_event(run_item, position) if run_item is not None else None
+        item = None
+        if run_item is not None:
+            item = rebuild_run_event(run_item, position) or tail_batch(run_item, position)
         if item is None:
             item = items.noop_item(run_id, position, now)
         try:
@@ -492,6 +498,24 @@ class Sequencer:
             assert taken.item is not None
             return taken.item
         return item
+
+
+def tail_batch(run_item: Item, position: int) -> Item | None:
+    """The event item kept in the run item's ``tail`` copy, if it covers ``position``.
+
+    The copy is an event item (single or batch) less its ``pk``, the run's own. No
+    writer keeps one yet: readers learn it before the single writer's append commits
+    its batch in the reservation itself (ARCHITECTURE §10 point 6), so that a batch
+    whose put never landed is repaired with its real events, never sealed with a noop.
+    """
+    tail: dict[str, Any] | None = run_item.get(TAIL_SLOT)
+    if not tail:
+        return None
+    item = {keys.PK: run_item[keys.PK], **tail}
+    first, last = items.item_span(item)
+    if not first <= position <= last or item.get(keys.SK) != keys.event_sk(last):
+        return None
+    return item
 
 
 def run_event_slot(etype: EventType) -> str:
