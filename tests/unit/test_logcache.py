@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType
+from world_aws.errors import Transient
 from world_aws.local.memory import create_memory_world
-from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.logcache import READ_ATTEMPTS, LogCache
 from world_aws.testing.conformance.support import create_run, create_step
 
 
@@ -41,3 +44,36 @@ def test_an_evicted_run_is_read_again_from_the_start() -> None:
     log = cache.read(first)
     # THEN its whole log comes back, the new event included
     assert [e.position for e in log] == [1, 2, 3]
+
+
+class _FlakyEvents:
+    """The World's events store whose ``list`` fails ``failures`` times with a Transient first."""
+
+    def __init__(self, inner: object, failures: int) -> None:
+        self._inner = inner
+        self.failures = failures
+        self.calls = 0
+
+    def list(self, run_id: str, **kwargs: object) -> object:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise Transient("injected: a Query page timed out")
+        return self._inner.list(run_id, **kwargs)  # type: ignore[attr-defined]
+
+
+def test_a_transient_log_read_is_tried_again_in_process_and_then_raised() -> None:
+    # GIVEN a run, and a World whose log reads fail twice before they answer
+    world = create_memory_world(clock=ManualClock())
+    run_id = create_run(world)
+    flaky = _FlakyEvents(world.events, failures=2)
+    world.events = flaky  # type: ignore[misc, assignment]
+    # WHEN the cache reads the log
+    events = LogCache(world, max_runs=4).read(run_id)
+    # THEN it got the log on the third try, without handing the failure to the delivery
+    assert [e.type for e in events] == [EventType.RUN_CREATED, EventType.RUN_STARTED]
+    assert flaky.calls == 3
+    # AND a read that keeps failing raises after READ_ATTEMPTS tries
+    flaky.failures, flaky.calls = 10, 0
+    with pytest.raises(Transient):
+        LogCache(world, max_runs=4).read(run_id)
+    assert flaky.calls == READ_ATTEMPTS

@@ -21,6 +21,11 @@ from collections import OrderedDict
 
 from world_aws.contract.records import Event
 from world_aws.contract.world import World
+from world_aws.runtime.retry import retry_in_process
+
+# Tries of one log read before the delivery fails (a Transient or Throttled page).
+READ_ATTEMPTS = 3
+READ_MAX_PAUSE_SECONDS = 0.5
 
 
 class LogCache:
@@ -36,11 +41,22 @@ class LogCache:
         Costs what is returned plus what the World has that is new: the cached log is
         extended in place, never copied whole (a run of n steps reads O(n) in all).
         ``fetch=False`` (right after a successful :meth:`feed`): the cached part only.
+        A read that fails with ``Transient`` or ``Throttled`` is tried again in process
+        (``READ_ATTEMPTS``) before the error is raised to the delivery.
         """
         with self._lock:
             cached = self._logs.get(run_id)
             known = cached[-1].position if cached else 0
-        fresh = self._world.events.list(run_id, after=known) if fetch or cached is None else []
+        fresh: list[Event] = []
+        if fetch or cached is None:
+            # A wide run's log is many Query pages: one transient page should not cost the
+            # whole delivery (a redelivery replays it all, and the cap counts it).
+            fresh = retry_in_process(
+                lambda: self._world.events.list(run_id, after=known),
+                attempts=READ_ATTEMPTS,
+                clock=self._world.clock,
+                max_pause=READ_MAX_PAUSE_SECONDS,
+            )
         with self._lock:
             current = self._logs.get(run_id)
             if current is None:
