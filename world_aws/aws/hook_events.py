@@ -201,8 +201,9 @@ class HookEvents:
         if appended.refused is None:
             hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, hook=hook)
-        first = plans.PLANS[EventType.HOOK_RECEIVED].refused_item(appended.refused)
-        if appended.refused.refused_by(plans.RESUME):
+        plan = plans.plan(request.type)
+        if plan.refused_by(appended.refused):  # a resume with this id was written first
+            first = plan.refused_item(appended.refused)
             assert first is not None
             return self._first(run_id, first, hook_item)
         rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
@@ -259,7 +260,7 @@ class HookEvents:
         if appended.refused is None:
             hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, hook=hook)
-        if plans.PLANS[EventType.HOOK_DISPOSED].refused_by(appended.refused):
+        if plans.plan(request.type).refused_by(appended.refused):
             rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
         return None
 

@@ -72,7 +72,6 @@ from world_aws.errors import Conflict, Transient
 _CREATE_FIELDS: tuple[str, ...] = ("input",)
 _SETTLE_FIELDS: tuple[str, ...] = ("output", "error")
 # The status a step takes on each event written without reading it first.
-_PLAN_START = plans.plan(EventType.STEP_STARTED)
 _SETTLED_STATUS = {
     EventType.STEP_RETRYING: StepStatus.PENDING,
     EventType.STEP_COMPLETED: StepStatus.COMPLETED,
@@ -294,7 +293,7 @@ class StepEvents:
         if appended.refused is None:
             full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, step=rules.apply_step_event(request, full, now))
-        old = self._header(run_id, _PLAN_START.refused_item(appended.refused))
+        old = self._header(run_id, plans.plan(request.type).refused_item(appended.refused))
         rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         return None  # still acceptable in its new state (a concurrent start, say): go again
 

@@ -20,10 +20,8 @@ from world_aws.aws.dynamo import Action, Item
 from world_aws.aws.payloads import PayloadWriter
 from world_aws.aws.sequencer import Sequencer, until_settled
 from world_aws.contract import rules
-from world_aws.contract.records import EventRequest, EventResult, EventType, Run, Wait, WaitStatus
+from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore
-
-_PLAN = plans.plan(EventType.WAIT_COMPLETED)
 
 
 class WaitEvents:
@@ -90,7 +88,7 @@ class WaitEvents:
         appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
             return EventResult(event=appended.event, wait=rules.complete_wait(seen, now))
-        old = self._wait(run_id, _PLAN.refused_item(appended.refused))
+        old = self._wait(run_id, plans.plan(request.type).refused_item(appended.refused))
         rules.judge_wait_completed(request, self._seq.run_header(appended.run_item), old)
         return None
 
