@@ -215,8 +215,8 @@ def test_writer_whose_position_was_sealed_reserves_again(world: AwsWorld) -> Non
 def _dead_tail_writer(world: AwsWorld, run_id: str, types: list[EventType]) -> list[int]:
     """A writer that took positions with a copy of their batch in the run item's ``tail``, and died.
 
-    What the single writer's append will leave when it dies between its reservation and
-    its batch item's put (ARCHITECTURE §10 point 6); written here by hand.
+    What the single writer's append leaves when it dies between its reservation and its
+    batch item's put (ARCHITECTURE §8 "The tail"); written here by hand.
     """
     run_item = world.table.get(keys.run_key(run_id))
     assert run_item is not None
@@ -258,9 +258,9 @@ def test_a_hole_the_run_items_tail_covers_is_sealed_with_that_batch_not_a_noop(
     after = create_step(world, run_id)
     # WHEN the log is read
     events = world.events.list(run_id)
-    # THEN, after the grace period, the reader put the batch from the copy: both events are
-    # in the log, in order, and no noop was written at either position
-    assert fake_time.now >= GRACE_SECONDS
+    # THEN the reader put the batch from the copy at once (it is committed: nothing to wait
+    # for): both events are in the log, in order, and no noop was written at either position
+    assert fake_time.now < GRACE_SECONDS
     listed = [(e.position, e.correlation_id) for e in events]
     assert listed[-3:] == [
         (positions[0], "step_tail1"),

@@ -393,6 +393,18 @@ class Table:
             cancelled.names = [a.name for a in actions]
             raise
 
+    def apply(self, action: Action) -> Item:
+        """Apply one ``update_action`` alone, as a plain write; returns the item after it (``ALL_NEW``).
+
+        Raises:
+            ConditionFailed: with the ``ALL_OLD`` image (``None`` if the item is absent).
+        """
+        ((kind, body),) = action.request.items()
+        if kind != "Update":
+            raise ValueError(f"only an Update action runs alone, not {kind}")
+        response = self._call("UpdateItem", self.client.update_item, {**body, "ReturnValues": "ALL_NEW"})
+        return from_item(response.get("Attributes")) or {}
+
     # -- plumbing ----------------------------------------------------------------------------
 
     def _call(self, operation: str, method: Any, kwargs: dict[str, Any]) -> dict[str, Any]:

@@ -100,6 +100,10 @@ class DynamoEventStore:
             self._runs.release_hooks(run_id, at)  # as after a terminal transition one by one
         return results
 
+    def settle(self) -> None:
+        """Put the batch items whose put failed after their append committed, best effort (a close)."""
+        self._steps.settle()
+
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
     ) -> builtins.list[Event]:

@@ -18,9 +18,12 @@ reader may see position p+1 committed while p is not yet:
 An ``append_after`` stores its events in batch items (``items.batch_items``), each
 keyed by the last position it covers, so the Query from ``after + 1`` finds the
 one that holds it, and a re-read of position p looks for the first item at p or
-later and takes it if it begins at or before p. A batch never leaves a hole: its
-positions are taken in the transaction that writes it, so when any later position
-is visible the batch is too, and a seal (only ever at a hole) never lands inside one.
+later and takes it if it begins at or before p. A batch is committed whole: in the
+transaction that takes its positions, or by the run item's write that takes them,
+which keeps it as the run item's ``tail`` until its item lands (ARCHITECTURE §8 "The
+tail"). So ``list`` reads the run item first: a hole the tail covers is put from it at
+once, and so is a tail past the Query's last item (a writer that died between its two
+writes, with nothing written after). A seal never lands inside a batch.
 
 So a read never skips a position and never returns a position that could later
 change: each read returns an extension of any earlier one. ``noop`` events
@@ -36,10 +39,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from world_aws.aws import items
+from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Item
 from world_aws.aws.payloads import PayloadReader
-from world_aws.aws.sequencer import Sequencer
+from world_aws.aws.sequencer import Sequencer, covers, tail_item
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, ResolveData
 from world_aws.contract.world import BlobStore
@@ -84,19 +87,33 @@ class LogReader:
         reader = PayloadReader(self._blobs, resolve_data)
         events: builtins.list[Event] = []
         expected = max(0, after) + 1
+        # Read before the Query: a batch committed in the run item by then (its ``tail``)
+        # is either in the Query's answer or still this tail (its writer's next append
+        # waits for it to land: ``StepEvents.append_after``).
+        run_item = self._seq.table.get(keys.run_key(run_id))
+        tail = None if run_item is None else tail_item(run_item)
         for item in self._seq.event_items(run_id, expected):
             first, last = items.item_span(item)
             while expected < first:
-                repaired = self._repair(run_id, expected)
+                repaired = self._repair(run_id, expected, tail)
                 events += items.events_from_item(run_id, repaired, reader, since=expected)
                 expected = items.item_span(repaired)[1] + 1
             if last >= expected:  # a batch item may begin before ``after``
                 events += items.events_from_item(run_id, item, reader, since=expected)
                 expected = last + 1
+        if tail is not None and covers(tail, expected):
+            # The log's last batch is committed but its item has not landed: put it.
+            events += items.events_from_item(run_id, self._seq.land(tail), reader, since=expected)
         return events
 
-    def _repair(self, run_id: str, position: int) -> Item:
-        """Wait for the writer of a hole at ``position``, or seal it after the grace period."""
+    def _repair(self, run_id: str, position: int, tail: Item | None) -> Item:
+        """Wait for the writer of a hole at ``position``, or seal it after the grace period.
+
+        A hole in ``tail`` (the run item's committed batch, as read before the Query) is
+        put from it at once: its writer has committed it, there is nothing to wait for.
+        """
+        if tail is not None and covers(tail, position):
+            return self._seq.land(tail)
         policy = self._policy
         hole = (run_id, position)
         with self._lock:

@@ -238,7 +238,7 @@ def plan(etype: EventType) -> EventPlan:
 
 @dataclass(frozen=True, slots=True)
 class AppendPlan:
-    """``events.append_after``'s plan: one ``TransactWriteItems``, nothing read first.
+    """``events.append_after``'s plan: nothing read first; a tail, or one ``TransactWriteItems``.
 
     Its actions: ``RUN`` (the run item: positions ``after + 1..after + n`` on ``seq =
     :after`` and the fence, the ``own#`` entries set and removed, a run start's or end's
@@ -247,13 +247,26 @@ class AppendPlan:
     item or an owned outcome of such a step (their entry is in ``RUN``); ``ENTITY`` for
     an owned write of a step with an item; ``ENTITY`` and ``PENDING`` for a dispatched
     create. Any cancellation writes nothing (the caller writes one by one).
+
+    A *tail* append (no entity action, one batch item of at most ``TAIL_BYTES``) is not a
+    transaction: ``RUN`` alone, an ``UpdateItem`` that also keeps the batch item as the run
+    item's ``tail`` (its commit point), then the batch item's own ``PutItem`` (ARCHITECTURE
+    §8 "The tail").
     """
 
-    round_trips: RoundTrips = RoundTrips(0, 0, 1)
-
     @staticmethod
-    def write_units(*, batch_items: int = 1, entity_actions: int = 0) -> int:
-        """WRU for items of at most 1 KB: every action of the transaction twice."""
+    def is_tail(*, batch_items: int = 1, entity_actions: int = 0) -> bool:
+        return batch_items == 1 and entity_actions == 0
+
+    def round_trips(self, *, batch_items: int = 1, entity_actions: int = 0) -> RoundTrips:
+        if self.is_tail(batch_items=batch_items, entity_actions=entity_actions):
+            return RoundTrips(0, 2, 0)
+        return RoundTrips(0, 0, 1)
+
+    def write_units(self, *, batch_items: int = 1, entity_actions: int = 0) -> int:
+        """WRU for items of at most 1 KB (the run item with its tail too): a transaction's actions twice."""
+        if self.is_tail(batch_items=batch_items, entity_actions=entity_actions):
+            return 2
         return 2 * (1 + batch_items + entity_actions)
 
 
@@ -300,8 +313,8 @@ def round_trip_table() -> str:
             f"| {label} | {trips.reads} | {trips.writes} | {trips.transactions} | {trips.total} | "
             f"{event_plan.write_units(options, live_hooks=hooks)} |"
         )
-    trips = APPEND.round_trips
     for label, batch_items, entity_actions in APPEND_ROWS:
+        trips = APPEND.round_trips(batch_items=batch_items, entity_actions=entity_actions)
         lines.append(
             f"| {label} | {trips.reads} | {trips.writes} | {trips.transactions} | {trips.total} | "
             f"{APPEND.write_units(batch_items=batch_items, entity_actions=entity_actions)} |"

@@ -38,11 +38,13 @@ from world_aws.aws.errors import cancellation_error
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.sequencer import (
     FINAL_SLOT,
+    LAND_ATTEMPTS,
     MAX_RESERVATIONS,
     RunChanges,
     Sequencer,
     rebuild_run_event,
     run_event_slot,
+    tail_batch,
 )
 from world_aws.contract import rules
 from world_aws.contract.records import (
@@ -69,7 +71,6 @@ _NEW_STATUS = {
     EventType.RUN_FAILED: RunStatus.FAILED,
     EventType.RUN_CANCELLED: RunStatus.CANCELLED,
 }
-_EVENT_PUT_ATTEMPTS = 3
 
 
 class RunEvents:
@@ -187,20 +188,13 @@ class RunEvents:
 
     def _put_event(self, event: Event, writer: PayloadWriter) -> Event:
         """Put the event of a reserved run transition; if a reader rebuilt it first, that one stands."""
+        # The transition is applied; a reader would rebuild the event after its grace
+        # period, but putting it now keeps readers from waiting for it.
         item = items.event_item(event, writer)
-        for attempt in range(_EVENT_PUT_ATTEMPTS):
-            try:
-                self._table.put(item, condition="attribute_not_exists(sk)")
-                return event
-            except ConditionFailed as taken:
-                assert taken.item is not None
-                return items.event_from_item(event.run_id, taken.item, PayloadReader(self._blobs))
-            except WorldAwsError:
-                # The transition is applied; a reader would rebuild the event after its grace
-                # period, but putting it now keeps readers from waiting for it.
-                if attempt == _EVENT_PUT_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
+        landed = self._seq.land(item, attempts=LAND_ATTEMPTS)
+        if landed is item:
+            return event
+        return items.event_from_item(event.run_id, landed, PayloadReader(self._blobs))
 
     def _finish_terminal(self, run_id: str, run_item: Item, now: datetime) -> None:
         """Make sure the terminal event of an ended run is in its log, and its hooks released.
@@ -220,12 +214,11 @@ class RunEvents:
         position = run_item.get(f"{FINAL_SLOT}_pos")
         if position is None or self._table.get(keys.event_key(run_id, int(position))) is not None:
             return
-        rebuilt = rebuild_run_event(run_item, int(position))
+        # A tail batch that ends with the event lands whole (its outcome with it).
+        rebuilt = tail_batch(run_item, int(position)) or rebuild_run_event(run_item, int(position))
         if rebuilt is None:
             return
-        try:
-            self._table.put(rebuilt, condition="attribute_not_exists(sk)")
-        except ConditionFailed:
+        if self._seq.land(rebuilt) is not rebuilt:
             return  # its writer (or a reader's repair) put it meanwhile
         self.release_hooks(run_id, now)
 
@@ -268,9 +261,18 @@ class RunEvents:
 
 
 def transition_changes(
-    etype: EventType, data: EventData, now: datetime, writer: PayloadWriter, *, position: str
+    etype: EventType,
+    data: EventData,
+    now: datetime,
+    writer: PayloadWriter,
+    *,
+    position: str,
+    copy_start: bool = True,
 ) -> RunChanges:
     """The run item changes of ``etype``: status, its fields, the repair copy, the live index.
+
+    ``copy_start`` False: no repair copy of a ``run_started`` (its batch is the run item's
+    ``tail``, which repairs it; the copy would weigh on every later write of the item).
 
     The condition is the allowed current status (``_ALLOWED_FROM``).
     """
@@ -281,14 +283,16 @@ def transition_changes(
         "created_at": items.iso(now),
         "data": items.encode_data(replace(data, output=None, error=None), writer, limit=ENTITY_INLINE_LIMIT),
     }
-    sets = ["#status = :new", "updated_at = :now", f"{slot} = :copy", f"{slot}_pos = {position}"]
+    sets = ["#status = :new", "updated_at = :now"]
     allowed = _ALLOWED_FROM[etype]
     values: dict[str, object] = {
         ":new": _NEW_STATUS[etype].value,
         ":now": items.iso(now),
-        ":copy": copy,
         **{f":from{i}": status.value for i, status in enumerate(allowed)},
     }
+    if copy_start or etype is not EventType.RUN_STARTED:
+        sets += [f"{slot} = :copy", f"{slot}_pos = {position}"]
+        values[":copy"] = copy
     if etype is EventType.RUN_STARTED:
         sets.append("started_at = if_not_exists(started_at, :now)")
     else:

@@ -54,6 +54,8 @@ STARTED_SLOT = "rev_started"
 FINAL_SLOT = "rev_final"
 # The run item's copy of the last batch its single writer appended (``tail_batch``).
 TAIL_SLOT = "tail"
+# Tries of the put of an event already committed (a run transition's, a tail batch: ``land``).
+LAND_ATTEMPTS = 3
 
 Judge = Callable[[Run | None], None]
 
@@ -236,6 +238,7 @@ class Sequencer:
         own: Sequence[tuple[str, int]] = (),
         disown: Sequence[tuple[str, int]] = (),
         transition: RunChanges | None = None,
+        tail: Item | None = None,
     ) -> Action:
         """The run item's part of an ``append_after`` transaction: positions ``after + 1..after + count``.
 
@@ -245,9 +248,20 @@ class Sequencer:
         entries to remove, each only if it still names that create (``keys.own_attribute``).
         ``transition``: the run's start or end, whose event opens or closes the batch (its
         status change is then in this write, which is what keeps the fence exact: §8).
+        ``tail``: the batch's one event item, committed here as the run item's ``tail``
+        copy (``append_tail``); without it, an older tail is removed (its item has landed:
+        ``append_tail``'s rule), so it does not weigh on later writes of the run item.
         """
         sets = [f"seq = :last, {items.PROGRESS_US} = :at"]
         removes: list[str] = []
+        if transition is None or STARTED_SLOT not in " ".join(transition.sets):
+            # ``seq = :after`` says the writer's log reached ``after``, so a run_started
+            # before it has landed: its repair copy is no longer needed, nor carried.
+            removes += [STARTED_SLOT, f"{STARTED_SLOT}_pos"]
+        if tail is None:
+            removes.append(TAIL_SLOT)
+        else:
+            sets.append(f"{TAIL_SLOT} = :tail")
         conditions = ["seq = :after AND NOT #status IN (:completed, :failed, :cancelled)"]
         names = {"#status": "status"}
         values: dict[str, object] = {
@@ -256,6 +270,8 @@ class Sequencer:
             ":at": items.epoch_us(now),
             **TERMINAL_STATUSES,
         }
+        if tail is not None:
+            values[":tail"] = {k: v for k, v in tail.items() if k != keys.PK}
         if own:
             # Kept for good: from here on, the log may hold steps with no item (§8).
             sets.append(f"{keys.LOGGED_FROM} = if_not_exists({keys.LOGGED_FROM}, :logged)")
@@ -301,6 +317,23 @@ class Sequencer:
                 ":to": keys.event_sk(keys.MAX_POSITION),
             },
         )
+
+    def committed_items(self, run_id: str, first: int, run_item: Item | None) -> Iterator[Item]:
+        """``event_items``, with the run item's ``tail`` batch in its place if its item has not landed.
+
+        For readers that only look (the steps a log holds): the tail's events are
+        committed, so they count; ``LogReader.list`` is what puts it.
+        """
+        tail = None if run_item is None else tail_item(run_item)
+        pending = tail is not None and items.item_span(tail)[1] >= first
+        for item in self.event_items(run_id, first):
+            if pending and tail is not None and items.item_span(item)[1] >= items.item_span(tail)[1]:
+                pending = False
+                if item.get(keys.SK) != tail[keys.SK]:
+                    yield tail
+            yield item
+        if pending and tail is not None:
+            yield tail
 
     def covering_item(self, run_id: str, position: int) -> Item | None:
         """The event item holding ``position``: its own, or the batch item keyed by a later one."""
@@ -477,45 +510,68 @@ class Sequencer:
         except (ConditionFailed, WorldAwsError):
             pass
 
-    def seal_hole(self, run_id: str, position: int, now: datetime) -> Item:
+    def seal_hole(self, run_id: str, position: int, now: datetime, run_item: Item | None = None) -> Item:
         """Fill a position whose writer looks dead; returns whatever the position holds afterwards.
 
-        If the reservation of ``position`` was a run transition (the run item says
-        so), the real run event is rebuilt from the run item; if the run item's
-        ``tail`` copy holds a batch that covers it, that batch item is put (keyed by its
-        last position, so the whole batch lands and no seal splits it); otherwise a ``noop``.
+        If the run item's ``tail`` copy holds a batch that covers it, that batch item is
+        put (keyed by its last position, so the whole batch lands and no seal splits it);
+        if the reservation of ``position`` was a run transition (the run item says so),
+        the real run event is rebuilt from the run item; otherwise a ``noop``.
+        ``run_item``: the run item as the caller read it, if it did (else it is read here).
         """
-        run_item = self.table.get(keys.run_key(run_id))
+        if run_item is None:
+            run_item = self.table.get(keys.run_key(run_id))
         item = None
         if run_item is not None:
-            item = rebuild_run_event(run_item, position) or tail_batch(run_item, position)
+            item = tail_batch(run_item, position) or rebuild_run_event(run_item, position)
         if item is None:
             item = items.noop_item(run_id, position, now)
-        try:
-            self.table.put(item, condition="attribute_not_exists(sk)")
-        except ConditionFailed as taken:
-            # The writer committed meanwhile: its event stands.
-            assert taken.item is not None
-            return taken.item
-        return item
+        return self.land(item)
+
+    def land(self, item: Item, *, attempts: int = 1) -> Item:
+        """Put an event item if its key is free; the item its key holds afterwards.
+
+        For an event already committed (a run transition's, a tail batch) or a repair:
+        a repair put is identical to what its writer puts (a tail, a run event's copy),
+        or a ``noop`` that the writer's commit then finds in its way. ``attempts``: tries
+        of a put that failed otherwise (a throttle, a timeout) before that error is raised.
+        """
+        for attempt in range(attempts):
+            try:
+                self.table.put(item, condition="attribute_not_exists(sk)")
+                return item
+            except ConditionFailed as taken:
+                # Its writer (or a reader's repair) put it meanwhile: that one stands.
+                assert taken.item is not None
+                return taken.item
+            except WorldAwsError:
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
 
-def tail_batch(run_item: Item, position: int) -> Item | None:
-    """The event item kept in the run item's ``tail`` copy, if it covers ``position``.
+def tail_item(run_item: Item) -> Item | None:
+    """The event item kept in the run item's ``tail`` copy (with its ``pk``), if it has one.
 
-    The copy is an event item (single or batch) less its ``pk``, the run's own. No
-    writer keeps one yet: readers learn it before the single writer's append commits
-    its batch in the reservation itself (ARCHITECTURE §10 point 6), so that a batch
-    whose put never landed is repaired with its real events, never sealed with a noop.
+    The last batch ``append_tail`` committed in the run item itself, kept until a later
+    append replaces or removes it: by then its own put has landed (ARCHITECTURE §8).
     """
     tail: dict[str, Any] | None = run_item.get(TAIL_SLOT)
     if not tail:
         return None
-    item = {keys.PK: run_item[keys.PK], **tail}
+    return {keys.PK: run_item[keys.PK], **tail}
+
+
+def tail_batch(run_item: Item, position: int) -> Item | None:
+    """The run item's ``tail`` event item (``tail_item``), if it covers ``position``."""
+    item = tail_item(run_item)
+    return item if item is not None and covers(item, position) else None
+
+
+def covers(item: Item, position: int) -> bool:
+    """Whether the event item (keyed by its last position) holds ``position``."""
     first, last = items.item_span(item)
-    if not first <= position <= last or item.get(keys.SK) != keys.event_sk(last):
-        return None
-    return item
+    return first <= position <= last and item.get(keys.SK) == keys.event_sk(last)
 
 
 def run_event_slot(etype: EventType) -> str:

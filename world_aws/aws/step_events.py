@@ -31,29 +31,41 @@ and the ``ALL_OLD`` image, judged with the run as of the reservation, names the
 rejection. Their result carries no
 step (nothing was read); the caller has what it wrote.
 
-``append_after`` (1 round trip): the single writer's batch of owned step writes (an
-outcome, the next creates) in one ``TransactWriteItems`` whose action 0 takes the
-positions on the run item (``seq = :after``, fenced), then the events in as few items as
-fit (``items.batch_items``: an outcome and the next create share one), then the same
-entity actions as above, except for an owned step appended alone: no item while it runs
-(the run item's ``own#`` entry) nor after its owner settles it (its events are its
-record, ``logged_steps``; ARCHITECTURE §8 "The owned step without an item").
+``append_after``: the single writer's batch of owned step writes (an outcome, the next
+creates). Its run item write takes the positions (``seq = :after``, fenced); then the
+events in as few items as fit (``items.batch_items``: an outcome and the next create
+share one), then the same entity actions as above, except for an owned step appended
+alone: no item while it runs (the run item's ``own#`` entry) nor after its owner settles
+it (its events are its record, ``logged_steps``; ARCHITECTURE §8 "The owned step without
+an item"). With no entity action and one small batch item (the sequential shape) the
+run item write alone commits it, keeping the batch as its ``tail``, and the batch item's
+put follows (2 plain writes; ARCHITECTURE §8 "The tail"); else all of it is one
+``TransactWriteItems`` (1 round trip).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import Generic, TypeVar
 
-from world_aws.aws import items, keys, plans
-from world_aws.aws.dynamo import Action, Cancelled, Item
+from world_aws.aws import items, keys, plans, sizes
+from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, to_item
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.run_events import transition_changes
-from world_aws.aws.sequencer import EntityActions, EventCommit, Sequencer, until_settled
+from world_aws.aws.sequencer import (
+    LAND_ATTEMPTS,
+    TAIL_SLOT,
+    EntityActions,
+    EventCommit,
+    Sequencer,
+    tail_batch,
+    until_settled,
+)
 from world_aws.contract import rules
 from world_aws.contract.records import (
     EventRequest,
@@ -65,7 +77,7 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.world import BlobStore
-from world_aws.errors import Conflict, Transient
+from world_aws.errors import Conflict, Transient, WorldAwsError
 
 # Payload fields the step item stores beside its event: a create's input, a retry's or
 # an outcome's output and error (``PayloadWriter.prepare``).
@@ -84,6 +96,12 @@ _SETTLED_STATUS = {
 # inline fan-out (WORKFLOW_MAX_INLINE_STEPS = 3). Each such step costs its run item an
 # entry (~40 B) while it runs, which every append rewrites; a wider wave writes items.
 LAZY_CREATES = 3
+# The largest ``tail`` (its attribute's bytes, ``sizes``) an append commits in a run item
+# this World has not sized yet; then the run item's last size (less its tail) leaves the
+# tail what keeps the item within one write unit, less ``TAIL_MARGIN`` for the entries
+# (``own#``) that vary between appends. So a tail costs no write unit of its own (§8).
+TAIL_BYTES = 460
+TAIL_MARGIN = 24
 # Steps created without their item that this World remembers, for their owner's outcome
 # (each until that outcome: one per run this process continues; an entry holds the step's
 # input inline, up to 64 KiB, so the bound is what keeps a leak on a fallback path small).
@@ -104,32 +122,88 @@ class _Unwritten:
     position: int
 
 
-class _UnwrittenSteps:
-    """This World's memory of the steps it created without their item (bounded, thread-safe).
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
 
-    A miss costs nothing but a slower path: an outcome that finds no entry here is
-    written as if the item existed, is refused, and is written one by one, which
-    materialises the item first (``StepEvents.materialize``).
+
+class _Recent(Generic[_K, _V]):
+    """A bounded, thread-safe map that forgets its least recently put entries.
+
+    This World's memory of the steps it created without their item (a miss costs
+    nothing but a slower path: an outcome that finds no entry is written as if the
+    item existed, is refused, and is written one by one, which materialises the item
+    first: ``StepEvents.materialize``), and of its runs' item sizes (a miss: the
+    default tail budget).
     """
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._steps: OrderedDict[tuple[str, str], _Unwritten] = OrderedDict()
+        self._entries: OrderedDict[_K, _V] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, run_id: str, step_id: str) -> _Unwritten | None:
+    def get(self, key: _K) -> _V | None:
         with self._lock:
-            return self._steps.get((run_id, step_id))
+            return self._entries.get(key)
 
-    def put(self, run_id: str, step_id: str, unwritten: _Unwritten) -> None:
+    def put(self, key: _K, value: _V) -> None:
         with self._lock:
-            self._steps[(run_id, step_id)] = unwritten
-            while len(self._steps) > self._size:
-                self._steps.popitem(last=False)
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
 
-    def pop(self, run_id: str, step_id: str) -> None:
+    def pop(self, key: _K) -> None:
         with self._lock:
-            self._steps.pop((run_id, step_id), None)
+            self._entries.pop(key, None)
+
+
+class _Landings:
+    """The tails this World committed whose batch item has not landed (§8 "The tail").
+
+    A writer's next append replaces its run's tail, so it must never follow a tail whose
+    item is missing. A tail is put before its append answers (``land``); one whose put
+    kept failing stays here, and the run's next append from this World puts it first
+    (``settle``), so even a writer that goes on from its own results never replaces it.
+    """
+
+    def __init__(self, sequencer: Sequencer) -> None:
+        self._seq = sequencer
+        self._pending: dict[str, Item] = {}
+        self._lock = threading.Lock()
+
+    def land(self, run_id: str, tail: Item) -> None:
+        """Put ``tail``; Transient if it cannot (it is then kept for ``settle``)."""
+        with self._lock:
+            self._pending[run_id] = tail
+        self.settle(run_id)
+
+    def settle(self, run_id: str) -> None:
+        """Put this World's unlanded tail of ``run_id``, if any; Transient if it still cannot."""
+        with self._lock:
+            tail = self._pending.get(run_id)
+        if tail is None:
+            return
+        try:
+            self._seq.land(tail, attempts=LAND_ATTEMPTS)
+        except WorldAwsError:
+            raise Transient(
+                f"run {run_id}: the batch at {tail['pos']}..{tail.get('last', tail['pos'])} is committed "
+                "but its item did not land yet; a reader of the log puts it",
+                retry_after=0.1,
+            ) from None
+        with self._lock:
+            if self._pending.get(run_id) is tail:
+                del self._pending[run_id]
+
+    def settle_all(self) -> None:
+        """``settle`` every run, best effort (a World's close)."""
+        with self._lock:
+            runs = list(self._pending)
+        for run_id in runs:
+            try:
+                self.settle(run_id)
+            except WorldAwsError:
+                pass  # committed: the run's next reader puts it
 
 
 class StepEvents:
@@ -140,7 +214,9 @@ class StepEvents:
         self._table = sequencer.table
         self._blobs = blobs
         self._headers = PayloadReader(blobs, ResolveData.NONE)
-        self._unwritten = _UnwrittenSteps(UNWRITTEN_MEMORY)
+        self._unwritten: _Recent[tuple[str, str], _Unwritten] = _Recent(UNWRITTEN_MEMORY)
+        self._run_sizes: _Recent[str, int] = _Recent(UNWRITTEN_MEMORY)
+        self._landings = _Landings(sequencer)
         self._logged_creates = _LoggedCreates(sequencer, LOGGED_RUNS_MEMORY)
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
@@ -163,17 +239,23 @@ class StepEvents:
     def append_after(
         self, run_id: str, after: int, requests: Sequence[EventRequest], at: datetime
     ) -> list[EventResult] | None:
-        """Step writes at ``after + 1`` on, in one transaction with the run item: 1 round trip.
+        """Step writes at ``after + 1`` on, committed with the run item's write that takes their positions.
 
-        Action 0 moves the run item's ``seq`` from ``after`` to ``after + n`` on the
+        The run item's write moves ``seq`` from ``after`` to ``after + n`` on the
         condition ``seq = :after`` and the fence (not terminal): so the batch lands only
         if nothing took a position since the caller's log ended, and it takes its
         positions in the same write that orders it against every reservation (§8's
-        argument, with the reservation inside the commit). Then the events, in as few items
-        as fit (``items.batch_items``), and per request the entity actions ``create``
-        would commit. Any cancellation (a
-        condition, a conflict with a concurrent write) writes nothing: None.
+        argument, with the reservation inside the commit). A batch of one small item
+        and no entity action is committed by that write alone, as the run item's
+        ``tail``, then put (``_Landings``); any other is one transaction with the batch
+        items and, per request, the entity actions ``create`` would commit. A refused
+        condition (or a conflict with a concurrent write) writes nothing: None.
+
+        Raises:
+            Transient: this batch, or this World's last tail of the run before it, is
+                committed but its item could not be put.
         """
+        self._landings.settle(run_id)  # never replace a tail whose item is missing (Transient)
         start, steps, end = rules.split_batch(requests)
         first = after + (1 if start is not None else 0)  # the position before the first step write
         event_items: list[Item] = []
@@ -190,7 +272,7 @@ class StepEvents:
             step_id = request.correlation_id
             assert step_id is not None
             step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
-            unwritten = None if step is not None else self._unwritten.get(run_id, step_id)
+            unwritten = None if step is not None else self._unwritten.get((run_id, step_id))
             if step is not None and itemless:
                 actions_of, fields = self._lazy_create_actions(step, made), _CREATE_FIELDS
             elif step is not None:
@@ -207,18 +289,32 @@ class StepEvents:
             commits.append((commit, step))
         # The run's start or end (a batch has at most one): its event first or last, its
         # status change in action 0.
-        transition = None
         run_commit = None
         run_event = start or end
+        run_position = 0
         if run_event is not None:
-            position = after + 1 if start is not None else after + len(requests)
+            run_position = after + 1 if start is not None else after + len(requests)
             run_commit = EventCommit(self._seq, run_id, run_event, at, lambda _position, _writer: [])
-            event_item, _ = run_commit.parts(position)
+            event_item, _ = run_commit.parts(run_position)
             event_items.insert(0 if start is not None else len(event_items), event_item)
+        batch = items.batch_items(event_items)
+        # The batch committed in its reservation (ARCHITECTURE §8 "The tail"): no entity
+        # action, one small item.
+        tail = batch[0] if not entity_actions and len(batch) == 1 else None
+        if tail is not None and _tail_bytes(tail) > self._tail_budget(run_id):
+            tail = None
+        transition = None
+        if run_event is not None and run_commit is not None:
             transition = transition_changes(
-                run_event.type, run_event.data, at, run_commit.writer, position=":rpos"
+                run_event.type,
+                run_event.data,
+                at,
+                run_commit.writer,
+                position=":rpos",
+                copy_start=tail is None,
             )
-            transition.values[":rpos"] = position
+            if tail is None or end is not None:  # the repair copy names its position
+                transition.values[":rpos"] = run_position
         take = self._seq.take_positions_action(
             run_id,
             after,
@@ -227,24 +323,35 @@ class StepEvents:
             own=[(step_id, lazy.position) for step_id, lazy in made.items()],
             disown=[(step_id, lazy.position) for step_id, lazy in settled.items()],
             transition=transition,
+            tail=tail,
         )
-        actions = [
-            take,
-            *(self._seq.item_put(item) for item in items.batch_items(event_items)),
-            *entity_actions,
-        ]
         try:
-            self._table.transact(actions)
-        except Cancelled:
+            if tail is not None:
+                run_item = self._table.apply(take)
+                self._run_sizes.put(run_id, sizes.item_size(to_item(run_item)) - _tail_bytes(tail))
+            else:
+                self._table.transact([take, *(self._seq.item_put(item) for item in batch), *entity_actions])
+        except (Cancelled, ConditionFailed):
             return None
         for step_id, lazy in made.items():
-            self._unwritten.put(run_id, step_id, lazy)
+            self._unwritten.put((run_id, step_id), lazy)
         for step_id in settled:
-            self._unwritten.pop(run_id, step_id)
+            self._unwritten.pop((run_id, step_id))
+        if tail is not None:
+            self._landings.land(run_id, tail)
         results = [EventResult(event=commit.event, step=step) for commit, step in commits]
         if run_commit is not None:  # no run in its result: a transaction returns no image
             results.insert(0 if start is not None else len(results), EventResult(event=run_commit.event))
         return results
+
+    def settle(self) -> None:
+        """Put this World's tails whose put failed, best effort (``_Landings.settle_all``)."""
+        self._landings.settle_all()
+
+    def _tail_budget(self, run_id: str) -> int:
+        """The bytes a tail of this run may take (``TAIL_BYTES``, ``TAIL_MARGIN``)."""
+        known = self._run_sizes.get(run_id)
+        return TAIL_BYTES if known is None else sizes.WRITE_UNIT_BYTES - TAIL_MARGIN - known
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""
@@ -336,7 +443,8 @@ class StepEvents:
         """
         logged_from = run_item.get(keys.LOGGED_FROM)
         if keys.own_attribute(step_id) in run_item or (
-            logged_from is not None and self._logged_creates.holds(run_id, step_id, int(str(logged_from)))
+            logged_from is not None
+            and self._logged_creates.holds(run_id, step_id, int(str(logged_from)), run_item)
         ):
             raise Conflict(f"step {step_id} already exists")
 
@@ -371,7 +479,7 @@ class StepEvents:
         except Cancelled as cancelled:
             if not cancelled.only_conditions():
                 raise Transient(f"step {step_id}: its item could not be written; retry") from None
-        self._unwritten.pop(run_id, step_id)
+        self._unwritten.pop((run_id, step_id))
         return True
 
     # ------------------------------------------------------------------------- internals
@@ -474,6 +582,11 @@ class StepEvents:
         return None if item is None else items.step_from_item(run_id, item, self._headers)
 
 
+def _tail_bytes(tail: Item) -> int:
+    """What the ``tail`` attribute of a run item holding the batch item ``tail`` takes."""
+    return sizes.item_size(to_item({TAIL_SLOT: {k: v for k, v in tail.items() if k != keys.PK}}))
+
+
 def unwritten_step(
     sequencer: Sequencer,
     blobs: BlobStore,
@@ -492,6 +605,8 @@ def unwritten_step(
         return None
     position = int(str(stored))
     item = sequencer.covering_item(run_id, position)
+    if item is None and run_item is not None:
+        item = tail_batch(run_item, position)
     if item is None:
         return None
     for event in items.events_from_item(run_id, item, PayloadReader(blobs, resolve_data), since=position):
@@ -525,7 +640,7 @@ def logged_steps(
     start = int(str(run_item[keys.LOGGED_FROM]))
     reader = PayloadReader(blobs, resolve_data)
     found: dict[str, tuple[Step, int]] = {}
-    for item in sequencer.event_items(run_id, start):
+    for item in sequencer.committed_items(run_id, start, run_item):
         for event in items.events_from_item(run_id, item, reader, since=start):
             step_id = event.correlation_id
             if step_id is None or (only is not None and step_id != only):
@@ -556,15 +671,18 @@ class _LoggedCreates:
         self._runs: OrderedDict[str, tuple[int, set[str]]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def holds(self, run_id: str, step_id: str, start: int) -> bool:
-        """Whether the log of ``run_id`` from ``start`` on holds a ``step_created`` of ``step_id``."""
+    def holds(self, run_id: str, step_id: str, start: int, run_item: Item) -> bool:
+        """Whether the log of ``run_id`` from ``start`` on holds a ``step_created`` of ``step_id``.
+
+        ``run_item``: the run as the caller read it (its ``tail`` counts: ``committed_items``).
+        """
         with self._lock:
             read_to, created = self._runs.get(run_id, (start - 1, set()))
         if step_id in created:
             return True
         created = set(created)
         headers = PayloadReader(self._seq.blobs, ResolveData.NONE)
-        for item in self._seq.event_items(run_id, read_to + 1):
+        for item in self._seq.committed_items(run_id, read_to + 1, run_item):
             read_to = max(read_to, items.item_span(item)[1])
             for event in items.events_from_item(run_id, item, headers, since=start):
                 if event.type is EventType.STEP_CREATED and event.correlation_id is not None:

@@ -62,7 +62,8 @@ class AwsWorld:
         self.blobs: BlobStore = S3BlobStore(clients.s3, config.bucket_name)
         # Exposed for tests and tools that simulate a writer dying between reserve and commit.
         self.sequencer = Sequencer(self.table, self.blobs)
-        self.events: EventStore = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self.events: EventStore = self._event_store
         self.runs: RunStore = DynamoRunStore(self.table, self.blobs)
         self.steps: StepStore = DynamoStepStore(self.table, self.blobs, self.sequencer)
         self.hooks: HookStore = DynamoHookStore(self.table, self.blobs)
@@ -104,11 +105,12 @@ class AwsWorld:
         return source
 
     def close(self) -> None:
-        """Stop the consumers this World started; close the clients if it created them."""
+        """Stop the consumers this World started, put any batch item still due; close its clients."""
         with self._lock:
             consumers, self._consumers = self._consumers, []
         for consumer in consumers:
             consumer.stop()
+        self._event_store.settle()
         if self._owns_clients:
             self.clients.close()
 

@@ -1,0 +1,184 @@
+"""The batch committed in its reservation: an append's ``tail`` (ARCHITECTURE §8 "The tail").
+
+An ``append_after`` with no entity action and one small batch item commits in one
+``UpdateItem`` of the run item (positions, fence, ``own#`` entries and the batch as
+``tail``), then puts the batch item. These tests break the put and check that no event
+is lost, none is sealed with a ``noop``, and every reader counts the committed batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from world_aws.aws import items, keys
+from world_aws.aws.sequencer import TAIL_SLOT
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus, StepStatus
+from world_aws.errors import Transient, WorldAwsError
+from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
+from world_aws.testing.conformance.support import STEP, create_run, new_id, write
+from world_aws.testing.fake_time import FakeMonotonic
+
+GRACE_SECONDS = 2.0  # as the world fixture's repair policy
+
+
+@contextmanager
+def event_puts_fail(world: AwsWorld) -> Iterator[list[str]]:
+    """Every plain ``PutItem`` of an event item is throttled while inside; yields the keys refused."""
+    refused: list[str] = []
+
+    def throttle(params: dict[str, Any], **_: Any) -> None:
+        sk = params.get("Item", {}).get(keys.SK, {}).get("S", "")
+        if sk.startswith("evt#"):
+            refused.append(sk)
+            raise ClientError(
+                {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "injected"}},
+                "PutItem",
+            )
+
+    hook = "before-parameter-build.dynamodb.PutItem"
+    world.clients.dynamodb.meta.events.register(hook, throttle)
+    try:
+        yield refused
+    finally:
+        world.clients.dynamodb.meta.events.unregister(hook, throttle)
+
+
+def _run_item(world: AwsWorld, run_id: str) -> dict[str, Any]:
+    item = world.table.get(keys.run_key(run_id))
+    assert item is not None
+    return item
+
+
+def _stored(world: AwsWorld, run_id: str, position: int) -> dict[str, Any] | None:
+    return world.table.get(keys.event_key(run_id, position))
+
+
+def _lazy_step(world: AwsWorld, clock: ManualClock, run_id: str) -> tuple[str, int]:
+    """An owned step created by an append (no item: the run item's entry); with the log's end."""
+    step_id = new_id("step")
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_create(step_id)], at=clock.now())
+    return step_id, after + 1
+
+
+def test_a_sequential_append_commits_in_the_run_item_and_lands_its_batch(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a run whose owner runs a step it created without an item
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    # WHEN its outcome and the next create are appended
+    nxt = new_id("step")
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now()
+    )
+    # THEN both are in the log in one batch item, and the run item keeps that batch as its tail
+    assert results is not None and [r.event.position for r in results] == [after + 1, after + 2]
+    stored = _stored(world, run_id, after + 2)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 2)
+    tail = _run_item(world, run_id)[TAIL_SLOT]
+    assert tail == {k: v for k, v in stored.items() if k != keys.PK}
+    # AND a later append that writes items (a dispatched create) removes the tail
+    dispatched = EventRequest(EventType.STEP_CREATED, new_id("step"), EventData(step_name=STEP, input=b"x"))
+    landed = world.events.append_after(run_id, after + 2, [owned_outcome(nxt), dispatched], at=clock.now())
+    assert landed is not None
+    assert TAIL_SLOT not in _run_item(world, run_id)
+    assert [e.correlation_id for e in world.events.list(run_id)][-4:] == [
+        done,
+        nxt,
+        nxt,
+        dispatched.correlation_id,
+    ]
+
+
+def test_a_batch_whose_put_fails_is_committed_and_holds_back_the_next_append(
+    world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN an owned step running without its item
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    with event_puts_fail(world) as refused:
+        # WHEN its outcome and the next create are appended while every event put fails
+        with pytest.raises(Transient, match="committed"):
+            world.events.append_after(run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now())
+        # THEN the answer is Transient after its tries, and the positions are taken
+        assert len(refused) == 3 and _stored(world, run_id, after + 2) is None
+        assert int(_run_item(world, run_id)["seq"]) == after + 2
+        # AND an append after it (a writer going on from what it wrote) is held back: it
+        # would replace the tail, so it puts that first, and cannot
+        with pytest.raises(Transient, match="committed"):
+            world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
+        assert int(_run_item(world, run_id)["seq"]) == after + 2
+        # AND the committed batch counts for the readers that only look: the new step is
+        # running, the settled one completed, with no item and no entry for either
+        assert world.steps.get(run_id, nxt).status is StepStatus.RUNNING
+        assert world.steps.get(run_id, done).status is StepStatus.COMPLETED
+        # AND the same writes again one by one (the runtime's fallback) are refused
+        for request in (owned_outcome(done), owned_create(nxt)):
+            with pytest.raises(WorldAwsError):
+                world.events.create(run_id, request)
+    # WHEN the log is read
+    events = world.events.list(run_id)
+    # THEN the batch is in it at once, as committed, whole and before the noops those
+    # refused writes left; nothing was lost or sealed inside it
+    assert fake_time.now < GRACE_SECONDS
+    assert [(e.position, e.type, e.correlation_id) for e in events if e.position > after] == [
+        (after + 1, EventType.STEP_COMPLETED, done),
+        (after + 2, EventType.STEP_CREATED, nxt),
+    ]
+    stored = _stored(world, run_id, after + 2)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 2)
+    # AND the owner appends after it again
+    later = world.events.append_after(
+        run_id, int(_run_item(world, run_id)["seq"]), [owned_outcome(nxt)], at=clock.now()
+    )
+    assert later is not None
+
+
+def test_a_trailing_batch_that_never_landed_is_put_by_the_next_read(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an append that committed in the run item and whose writer died before its put
+    # (nothing written after it, so there is no later position to show a hole)
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    with event_puts_fail(world), pytest.raises(Transient):
+        world.events.append_after(run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now())
+    # WHEN a replay reads the log from what it last knew (its end before the batch)
+    events = world.events.list(run_id, after=after)
+    # THEN the batch's events are there, and its item is in the table
+    assert [(e.position, e.correlation_id) for e in events] == [(after + 1, done), (after + 2, nxt)]
+    assert _stored(world, run_id, after + 2) is not None
+
+
+def test_a_run_ended_in_a_batch_whose_put_failed_gets_its_terminal_event_whole(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN the owner's last outcome and the run's end, committed, whose batch put failed
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"result"))
+    with event_puts_fail(world), pytest.raises(Transient):
+        world.events.append_after(run_id, after, [owned_outcome(done), end], at=clock.now())
+    assert world.runs.get(run_id).status is RunStatus.COMPLETED
+    # WHEN a late cancel is refused (the run is terminal): the check of the terminal event
+    with pytest.raises(WorldAwsError):
+        write(world, run_id, EventType.RUN_CANCELLED)
+    # THEN the terminal event is in the table with the outcome before it, in one item (not
+    # the run event alone from its copy, which would leave the outcome to a noop)
+    stored = _stored(world, run_id, after + 2)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 2)
+    events = world.events.list(run_id)
+    assert [(e.type, e.correlation_id) for e in events[-2:]] == [
+        (EventType.STEP_COMPLETED, done),
+        (EventType.RUN_COMPLETED, None),
+    ]
