@@ -176,3 +176,47 @@ def test_malformed_message_is_dead_lettered_without_stopping_the_others(memory_h
     assert len(refused) == dead.attempt and all(isinstance(d.error, BadInput) for d in refused)
     health = [d for d in h.deliveries if isinstance(d.payload, HealthCheck)]
     assert len(health) == 1 and isinstance(health[0].result, Ack)
+
+
+class _FlakyRunReads:
+    """A run store whose ``get`` fails ``failures`` times with a Transient, then answers."""
+
+    def __init__(self, inner: object, failures: int) -> None:
+        self._inner = inner
+        self.failures = failures
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._inner, name)
+
+    def get(self, run_id: str, **kwargs: object) -> object:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise Transient("injected: the run read timed out")
+        return self._inner.get(run_id, **kwargs)  # type: ignore[attr-defined]
+
+
+def test_a_transient_run_read_before_the_replay_is_tried_again_in_process(memory_harness: Harness) -> None:
+    # GIVEN a started run whose continuation's first run reads fail twice
+    app = Workflows()
+
+    @app.step
+    def one() -> int:
+        return 1
+
+    @app.workflow
+    async def wf() -> int:
+        return await one()
+
+    runtime = memory_harness.runtime_for(app)
+    handle = runtime.start("wf")
+    flaky = _FlakyRunReads(memory_harness.world.runs, failures=2)
+    memory_harness.world.runs = flaky  # type: ignore[misc, assignment]
+    # WHEN its message is delivered
+    status = memory_harness.settle(handle)
+    # THEN the run completed in that one delivery: the read was tried again in process
+    assert status is RunStatus.COMPLETED
+    assert flaky.calls >= 3
+    assert [(d.error, d.attempt) for d in memory_harness.deliveries] == [(None, 1)] * len(
+        memory_harness.deliveries
+    )

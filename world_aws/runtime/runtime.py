@@ -43,7 +43,7 @@ from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.hooks import check_token
 from world_aws.runtime.inline import InlineSteps, Owner
-from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.logcache import READ_ATTEMPTS, READ_MAX_PAUSE_SECONDS, LogCache
 from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import WorkflowFunction, Workflows
 from world_aws.runtime.replaycache import ReplayCache
@@ -311,7 +311,14 @@ class Runtime:
         terminal event (ARCHITECTURE §6).
         """
         try:
-            run = self.world.runs.get(payload.run_id, resolve_data=ResolveData.NONE)
+            # Tried again in process as a log read is (``LogCache.read``): a transient
+            # failure here would cost the delivery, and a redelivery counts to the cap.
+            run = retry_in_process(
+                lambda: self.world.runs.get(payload.run_id, resolve_data=ResolveData.NONE),
+                attempts=READ_ATTEMPTS,
+                clock=self.world.clock,
+                max_pause=READ_MAX_PAUSE_SECONDS,
+            )
         except NotFound:
             return None
         if run.status is RunStatus.RUNNING:
