@@ -20,6 +20,10 @@ A position whose commit was refused by an entity condition is *sealed* with a
 by a reader after a grace period (:mod:`world_aws.aws.log_reader`), with the
 real run event when the reservation itself was a run transition (the run item
 keeps a copy of its last ``run_started`` and terminal event for that).
+
+A single writer's batch may also be committed by the run item's write alone, kept
+there as its ``tail`` until the batch item lands (ARCHITECTURE §8 "The tail"): a hole
+it covers is put from it, whole (``tail_batch``, ``land``).
 """
 
 from __future__ import annotations
@@ -52,7 +56,7 @@ TERMINAL_STATUSES = {":completed": "completed", ":failed": "failed", ":cancelled
 # reserving write as ``seq + 1``: an update's operands see the item before it).
 STARTED_SLOT = "rev_started"
 FINAL_SLOT = "rev_final"
-# The run item's copy of the last batch its single writer appended (``tail_batch``).
+# The run item's copy of the last batch its single writer committed there (``tail_item``).
 TAIL_SLOT = "tail"
 # Tries of the put of an event already committed (a run transition's, a tail batch: ``land``).
 LAND_ATTEMPTS = 3
@@ -249,8 +253,8 @@ class Sequencer:
         ``transition``: the run's start or end, whose event opens or closes the batch (its
         status change is then in this write, which is what keeps the fence exact: §8).
         ``tail``: the batch's one event item, committed here as the run item's ``tail``
-        copy (``append_tail``); without it, an older tail is removed (its item has landed:
-        ``append_tail``'s rule), so it does not weigh on later writes of the run item.
+        copy (``StepEvents.append_after``); without it, an older tail is removed (its item
+        has landed: the caller's log reached it), so it does not weigh on later writes.
         """
         sets = [f"seq = :last, {items.PROGRESS_US} = :at"]
         removes: list[str] = []
@@ -510,17 +514,15 @@ class Sequencer:
         except (ConditionFailed, WorldAwsError):
             pass
 
-    def seal_hole(self, run_id: str, position: int, now: datetime, run_item: Item | None = None) -> Item:
+    def seal_hole(self, run_id: str, position: int, now: datetime) -> Item:
         """Fill a position whose writer looks dead; returns whatever the position holds afterwards.
 
         If the run item's ``tail`` copy holds a batch that covers it, that batch item is
         put (keyed by its last position, so the whole batch lands and no seal splits it);
         if the reservation of ``position`` was a run transition (the run item says so),
         the real run event is rebuilt from the run item; otherwise a ``noop``.
-        ``run_item``: the run item as the caller read it, if it did (else it is read here).
         """
-        if run_item is None:
-            run_item = self.table.get(keys.run_key(run_id))
+        run_item = self.table.get(keys.run_key(run_id))
         item = None
         if run_item is not None:
             item = tail_batch(run_item, position) or rebuild_run_event(run_item, position)
@@ -553,8 +555,9 @@ class Sequencer:
 def tail_item(run_item: Item) -> Item | None:
     """The event item kept in the run item's ``tail`` copy (with its ``pk``), if it has one.
 
-    The last batch ``append_tail`` committed in the run item itself, kept until a later
-    append replaces or removes it: by then its own put has landed (ARCHITECTURE §8).
+    The last batch ``StepEvents.append_after`` committed in the run item itself, kept
+    until a later append replaces or removes it: by then its own put has landed
+    (ARCHITECTURE §8 "The tail").
     """
     tail: dict[str, Any] | None = run_item.get(TAIL_SLOT)
     if not tail:
