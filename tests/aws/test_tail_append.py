@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from world_aws.aws import items, keys
+from world_aws.aws import dynamo, items, keys, sizes
 from world_aws.aws.sequencer import TAIL_SLOT
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
@@ -182,3 +182,19 @@ def test_a_run_ended_in_a_batch_whose_put_failed_gets_its_terminal_event_whole(
         (EventType.STEP_COMPLETED, done),
         (EventType.RUN_COMPLETED, None),
     ]
+
+
+def test_a_traced_runs_sequential_append_still_fits_the_run_item_in_one_write_unit(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a run that carries its trace context (as every run of a traced app does)
+    traceparent = "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
+    run_id = create_run(world, attributes={"$traceparent": traceparent})
+    done, after = _lazy_step(world, clock, run_id)
+    # WHEN its owner appends an outcome and the next create
+    nxt = new_id("step")
+    assert world.events.append_after(run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now())
+    # THEN the batch is the run item's tail, and the run item stays within 1 KB
+    run_item = _run_item(world, run_id)
+    assert run_item[TAIL_SLOT]["last"] == after + 2
+    assert sizes.item_size(dynamo.to_item(run_item)) <= sizes.WRITE_UNIT_BYTES

@@ -129,7 +129,7 @@ class HookEvents:
     ) -> Item | None:
         """Raise the rejection of a refused hook_created, or return the token's holder (None: free now)."""
         if cancelled.refused_by(plans.ENTITY):
-            self._seq.seal_noop(str(run_item["run_id"]), position, now)
+            self._seq.seal_noop(keys.run_id_of(run_item), position, now)
             rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.item_of(plans.ENTITY))
         return cancelled.item_of(plans.TOKEN)
 

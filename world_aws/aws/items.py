@@ -86,8 +86,7 @@ def run_item(run: Run, *, seq: int) -> Item:
     """
     created = iso(run.created_at)
     item: Item = {
-        **keys.run_key(run.run_id),
-        "run_id": run.run_id,
+        **keys.run_key(run.run_id),  # the run id is its pk's (``keys.run_id_of``): no copy
         "workflow_name": run.workflow_name,
         "status": run.status.value,
         "deployment_id": run.deployment_id,
@@ -112,7 +111,7 @@ def live_run_from_item(item: Item) -> LiveRun:
     mark = str(item[keys.LIVE_SK]).split("#", 1)[0]
     progress = from_epoch_us(item.get(PROGRESS_US))
     return LiveRun(
-        run_id=str(item["run_id"]),
+        run_id=keys.run_id_of(item),
         status=RunStatus(item["status"]),
         # A run item written before prog_us existed: its last transition is the best known.
         progress_at=progress if progress is not None else _required_time(item, "updated_at"),
@@ -127,7 +126,7 @@ def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None
     (``output`` and ``error`` are the run item's own, resolved as ``reader`` says).
     """
     return Run(
-        run_id=str(item["run_id"]),
+        run_id=keys.run_id_of(item),
         workflow_name=str(item["workflow_name"]),
         status=RunStatus(item["status"]),
         deployment_id=str(item["deployment_id"]),

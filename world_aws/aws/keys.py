@@ -38,6 +38,7 @@ in one ``BatchGetItem``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 PK: Final = "pk"
@@ -88,6 +89,11 @@ def run_pk(run_id: str) -> str:
 
 def run_key(run_id: str) -> Key:
     return {PK: run_pk(run_id), SK: RUN_SK}
+
+
+def run_id_of(item: Mapping[str, object]) -> str:
+    """The run id of an item under a run's partition (``run#<run_id>``): the run item keeps no copy."""
+    return str(item[PK]).removeprefix("run#")
 
 
 def event_sk(position: int) -> str:

@@ -598,7 +598,7 @@ def rebuild_run_event(run_item: Item, position: int) -> Item | None:
         if etype is EventType.RUN_FAILED and run_item.get("error") is not None:
             data["error"] = run_item["error"]
         return {
-            **keys.event_key(str(run_item["run_id"]), position),
+            **keys.event_key(keys.run_id_of(run_item), position),
             "pos": position,
             "type": etype.value,
             "created_at": copy["created_at"],
