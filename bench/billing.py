@@ -42,19 +42,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from world_aws.aws.sizes import item_size, number_size, value_size
+from world_aws.aws.sizes import WRITE_UNIT_BYTES, Attributes, item_size, number_size, value_size
+
+# Item sizes by DynamoDB's rules (the first bullet above) and the write unit live in the
+# library, which sizes a run item's tail by them: one rule for the meter and the writer.
+__all__ = ["WRITE_UNIT_BYTES", "Attributes", "item_size", "number_size", "value_size"]
 
 KB = 1024
-WRITE_UNIT_BYTES = KB
 READ_UNIT_BYTES = 4 * KB
 SQS_CHUNK_BYTES = 64 * KB
 TRANSACTION_FACTOR = 2
-
-Attributes = Mapping[str, Mapping[str, Any]]
-
-# Item sizes by DynamoDB's rules (the first bullet above) live in the library, which
-# sizes a run item's tail by them: one rule for the meter and the writer.
-__all__ = ["item_size", "number_size", "value_size"]
 
 
 def write_units(before: int, after: int, *, transactional: bool = False) -> int:

@@ -290,7 +290,8 @@ def transition_changes(
         ":now": items.iso(now),
         **{f":from{i}": status.value for i, status in enumerate(allowed)},
     }
-    if copy_start or etype is not EventType.RUN_STARTED:
+    copy_slot = slot if copy_start or etype is not EventType.RUN_STARTED else None
+    if copy_slot is not None:
         sets += [f"{slot} = :copy", f"{slot}_pos = {position}"]
         values[":copy"] = copy
     if etype is EventType.RUN_STARTED:
@@ -312,4 +313,4 @@ def transition_changes(
     # A terminal transition takes the run out of the sparse live index in this same write.
     removes = [keys.LIVE_PK, keys.LIVE_SK] if _NEW_STATUS[etype].terminal else []
     condition = "#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")"
-    return RunChanges(sets, removes, names, values, condition)
+    return RunChanges(sets, removes, names, values, condition, copy_slot)

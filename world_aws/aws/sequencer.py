@@ -158,6 +158,9 @@ class RunChanges:
     names: dict[str, str]
     values: dict[str, object]
     condition: str
+    # The repair copy this transition writes (``STARTED_SLOT`` / ``FINAL_SLOT``), whose
+    # ``_pos`` is the ``position`` expression; None when it writes none (a tail's start).
+    copy_slot: str | None
 
     def update_expression(self) -> str:
         return "SET " + ", ".join(self.sets) + (" REMOVE " + ", ".join(self.removes) if self.removes else "")
@@ -258,7 +261,7 @@ class Sequencer:
         """
         sets = [f"seq = :last, {items.PROGRESS_US} = :at"]
         removes: list[str] = []
-        if transition is None or STARTED_SLOT not in " ".join(transition.sets):
+        if transition is None or transition.copy_slot != STARTED_SLOT:
             # ``seq = :after`` says the writer's log reached ``after``, so a run_started
             # before it has landed: its repair copy is no longer needed, nor carried.
             removes += [STARTED_SLOT, f"{STARTED_SLOT}_pos"]

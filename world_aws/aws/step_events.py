@@ -301,7 +301,8 @@ class StepEvents:
         # The batch committed in its reservation (ARCHITECTURE §8 "The tail"): no entity
         # action, one small item.
         tail = batch[0] if not entity_actions and len(batch) == 1 else None
-        if tail is not None and _tail_bytes(tail) > self._tail_budget(run_id):
+        tail_bytes = 0 if tail is None else _tail_bytes(tail)
+        if tail_bytes > self._tail_budget(run_id):
             tail = None
         transition = None
         if run_event is not None and run_commit is not None:
@@ -313,7 +314,7 @@ class StepEvents:
                 position=":rpos",
                 copy_start=tail is None,
             )
-            if tail is None or end is not None:  # the repair copy names its position
+            if transition.copy_slot is not None:  # the repair copy names its position
                 transition.values[":rpos"] = run_position
         take = self._seq.take_positions_action(
             run_id,
@@ -328,7 +329,7 @@ class StepEvents:
         try:
             if tail is not None:
                 run_item = self._table.apply(take)
-                self._run_sizes.put(run_id, sizes.item_size(to_item(run_item)) - _tail_bytes(tail))
+                self._run_sizes.put(run_id, sizes.item_size(to_item(run_item)) - tail_bytes)
             else:
                 self._table.transact([take, *(self._seq.item_put(item) for item in batch), *entity_actions])
         except (Cancelled, ConditionFailed):
