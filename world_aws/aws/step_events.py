@@ -106,6 +106,8 @@ TAIL_MARGIN = 24
 # (each until that outcome: one per run this process continues; an entry holds the step's
 # input inline, up to 64 KiB, so the bound is what keeps a leak on a fallback path small).
 UNWRITTEN_MEMORY = 256
+# Runs whose item size this World remembers, for their next tail's budget (an int each).
+RUN_SIZES_MEMORY = 256
 # Runs whose steps created in the log this World remembers, for creates written one by one.
 LOGGED_RUNS_MEMORY = 32
 # The events that change a step after its create.
@@ -215,7 +217,7 @@ class StepEvents:
         self._blobs = blobs
         self._headers = PayloadReader(blobs, ResolveData.NONE)
         self._unwritten: _Recent[tuple[str, str], _Unwritten] = _Recent(UNWRITTEN_MEMORY)
-        self._run_sizes: _Recent[str, int] = _Recent(UNWRITTEN_MEMORY)
+        self._run_sizes: _Recent[str, int] = _Recent(RUN_SIZES_MEMORY)
         self._landings = _Landings(sequencer)
         self._logged_creates = _LoggedCreates(sequencer, LOGGED_RUNS_MEMORY)
 
