@@ -17,8 +17,9 @@ import pytest
 from bench.billing import item_size
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventType, ResolveData
-from world_aws.testing.conformance.support import create_run, running_step, write
+from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData
+from world_aws.testing.conformance.appended import OWNER, owned_create
+from world_aws.testing.conformance.support import create_run, new_id, running_step, write
 
 INPUTS = {
     "empty": b"",
@@ -51,10 +52,16 @@ def dynamodb_calls(world: AwsWorld) -> Iterator[list[str]]:
 
 
 def _run_with_a_finished_step(world: AwsWorld, run_input: bytes) -> str:
-    """A running run with one step completed and its continuation claimed."""
-    run_id = create_run(world, input=run_input)
-    step_id = running_step(world, run_id)
-    done = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"out"))
+    """A running run with one step completed and its continuation claimed.
+
+    Started as the runtime starts it, by an ``append_after``: that first append replaces
+    the run item's ``tail``, which until then may hold ``run_created`` (§8 "The tail").
+    """
+    run_id = create_run(world, input=run_input, started=False)
+    step_id = new_id("step")
+    first = [EventRequest(EventType.RUN_STARTED), owned_create(step_id)]
+    assert world.events.append_after(run_id, 1, first, at=world.clock.now()) is not None
+    done = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"out", owner=OWNER))
     assert done.event is not None
     assert world.runs.claim_continuation(run_id, after=done.event.position, claimer=step_id) is not None
     return run_id
@@ -69,6 +76,20 @@ def test_the_run_item_is_the_same_small_size_whatever_the_input(world: AwsWorld)
     assert len(set(sizes.values())) == 1, sizes
     assert sizes["empty"] < 1024, sizes
     # ... and every input still reads back whole
+    assert {name: world.runs.get(run_id).input for name, run_id in runs.items()} == INPUTS
+
+
+def test_a_run_written_one_event_at_a_time_keeps_its_creation_tail_within_one_write_unit(
+    world: AwsWorld,
+) -> None:
+    # GIVEN runs created as a tail, then written one event at a time (no append replaces it)
+    runs = {name: create_run(world, input=data) for name, data in INPUTS.items()}
+    for run_id in runs.values():
+        running_step(world, run_id)
+    # WHEN their run items are measured as DynamoDB bills them
+    sizes = {name: _run_item_size(world, run_id) for name, run_id in runs.items()}
+    # THEN each still fits one write unit: a creation that would not commits in a transaction
+    assert all(size <= 1024 for size in sizes.values()), sizes
     assert {name: world.runs.get(run_id).input for name, run_id in runs.items()} == INPUTS
 
 

@@ -8,6 +8,7 @@ is lost, none is sealed with a ``noop``, and every reader counts the committed b
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,9 +21,9 @@ from world_aws.aws.sequencer import TAIL_SLOT
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus, StepStatus
-from world_aws.errors import Transient, WorldAwsError
+from world_aws.errors import Conflict, Transient, WorldAwsError
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
-from world_aws.testing.conformance.support import STEP, create_run, new_id, write
+from world_aws.testing.conformance.support import STEP, create_run, creation, new_id, write
 from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
@@ -198,3 +199,42 @@ def test_a_traced_runs_sequential_append_still_fits_the_run_item_in_one_write_un
     run_item = _run_item(world, run_id)
     assert run_item[TAIL_SLOT]["last"] == after + 2
     assert sizes.item_size(dynamo.to_item(run_item)) <= sizes.WRITE_UNIT_BYTES
+
+
+def test_a_run_created_whose_event_put_fails_is_created_and_read_whole(world: AwsWorld) -> None:
+    # GIVEN a run_created whose event put keeps failing after the run item's put (its commit)
+    run_id = new_id("wrun")
+    made = creation(b"the-input")
+    with event_puts_fail(world) as refused, pytest.raises(Transient, match="did not land"):
+        world.events.create(run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=made)))
+    assert len(refused) == 3 and _stored(world, run_id, 1) is None
+    # WHEN the run is read, and listed
+    run = world.runs.get(run_id)
+    listed = {r.run_id: r.input for r in world.runs.list(limit=50).runs}
+    # THEN both have its input, from the run item's tail
+    assert (run.status, run.input) == (RunStatus.PENDING, b"the-input")
+    assert listed[run_id] == b"the-input"
+    # AND a second create of the same run is a Conflict that changes nothing
+    again = EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation(b"x")))
+    with pytest.raises(Conflict):
+        world.events.create(run_id, again)
+    # AND the first message's creating run_started (the resilient start) finds the run
+    started = world.events.create(run_id, EventRequest(EventType.RUN_STARTED, data=EventData(creation=made)))
+    assert started.event is not None and started.event.position == 2
+    # AND the log reads run_created first, and its item is in the table
+    events = world.events.list(run_id)
+    assert [(e.position, e.type) for e in events] == [(1, EventType.RUN_CREATED), (2, EventType.RUN_STARTED)]
+    assert events[0].data.creation is not None and events[0].data.creation.input == b"the-input"
+    assert _stored(world, run_id, 1) is not None
+
+
+def test_a_run_created_with_an_input_too_large_for_the_tail_is_one_transaction(world: AwsWorld) -> None:
+    # GIVEN an input kept inline in event 1 that the run item could not also hold in one
+    # write unit (random: it does not compress)
+    run_input = random.Random(7).randbytes(2_000)
+    # WHEN the run is created
+    run_id = create_run(world, input=run_input, started=False)
+    # THEN the run item holds no tail, event 1 is in the table, and the input reads back
+    assert TAIL_SLOT not in _run_item(world, run_id)
+    assert _stored(world, run_id, 1) is not None
+    assert world.runs.get(run_id).input == run_input

@@ -123,11 +123,16 @@ def _died_after_tail(which: int) -> tuple[Any, dict[str, int]]:
     return handler, count
 
 
-def test_a_run_whose_batch_puts_keep_failing_for_a_while_completes_whole(aws_harness: Harness) -> None:
-    # GIVEN a 4-step sequential workflow whose first six batch item puts are throttled
+@pytest.mark.parametrize("failures", [3, 6])
+def test_a_run_whose_batch_puts_keep_failing_for_a_while_completes_whole(
+    aws_harness: Harness, failures: int
+) -> None:
+    # GIVEN a 4-step sequential workflow whose first batch item puts are throttled: 3 are
+    # all of run_created's tries (its run item holds it as its tail, and start() answers),
+    # 6 go on into the first append's
     bodies: list[int] = []
     runtime = aws_harness.runtime_for(sequential_app(bodies))
-    left = {"failures": 6}
+    left = {"failures": failures}
 
     def throttle(params: dict[str, Any], **_: Any) -> None:
         sk = params.get("Item", {}).get("sk", {}).get("S", "")

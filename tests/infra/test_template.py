@@ -78,13 +78,13 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         {"AttributeName": keys.SK, "KeyType": "RANGE"},
     ]
     gsi, live = p["GlobalSecondaryIndexes"]
-    assert gsi["IndexName"] == keys.GSI1
+    assert gsi["IndexName"] == keys.RUNS_INDEX
     assert gsi["KeySchema"] == [
         {"AttributeName": keys.GSI1_PK, "KeyType": "HASH"},
         {"AttributeName": keys.GSI1_SK, "KeyType": "RANGE"},
     ]
-    # Only the listing filters are projected: step events must not write the runs index.
-    assert gsi["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["status", "workflow_name"]}
+    # Only the workflow filter is projected: step events and transitions must not write the runs index.
+    assert gsi["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["workflow_name"]}
     # The live index: keyed by reconcile mark, keys only, so no event ever writes it.
     assert live["IndexName"] == keys.LIVE
     assert live["KeySchema"] == [

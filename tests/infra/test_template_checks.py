@@ -343,7 +343,7 @@ def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed
 
 
 def test_only_the_api_may_query_the_runs_index(transformed: dict[str, Any]) -> None:
-    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.GSI1}
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.RUNS_INDEX}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         assert (index in allowed(role_of(transformed, function), "dynamodb:Query")) is (lid == "ApiFunction")
 

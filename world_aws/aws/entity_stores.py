@@ -1,7 +1,7 @@
 """The read-side stores of the AWS World: runs, steps, hooks and waits (entities change only by events).
 
 Reads of one run's items are strongly consistent (``ConsistentRead``);
-``runs.list`` reads the ``gsi1`` index (newest first), which DynamoDB keeps
+``runs.list`` reads the ``runs_by_created`` index (newest first), which DynamoDB keeps
 eventually consistent. Payloads are resolved from S3 only when asked for
 (``ResolveData.NONE`` never touches S3).
 
@@ -20,7 +20,7 @@ from datetime import datetime
 from world_aws.aws import items, keys, live_index
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
-from world_aws.aws.sequencer import Sequencer
+from world_aws.aws.sequencer import Sequencer, tail_batch
 from world_aws.aws.step_events import logged_steps, unwritten_step
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.world import BlobStore, LiveRun, RunPage
@@ -68,7 +68,7 @@ class DynamoRunStore(_Reader):
             item, created = self._table.get(keys.run_key(run_id)), None
         if item is None:
             raise NotFound(f"run {run_id} not found")
-        return items.run_from_item(item, reader, created)
+        return items.run_from_item(item, reader, created or _unlanded_created(item))
 
     def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
         """Claim the continuation after the outcome at ``after`` (see ``RunStore``): one UpdateItem.
@@ -119,49 +119,71 @@ class DynamoRunStore(_Reader):
         if limit < 1:
             raise BadInput(f"limit must be at least 1, not {limit}")
         start = _decode_cursor(cursor) if cursor is not None else None
-        filters: builtins.list[str] = []
         values: dict[str, object] = {":runs": keys.RUNS_GSI_PK}
-        names: dict[str, str] = {}
-        if status is not None:
-            filters.append("#status = :status")
-            names["#status"] = "status"
-            values[":status"] = status.value
         if workflow_name is not None:
-            filters.append("workflow_name = :workflow")
             values[":workflow"] = workflow_name
-        found: builtins.list[Item] = []
+        found: builtins.list[Item] = []  # the index entries of the runs listed, newest first
+        fetched: dict[tuple[str, str], Item] = {}
         # One more than asked for tells whether another page exists.
         while len(found) <= limit:
             page = self._table.query_page(
                 f"{keys.GSI1_PK} = :runs",
                 values,
-                names=names or None,
-                index=keys.GSI1,
+                index=keys.RUNS_INDEX,
                 forward=False,
                 limit=max(limit + 1 - len(found), 25),
                 start_key=start,
-                filter_expression=" AND ".join(filters) or None,
+                filter_expression="workflow_name = :workflow" if workflow_name is not None else None,
             )
-            found.extend(page.items)
+            entries = page.items
+            if status is not None:
+                # The index does not project the status (each change would write its one
+                # partition): the runs of the page are read, and filtered on their items.
+                fetched.update(self._runs_with_input(entries))
+                entries = [e for e in entries if _status_of(fetched, e) == status.value]
+            found.extend(entries)
             start = page.last_key
             if start is None:
                 break
-        # The index projects only the listing filters (status, workflow_name): step events
-        # bump the run item's seq, and projecting it would write the one "runs" index
-        # partition on every event. So the page's run items are fetched by key, each
-        # with its run_created event (the input).
-        run_pks = [str(item[keys.PK]) for item in found[:limit]]
-        created_sk = keys.event_sk(keys.RUN_CREATED_POSITION)
-        wanted = [{keys.PK: pk, keys.SK: sk} for pk in run_pks for sk in (keys.RUN_SK, created_sk)]
-        by_key = {(str(i[keys.PK]), str(i[keys.SK])): i for i in self._table.batch_get(wanted)}
+        # The index projects only workflow_name (the listing's filter): step events bump
+        # the run item's seq, and a projected attribute that changes writes the index. So
+        # the page's run items are fetched by key, each with its run_created event (the input).
+        listed = found[:limit]
+        fetched.update(self._runs_with_input([e for e in listed if _status_of(fetched, e) is None]))
         reader = PayloadReader(self._blobs)
+        created_sk = keys.event_sk(keys.RUN_CREATED_POSITION)
         runs = [
-            items.run_from_item(by_key[(pk, keys.RUN_SK)], reader, by_key.get((pk, created_sk)))
-            for pk in run_pks
-            if (pk, keys.RUN_SK) in by_key
+            items.run_from_item(
+                fetched[(pk, keys.RUN_SK)],
+                reader,
+                fetched.get((pk, created_sk)) or _unlanded_created(fetched[(pk, keys.RUN_SK)]),
+            )
+            for pk in (str(entry[keys.PK]) for entry in listed)
+            if (pk, keys.RUN_SK) in fetched
         ]
         more = len(found) > limit
         return RunPage(runs=runs, cursor=_encode_cursor(found[limit - 1]) if more else None)
+
+    def _runs_with_input(self, entries: builtins.list[Item]) -> dict[tuple[str, str], Item]:
+        """The run items of index ``entries`` and their ``run_created`` events, by (pk, sk)."""
+        created_sk = keys.event_sk(keys.RUN_CREATED_POSITION)
+        wanted = [
+            {keys.PK: str(e[keys.PK]), keys.SK: sk} for e in entries for sk in (keys.RUN_SK, created_sk)
+        ]
+        if not wanted:
+            return {}
+        return {(str(i[keys.PK]), str(i[keys.SK])): i for i in self._table.batch_get(wanted)}
+
+
+def _status_of(fetched: dict[tuple[str, str], Item], entry: Item) -> str | None:
+    """The status of the run item fetched for an index entry (None: not fetched, or gone)."""
+    run_item = fetched.get((str(entry[keys.PK]), keys.RUN_SK))
+    return None if run_item is None else str(run_item["status"])
+
+
+def _unlanded_created(run_item: Item) -> Item | None:
+    """The ``run_created`` event item still in the run item's ``tail`` (its put has not landed)."""
+    return tail_batch(run_item, keys.RUN_CREATED_POSITION)
 
 
 def _encode_cursor(item: Item) -> str:

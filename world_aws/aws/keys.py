@@ -1,7 +1,7 @@
 """Key construction for the single DynamoDB table (SPEC §7.2): one place that knows the layout.
 
-Table: partition key ``pk`` (S), sort key ``sk`` (S); GSI ``gsi1``
-(``gsi1pk``, ``gsi1sk``) for listing runs newest first; sparse GSI ``live``
+Table: partition key ``pk`` (S), sort key ``sk`` (S); GSI ``runs_by_created``
+(``gsi1pk``, ``gsi1sk``, projecting ``workflow_name``) for listing runs newest first; sparse GSI ``live``
 (``live_pk``, ``live_sk``, keys only) holding exactly the non-terminal runs, by
 reconcile mark; TTL attribute ``expires_at`` (N, epoch seconds).
 
@@ -43,7 +43,9 @@ from typing import Final
 
 PK: Final = "pk"
 SK: Final = "sk"
-GSI1: Final = "gsi1"
+# Runs newest first (keys gsi1pk, gsi1sk; projects workflow_name only). Named anew when
+# it stopped projecting status: a GSI's projection cannot change in place.
+RUNS_INDEX: Final = "runs_by_created"
 GSI1_PK: Final = "gsi1pk"
 GSI1_SK: Final = "gsi1sk"
 TTL_ATTRIBUTE: Final = "expires_at"
@@ -70,7 +72,7 @@ OWN_PREFIX: Final = "own#"
 # outcome writes none, ``step_events``): readers and creates look for them in the log.
 LOGGED_FROM: Final = "logged_from"
 
-# Every run item carries this GSI partition key, so gsi1 lists all runs by gsi1sk.
+# Every run item carries this GSI partition key, so RUNS_INDEX lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"
 # A non-terminal run item carries this live-index partition key; the transition that
 # ends the run removes it (and live_sk), so the index holds only runs still going.

@@ -73,6 +73,9 @@ class EventPlan:
     actions: tuple[PlannedAction, ...]
     refusal: str | None
     releases_hooks: bool = False
+    # Committed as the run item's ``tail`` when it fits one write unit (§8 "The tail"):
+    # its actions are then plain writes in order, the first the commit point.
+    tail: bool = False
 
     @property
     def fenced(self) -> bool:
@@ -94,8 +97,8 @@ class EventPlan:
         return [a for a in self.actions if a.when is None or a.when in chosen]
 
     def is_transaction(self, options: Iterable[str] = ()) -> bool:
-        """A commit of one action (a run transition's event) is a plain ``PutItem``."""
-        return len(self.actions_for(options)) > 1
+        """A commit of one action (a run transition's event), or a tail, is plain writes."""
+        return not self.tail and len(self.actions_for(options)) > 1
 
     def round_trips(self, options: Iterable[str] = (), *, live_hooks: int = 0) -> RoundTrips:
         """The success path's calls: the read, the reservation, the commit, then the hooks' release."""
@@ -106,7 +109,7 @@ class EventPlan:
         if self.is_transaction(options):
             transactions = 1
         else:
-            writes += 1
+            writes += len(self.actions_for(options))
         if self.releases_hooks:
             # One Query of the run's hooks, then per live hook its disposal and its token's.
             reads += 1
@@ -175,6 +178,7 @@ PLANS: dict[EventType, EventPlan] = {
         Reservation.IN_COMMIT,
         (PlannedAction(RUN, Kind.PUT), _EVENT_PUT),
         refusal=RUN,  # the run exists: Conflict
+        tail=True,  # the run item's put holds event 1; a large input inline: one transaction
     ),
     EventType.RUN_STARTED: _transition(EventType.RUN_STARTED, releases_hooks=False),
     EventType.RUN_COMPLETED: _transition(EventType.RUN_COMPLETED, releases_hooks=True),

@@ -1,9 +1,12 @@
 """Run-level events on DynamoDB: run_created, run_started, run_completed, run_failed, run_cancelled.
 
-* ``run_created``: one ``TransactWriteItems`` puts the run item (``seq = 1``,
-  condition ``attribute_not_exists(pk)``) and event 1. 1 round trip. The run's
-  input is kept in event 1 only (``keys.run_input_key``): the run item, which
-  every later event rewrites, stays small and the same size whatever the input.
+* ``run_created``: the run item's put (``seq = 1``, condition
+  ``attribute_not_exists(pk)``) holding event 1 as its ``tail``, then event 1's
+  put: 2 plain writes (ARCHITECTURE §8 "The tail"). When the two do not fit one
+  write unit (a large input inline), one ``TransactWriteItems`` puts both. The
+  run's input is kept in event 1 only (``keys.run_input_key``): the run item,
+  which every later event rewrites, stays small whatever the input (the first
+  append replaces its tail).
 * A transition changes the run item **in the reserving write**: one conditional
   ``UpdateItem`` that checks the allowed current status, sets the new status and
   fields, takes the next position (``seq + 1``), keeps a copy of the event
@@ -32,19 +35,21 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from world_aws.aws import items, keys, plans
-from world_aws.aws.dynamo import Cancelled, ConditionFailed, Item
+from world_aws.aws import items, keys, plans, sizes
+from world_aws.aws.dynamo import Cancelled, ConditionFailed, Item, to_item
 from world_aws.aws.errors import cancellation_error
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.sequencer import (
     FINAL_SLOT,
     LAND_ATTEMPTS,
     MAX_RESERVATIONS,
+    TAIL_SLOT,
     RunChanges,
     Sequencer,
     rebuild_run_event,
     run_event_slot,
     tail_batch,
+    tail_copy,
 )
 from world_aws.contract import rules
 from world_aws.contract.records import (
@@ -57,7 +62,7 @@ from world_aws.contract.records import (
     RunStatus,
 )
 from world_aws.contract.world import BlobStore
-from world_aws.errors import Transient, WorldAwsError
+from world_aws.errors import Conflict, Transient, WorldAwsError
 
 _ALLOWED_FROM = {
     EventType.RUN_STARTED: (RunStatus.PENDING,),
@@ -85,14 +90,18 @@ class RunEvents:
         run = rules.new_run(run_id, request, now)
         writer = PayloadWriter(self._blobs)
         event = Event(run_id, 1, EventType.RUN_CREATED, None, now, EventData(creation=request.data.creation))
+        event_item = items.event_item(event, writer)
+        run_item = items.run_item(run, seq=1)
+        with_tail = {**run_item, TAIL_SLOT: tail_copy(event_item)}
+        if sizes.item_size(to_item(with_tail)) <= sizes.WRITE_UNIT_BYTES:
+            self._create_as_tail(request, with_tail, event_item)
+            return EventResult(event=event, run=run)
         try:
             self._table.transact(
                 [
                     # Timeline: two creators of the same run id race; exactly one run item wins.
-                    self._table.put_action(
-                        items.run_item(run, seq=1), condition="attribute_not_exists(pk)", name=plans.RUN
-                    ),
-                    self._seq.item_put(items.event_item(event, writer)),
+                    self._table.put_action(run_item, condition="attribute_not_exists(pk)", name=plans.RUN),
+                    self._seq.item_put(event_item),
                 ]
             )
         except Cancelled as cancelled:
@@ -100,6 +109,29 @@ class RunEvents:
                 rules.judge_run_event(request, self._seq.run_header(cancelled.item_of(plans.RUN)))
             raise cancellation_error([r.code for r in cancelled.reasons], operation="run_created") from None
         return EventResult(event=event, run=run)
+
+    def _create_as_tail(self, request: EventRequest, run_item: Item, event_item: Item) -> None:
+        """``run_created`` as a tail (§8 "The tail"): the run item's put holds event 1, then its put.
+
+        The put of the run item is the commit point. If event 1's put keeps failing,
+        Transient: the run exists and its first message creates nothing (``run_started``
+        finds it); ``runs.get`` reads the input from the tail and the continuation's
+        ``events.list`` puts it.
+        """
+        try:
+            # Timeline: two creators of the same run id race; exactly one run item wins.
+            self._table.put(run_item, condition="attribute_not_exists(pk)")
+        except ConditionFailed as refused:
+            rules.judge_run_event(request, self._seq.run_header(refused.item))
+            raise Conflict(f"run {keys.run_id_of(run_item)} already exists") from None
+        try:
+            self._seq.land(event_item, attempts=LAND_ATTEMPTS)
+        except WorldAwsError:
+            raise Transient(
+                f"run {keys.run_id_of(run_item)} is created but its run_created event did not land yet; "
+                "a reader of the run puts it",
+                retry_after=0.1,
+            ) from None
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """run_started / run_completed / run_failed / run_cancelled (and the creating run_started)."""

@@ -278,7 +278,7 @@ class Sequencer:
             **TERMINAL_STATUSES,
         }
         if tail is not None:
-            values[":tail"] = {k: v for k, v in tail.items() if k != keys.PK}
+            values[":tail"] = tail_copy(tail)
         if own:
             # Kept for good: from here on, the log may hold steps with no item (§8).
             sets.append(f"{keys.LOGGED_FROM} = if_not_exists({keys.LOGGED_FROM}, :logged)")
@@ -566,6 +566,11 @@ def tail_item(run_item: Item) -> Item | None:
     if not tail:
         return None
     return {keys.PK: run_item[keys.PK], **tail}
+
+
+def tail_copy(batch_item: Item) -> Item:
+    """The run item's ``tail`` value that commits ``batch_item``: the item less its ``pk``."""
+    return {k: v for k, v in batch_item.items() if k != keys.PK}
 
 
 def tail_batch(run_item: Item, position: int) -> Item | None:

@@ -64,6 +64,7 @@ from world_aws.aws.sequencer import (
     EventCommit,
     Sequencer,
     tail_batch,
+    tail_copy,
     until_settled,
 )
 from world_aws.contract import rules
@@ -587,7 +588,7 @@ class StepEvents:
 
 def _tail_bytes(tail: Item) -> int:
     """What the ``tail`` attribute of a run item holding the batch item ``tail`` takes."""
-    return sizes.item_size(to_item({TAIL_SLOT: {k: v for k, v in tail.items() if k != keys.PK}}))
+    return sizes.item_size(to_item({TAIL_SLOT: tail_copy(tail)}))
 
 
 def unwritten_step(
