@@ -238,3 +238,21 @@ def test_a_run_created_with_an_input_too_large_for_the_tail_is_one_transaction(w
     assert TAIL_SLOT not in _run_item(world, run_id)
     assert _stored(world, run_id, 1) is not None
     assert world.runs.get(run_id).input == run_input
+
+
+def test_a_run_end_whose_event_put_failed_is_put_by_the_next_read(world: AwsWorld) -> None:
+    # GIVEN a run_completed written on its own whose reservation landed and whose event
+    # put kept failing (nothing written after it: no later position shows a hole)
+    run_id = create_run(world)
+    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"result"))
+    with event_puts_fail(world), pytest.raises(WorldAwsError):
+        world.events.create(run_id, end)
+    assert world.runs.get(run_id).status is RunStatus.COMPLETED
+    position = int(_run_item(world, run_id)["seq"])
+    assert _stored(world, run_id, position) is None
+    # WHEN the log is read (no late transition comes to repair it)
+    events = world.events.list(run_id)
+    # THEN its end is there, rebuilt from the run item's copy, and its item is in the table
+    assert (events[-1].position, events[-1].type) == (position, EventType.RUN_COMPLETED)
+    assert events[-1].data.output == b"result"
+    assert _stored(world, run_id, position) is not None

@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Item
 from world_aws.aws.payloads import PayloadReader
-from world_aws.aws.sequencer import Sequencer, covers, tail_item
+from world_aws.aws.sequencer import FINAL_SLOT, Sequencer, covers, rebuild_run_event, tail_item
 from world_aws.contract.clock import Clock
-from world_aws.contract.records import Event, ResolveData
+from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.contract.world import BlobStore
 
 # Holes whose first sighting a World keeps (a hole that another World sealed stays
@@ -64,6 +64,14 @@ class HoleRepairPolicy:
     max_delay: float = 0.16
     monotonic: Callable[[], float] = field(default=time.monotonic)
     sleep: Callable[[float], None] = field(default=time.sleep)
+
+
+def _unlanded_end(run_item: Item) -> int | None:
+    """The position of a terminal run's end event if it is the run's last reserved one."""
+    end = run_item.get(f"{FINAL_SLOT}_pos")
+    if end is None or not RunStatus(run_item["status"]).terminal or int(run_item["seq"]) != int(end):
+        return None
+    return int(end)
 
 
 class LogReader:
@@ -104,6 +112,14 @@ class LogReader:
         if tail is not None and covers(tail, expected):
             # The log's last batch is committed but its item has not landed: put it.
             events += items.events_from_item(run_id, self._seq.land(tail), reader, since=expected)
+        elif run_item is not None and _unlanded_end(run_item) == expected:
+            # The run's end is committed (its reservation is the run item's last write) but
+            # its event has not landed: put it from the run item's copy, as a refused late
+            # transition would (``RunEvents._finish_terminal``), so no read ever shows a
+            # terminal run without its terminal event.
+            rebuilt = rebuild_run_event(run_item, expected)
+            if rebuilt is not None:
+                events += items.events_from_item(run_id, self._seq.land(rebuilt), reader, since=expected)
         return events
 
     def _repair(self, run_id: str, position: int, tail: Item | None) -> Item:
