@@ -141,13 +141,13 @@ def test_a_refused_conditional_put_is_billed_on_the_item_it_found(billed: Billed
 
 
 def test_index_upkeep_is_billed_when_a_projected_attribute_or_an_index_key_changes(billed: Billed) -> None:
-    # GIVEN a run-like item in gsi1 (keys gsi1pk, gsi1sk; status projected, seq not)
+    # GIVEN a run-like item in the runs index (keys gsi1pk, gsi1sk; workflow_name projected, seq not)
     key = {"pk": {"S": "run#gsi"}, "sk": {"S": "run"}}
     item = {
         **key,
         "gsi1pk": {"S": "runs"},
         "gsi1sk": {"S": "t1"},
-        "status": {"S": "pending"},
+        "workflow_name": {"S": "w1"},
         "seq": {"N": "1"},
     }
 
@@ -160,12 +160,12 @@ def test_index_upkeep_is_billed_when_a_projected_attribute_or_an_index_key_chang
             ExpressionAttributeValues={":v": value},
         )
 
-    # WHEN it is put, its seq bumped, its status changed, and its gsi1sk changed
+    # WHEN it is put, its seq bumped, its projected name changed, and its gsi1sk changed
     put = billed.bill("t.gsi.put", lambda: billed.ddb.put_item(TableName=billed.table, Item=item))
     seq = billed.bill("t.gsi.seq", lambda: update("seq", {"N": "2"}))
-    status = billed.bill("t.gsi.status", lambda: update("status", {"S": "running"}))
+    status = billed.bill("t.gsi.name", lambda: update("workflow_name", {"S": "w2"}))
     moved = billed.bill("t.gsi.key", lambda: update("gsi1sk", {"S": "t2"}))
-    # THEN each entry (under 1 KB) costs 1 WRU: entering 1, seq 0, status 1, a key change 2 (delete + put)
+    # THEN each entry (under 1 KB) costs 1 WRU: entering 1, seq 0, name 1, a key change 2 (delete + put)
     assert (put.gsi_wru, seq.gsi_wru, status.gsi_wru, moved.gsi_wru) == (1, 0, 1, 2)
 
 
