@@ -4,8 +4,9 @@ Workloads (``WORKLOADS``): W0 is one step (the per-run overhead, carried by a si
 step), W1 three sequential steps, W2 a hundred, W3 and W4 an ``asyncio.gather`` of
 64 and 256 (W3-inline and W4-inline: the same with ``WORKFLOW_MAX_INLINE_STEPS`` at
 their width, so the whole fan-out runs in the continuing invocation); W2 with a 10 KB
-and a 60 KB workflow input, W1 with a 100 KB and a 200 KB input to every step. Steps
-are trivial and return their index.
+and a 60 KB workflow input, W1 with a 100 KB and a 200 KB input to every step, W2 with
+500 B incompressible ones (a small document: what a sequential step's batch carries in
+practice). Steps are trivial and return their index.
 
 ``run_workload`` runs one on a freshly provisioned World (``MotoWorlds``) behind a
 ``BenchWorld`` (every store call is a World op, its requests billed to it), with
@@ -77,6 +78,13 @@ WORKLOADS: dict[str, Workload] = {
             "W2, 60 KB incompressible workflow input",
             100,
             workflow_input_bytes=60 * KB,
+            incompressible=True,
+        ),
+        Workload(
+            "W2-step500-random",
+            "W2, 500 B incompressible step inputs",
+            100,
+            step_input_bytes=500,
             incompressible=True,
         ),
         Workload(

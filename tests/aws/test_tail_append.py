@@ -1,9 +1,10 @@
 """The batch committed in its reservation: an append's ``tail`` (ARCHITECTURE §8 "The tail").
 
-An ``append_after`` with no entity action and one small batch item commits in one
-``UpdateItem`` of the run item (positions, fence, ``own#`` entries and the batch as
-``tail``), then puts the batch item. These tests break the put and check that no event
-is lost, none is sealed with a ``noop``, and every reader counts the committed batch.
+An ``append_after`` with no entity action and one batch item that keeps the run item
+within two write units commits in one ``UpdateItem`` of the run item (positions, fence,
+``own#`` entries and the batch as ``tail``), then puts the batch item. These tests break
+the put and check that no event is lost, none is sealed with a ``noop``, and every reader
+counts the committed batch.
 """
 
 from __future__ import annotations
@@ -199,6 +200,52 @@ def test_a_traced_runs_sequential_append_still_fits_the_run_item_in_one_write_un
     run_item = _run_item(world, run_id)
     assert run_item[TAIL_SLOT]["last"] == after + 2
     assert sizes.item_size(dynamo.to_item(run_item)) <= sizes.WRITE_UNIT_BYTES
+
+
+def test_a_batch_too_large_for_one_write_unit_is_the_tail_while_the_run_item_stays_within_two(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an owned step whose outcome is 700 incompressible bytes (inline: under the S3
+    # threshold), so the run item holding the batch as its tail is over 1 KB
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    output = random.Random(3).randbytes(700)
+    nxt = new_id("step")
+    # WHEN its outcome and the next create are appended
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done, output), owned_create(nxt)], at=clock.now()
+    )
+    # THEN the batch is the tail (an update of 2 units and a plain put, not a transaction
+    # of 2 × 2), the run item stays within two write units, and the batch item landed
+    run_item = _run_item(world, run_id)
+    assert run_item[TAIL_SLOT]["last"] == after + 2
+    assert sizes.WRITE_UNIT_BYTES < sizes.item_size(dynamo.to_item(run_item)) <= 2 * sizes.WRITE_UNIT_BYTES
+    assert _stored(world, run_id, after + 2) is not None
+    # AND the next small append replaces it, bringing the run item back within one unit
+    assert world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
+    assert sizes.item_size(dynamo.to_item(_run_item(world, run_id))) <= sizes.WRITE_UNIT_BYTES
+    events = world.events.list(run_id)
+    assert [(e.correlation_id, e.data.output) for e in events[-3:]] == [
+        (done, output),
+        (nxt, None),
+        (nxt, b"out"),
+    ]
+
+
+def test_a_batch_that_would_take_the_run_item_past_two_write_units_is_a_transaction(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an owned step whose outcome is 1.5 KB of incompressible bytes
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    output = random.Random(5).randbytes(1_500)
+    # WHEN its outcome is appended
+    assert world.events.append_after(run_id, after, [owned_outcome(done, output)], at=clock.now())
+    # THEN it is not the run item's tail (the transaction would be cheaper) and reads back whole
+    run_item = _run_item(world, run_id)
+    assert TAIL_SLOT not in run_item
+    assert sizes.item_size(dynamo.to_item(run_item)) <= sizes.WRITE_UNIT_BYTES
+    assert world.events.list(run_id)[-1].data.output == output
 
 
 def test_a_run_created_whose_event_put_fails_is_created_and_read_whole(world: AwsWorld) -> None:

@@ -252,7 +252,7 @@ class AppendPlan:
     an owned write of a step with an item; ``ENTITY`` and ``PENDING`` for a dispatched
     create. Any cancellation writes nothing (the caller writes one by one).
 
-    A *tail* append (no entity action, one batch item of at most ``TAIL_BYTES``) is not a
+    A *tail* append (no entity action, one batch item within ``step_events.TAIL_UNITS``) is not a
     transaction: ``RUN`` alone, an ``UpdateItem`` that also keeps the batch item as the run
     item's ``tail`` (its commit point), then the batch item's own ``PutItem`` (ARCHITECTURE
     §8 "The tail").

@@ -97,11 +97,16 @@ _SETTLED_STATUS = {
 # inline fan-out (WORKFLOW_MAX_INLINE_STEPS = 3). Each such step costs its run item an
 # entry (~40 B) while it runs, which every append rewrites; a wider wave writes items.
 LAZY_CREATES = 3
-# The largest ``tail`` (its attribute's bytes, ``sizes``) an append commits in a run item
-# this World has not sized yet; then the run item's last size (less its tail) leaves the
-# tail what keeps the item within one write unit, less ``TAIL_MARGIN`` for the entries
-# (``own#``) that vary between appends. So a tail costs no write unit of its own (§8).
-TAIL_BYTES = 460
+# A tail is taken while the run item holding it stays within ``TAIL_UNITS`` write units
+# (its ``tail`` attribute's bytes by ``sizes``): the run item's last size as this World's
+# last tail append returned it (less that tail), or ``UNSIZED_RUN_BYTES`` for a run it has
+# not sized yet, and ``TAIL_MARGIN`` for the entries (``own#``) that vary between appends.
+# Two units, not one: the update then costs what the transaction's run item action would
+# (2 × 1 unit), the batch item's put is not doubled, and the next write of the run item
+# pays one more unit for its before image, so a tail up to that size is never dearer than
+# the transaction and a chain of large batches saves a unit each (§8 "The tail").
+TAIL_UNITS = 2
+UNSIZED_RUN_BYTES = 540
 TAIL_MARGIN = 24
 # Steps created without their item that this World remembers, for their owner's outcome
 # (each until that outcome: one per run this process continues; an entry holds the step's
@@ -353,9 +358,10 @@ class StepEvents:
         self._landings.settle_all()
 
     def _tail_budget(self, run_id: str) -> int:
-        """The bytes a tail of this run may take (``TAIL_BYTES``, ``TAIL_MARGIN``)."""
+        """The bytes a tail of this run may take (``TAIL_UNITS``, ``UNSIZED_RUN_BYTES``, ``TAIL_MARGIN``)."""
         known = self._run_sizes.get(run_id)
-        return TAIL_BYTES if known is None else sizes.WRITE_UNIT_BYTES - TAIL_MARGIN - known
+        base = UNSIZED_RUN_BYTES if known is None else known
+        return TAIL_UNITS * sizes.WRITE_UNIT_BYTES - TAIL_MARGIN - base
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_started / step_retrying / step_completed / step_failed."""
