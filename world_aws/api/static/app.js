@@ -320,7 +320,7 @@
     const label = h("div", { class: "gantt-label", title },
       h("span", { class: "kind", text: kind }), name, attempts > 1 ? h("span", { class: "muted", text: ` ×${attempts}` }) : null);
     return h("div", { class: "gantt-row", "data-testid": "gantt-row", "data-kind": kind, "data-name": name, "data-status": status },
-      label, h("div", { class: "gantt-track" }, track), h("div", { class: "gantt-took", text: took }));
+      label, h("div", { class: "gantt-track" }, track), h("div", { class: "gantt-took", "data-testid": "took", text: took }));
   }
 
   function legend() {
