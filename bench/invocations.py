@@ -105,7 +105,15 @@ class _Invocation:
 _INVOCATION: contextvars.ContextVar[_Invocation | None] = contextvars.ContextVar(
     "bench_invocation", default=None
 )
-_TASK: contextvars.ContextVar[_Share | None] = contextvars.ContextVar("bench_task", default=None)
+# The task a pool thread is running. Per thread, not in the context: the task may run its
+# call in a context of its own (``run_parallel`` submits ``copy_context().run``), which a
+# context variable set around the task would not reach.
+_TASKS = threading.local()
+
+
+def _current_task() -> _Share | None:
+    task: _Share | None = getattr(_TASKS, "task", None)
+    return task
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +168,7 @@ class InvocationMeter:
 
     def call_ended(self, context: dict[str, Any], service: str) -> None:
         """The call that ``context`` began ends: charge its latency and its CPU to the invocation."""
-        share = _TASK.get()
+        share = _current_task()
         invocation = _INVOCATION.get()
         if invocation is None or "bench.cpu" not in context:
             return
@@ -192,12 +200,14 @@ def difference(after: dict[str, FunctionUsage], before: dict[str, FunctionUsage]
 
 
 def _run_task(task: _Share, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    _TASK.set(task)  # inside the task's own copy of the context
+    outer = _current_task()
+    _TASKS.task = task
     cpu = time.thread_time()
     try:
         return fn(*args, **kwargs)
     finally:
         task.cpu_total = time.thread_time() - cpu
+        _TASKS.task = outer
 
 
 @contextmanager
@@ -216,7 +226,7 @@ def propagating_context() -> Iterator[None]:
 
     def result(self: Future[Any], timeout: float | None = None) -> Any:
         invocation = _INVOCATION.get()
-        if invocation is not None and _TASK.get() is None:
+        if invocation is not None and _current_task() is None:
             invocation.close_batch()
         return original_result(self, timeout)
 

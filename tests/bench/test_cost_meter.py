@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from bench.pump import QueuePump
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, QueueName
+from world_aws.runtime.dispatch import run_parallel
 
 # Modelled round trips, large enough that CPU (well under a second here) cannot blur them.
 ROUND_TRIP = {"dynamodb": 1.0, "sqs": 2.0, "s3": 2.0}
@@ -157,11 +159,18 @@ def test_round_trips_add_up_on_the_invocation_thread_and_overlap_across_a_parall
             work(1)
         with invocations.invocation("alongside", 1):
             work(2, alongside=True)
+        with invocations.invocation("runtime", 1), ThreadPoolExecutor(2) as pool:
+            # the runtime's own run_parallel: each task runs its call in a copied context
+            get()
+            get()
+            run_parallel(pool, [get, partial(sqs.send_message, QueueUrl=url, MessageBody="x")])
         after = invocations.snapshot()
-    ms = {name: after[name].billed_ms for name in ("wide", "narrow", "alongside")}
+    ms = {name: after[name].billed_ms for name in ("wide", "narrow", "alongside", "runtime")}
     ddb_ms, sqs_ms = ROUND_TRIP["dynamodb"] * 1000, ROUND_TRIP["sqs"] * 1000
     # THEN each is billed its two DynamoDB calls in turn (plus well under a second of CPU), then:
     # the wide one one send, the narrow one both sends in turn, the third the longer of its branches
     assert 2 * ddb_ms + sqs_ms <= ms["wide"] < 2 * ddb_ms + 2 * sqs_ms
     assert 2 * ddb_ms + 2 * sqs_ms <= ms["narrow"] < 2 * ddb_ms + 3 * sqs_ms
     assert 2 * ddb_ms + max(ddb_ms, sqs_ms) <= ms["alongside"] < 2 * ddb_ms + ddb_ms + sqs_ms
+    # AND a task of the runtime's run_parallel overlaps too (its call is the task's, not the thread's)
+    assert 2 * ddb_ms + max(ddb_ms, sqs_ms) <= ms["runtime"] < 2 * ddb_ms + ddb_ms + sqs_ms
