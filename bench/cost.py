@@ -33,6 +33,8 @@ import logging
 import shlex
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from bench.core import MotoWorlds
@@ -67,16 +69,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def measure(names: list[str], latency: Latency) -> list[CostSample]:
-    """Run each workload once on moto with the meters attached."""
+@contextmanager
+def metered_moto(latency: Latency) -> Iterator[Meters]:
+    """In-process moto with the billing and invocation meters on its clients."""
     # No injected latency on moto: the duration model charges round trips itself.
     recorder = CallRecorder(Latency(0.0, 0.0, 0.0))
-    samples = []
     with MotoWorlds(recorder) as moto, propagating_context():
         invocations = InvocationMeter(latency.of)
         billing = BillingMeter(recorder, invocations)
         billing.attach(moto.clients)
-        meters = Meters(moto, billing, invocations, template_functions())
+        yield Meters(moto, billing, invocations, template_functions())
+
+
+def measure(names: list[str], latency: Latency) -> list[CostSample]:
+    """Run each workload once on moto with the meters attached."""
+    samples = []
+    with metered_moto(latency) as meters:
         for name in names:
             began = time.perf_counter()
             samples.append(run_workload(meters, WORKLOADS[name]))

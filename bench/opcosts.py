@@ -81,6 +81,15 @@ class OpCosts:
         }
         return cls(ops, dict(sorted(calls.get(EVENT_SOURCE, {}).items())), runs)
 
+    @classmethod
+    def from_snapshot(cls, snapshot: Snapshot, runs: int) -> OpCosts:
+        """The op attribution of a recorder window (``after - before``) over ``runs`` runs."""
+        calls: dict[str, dict[str, int]] = {}
+        for (key, operation), count in sorted(snapshot.op_calls.items()):
+            calls.setdefault(key, {})[operation] = count
+        ops = {key: OpCost(count, calls.get(key, {})) for key, count in sorted(snapshot.ops.items())}
+        return cls(ops, calls.get(EVENT_SOURCE, {}), runs)
+
     def cost(self, key: str) -> OpCost | None:
         """The cost of ``key``; for a key never measured, its method's pooled cost; None if neither."""
         if key in self.ops:

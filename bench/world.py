@@ -133,13 +133,22 @@ class TimedEvents:
         return result
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> list[EventResult] | None:
         # A batch holds owned step writes (no claim to report), maybe closed by the run's end.
-        results = self._inner.append_after(run_id, after, requests, at=at)
+        results = self._inner.append_after(run_id, after, requests, at=at, flush_later=flush_later)
         if results is not None and requests[-1].type in _RUN_ENDINGS:
             self._timeline.run_ended(run_id)
         return results
+
+    def flush(self, run_id: str) -> None:
+        self._inner.flush(run_id)
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -158,13 +158,22 @@ class CountingEventStore:
         return result
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> list[EventResult] | None:
-        results = self._inner.append_after(run_id, after, requests, at=at)
+        results = self._inner.append_after(run_id, after, requests, at=at, flush_later=flush_later)
         for result in results or ():
             if result.event is not None:
                 self._count(run_id, result.event)
         return results
+
+    def flush(self, run_id: str) -> None:
+        self._inner.flush(run_id)
 
     def _count(self, run_id: str, event: Event) -> None:
         """Count one committed event, if it is one this store counts.

@@ -145,6 +145,62 @@ def test_a_batch_whose_put_fails_is_committed_and_holds_back_the_next_append(
     assert later is not None
 
 
+def test_a_batch_appended_to_flush_later_lands_at_the_flush_and_reads_whole_before_it(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an owned step running without its item
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    # WHEN its outcome and the next create are appended to flush later (the next body runs beside)
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    # THEN they are committed in the run item's tail, and the batch item is not put yet
+    assert results is not None and [r.event.position for r in results] == [after + 1, after + 2]
+    assert _run_item(world, run_id)[TAIL_SLOT]["pos"] == after + 1
+    assert _stored(world, run_id, after + 2) is None
+    # AND the readers that only look count it
+    assert world.steps.get(run_id, nxt).status is StepStatus.RUNNING
+    # WHEN the writer flushes
+    world.events.flush(run_id)
+    # THEN the batch item is in the table, and a second flush has nothing to do
+    stored = _stored(world, run_id, after + 2)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 2)
+    world.events.flush(run_id)
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt]
+
+
+def test_an_unflushed_batch_is_put_by_the_next_append_and_a_failed_flush_holds_it_back(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a batch appended to flush later whose flush fails (every event put throttled)
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt, third = new_id("step"), new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    with event_puts_fail(world) as refused:
+        world.events.flush(run_id)  # best effort: no error
+        assert refused and _stored(world, run_id, after + 2) is None
+        # WHEN the writer appends after it while the put still fails
+        # THEN that append is held back (it would replace the tail) and writes nothing
+        with pytest.raises(Transient, match="committed"):
+            world.events.append_after(
+                run_id, after + 2, [owned_outcome(nxt), owned_create(third)], at=clock.now()
+            )
+        assert int(_run_item(world, run_id)["seq"]) == after + 2
+    # WHEN it appends again once puts work
+    later = world.events.append_after(
+        run_id, after + 2, [owned_outcome(nxt), owned_create(third)], at=clock.now(), flush_later=True
+    )
+    # THEN the first batch was put before the second replaced it, and the log is whole
+    assert later is not None
+    assert _stored(world, run_id, after + 2) is not None
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt, nxt, third]
+
+
 def test_a_trailing_batch_that_never_landed_is_put_by_the_next_read(
     world: AwsWorld, clock: ManualClock
 ) -> None:

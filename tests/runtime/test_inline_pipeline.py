@@ -156,6 +156,25 @@ def test_each_outcome_is_appended_with_the_next_steps_create(harness: Harness) -
     assert len(ran) == 5
 
 
+@pytest.mark.parametrize("flush_fails", [False, True], ids=["flushed", "flush-fails"])
+def test_each_pipelined_append_is_flushed_beside_the_next_body(harness: Harness, flush_fails: bool) -> None:
+    # GIVEN a warm handler and a 5-step sequential run (maybe every flush failing)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran), WARM)
+    if flush_fails:
+        harness.spy.inject("events.flush", Transient("flush failed"), times=100)
+    # WHEN it settles
+    handle = runtime.start("chain", 5)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN each append that claimed a body asked to flush later and was flushed once,
+    # and the appends that claimed none (the run's end) did not
+    flushes = harness.spy.calls("events.flush")
+    assert len(flushes) == 4 and {c.run_id for c in flushes} == {handle.run_id}
+    # AND a failing flush fails nothing: the result is right and each body ran once
+    assert handle.result(timeout=0) == 10
+    assert len(ran) == 5
+
+
 @pytest.mark.parametrize("run_event", [EventType.RUN_STARTED, EventType.RUN_COMPLETED], ids=["start", "end"])
 @pytest.mark.parametrize("landed", [False, True], ids=["refused-before-landing", "landed-answer-lost"])
 def test_a_runs_start_or_end_append_that_fails_records_it_once(

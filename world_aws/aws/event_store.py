@@ -86,7 +86,13 @@ class DynamoEventStore:
         return self._waits.wait_completed(run_id, request, now)
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> builtins.list[EventResult] | None:
         """Owned step writes, then maybe the run's end, at ``after + 1`` on, all or none: 1 transaction.
 
@@ -95,10 +101,14 @@ class DynamoEventStore:
         """
         rules.validate_batch(requests)
         rules.validate_stamp(at, self._clock.now())
-        results = self._steps.append_after(run_id, after, requests, at)
+        results = self._steps.append_after(run_id, after, requests, at, flush_later=flush_later)
         if results is not None and rules.split_batch(requests).end is not None:
             self._runs.release_hooks(run_id, at)  # as after a terminal transition one by one
         return results
+
+    def flush(self, run_id: str) -> None:
+        """Put the batch item of a tail append that left it (``flush_later``); best effort."""
+        self._steps.flush(run_id)
 
     def settle(self) -> None:
         """Put the batch items whose put failed after their append committed, best effort (a close)."""

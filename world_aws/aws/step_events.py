@@ -45,6 +45,7 @@ put follows (2 plain writes; ARCHITECTURE §8 "The tail"); else all of it is one
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
@@ -79,6 +80,8 @@ from world_aws.contract.records import (
 )
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Conflict, Transient, WorldAwsError
+
+logger = logging.getLogger(__name__)
 
 # Payload fields the step item stores beside its event: a create's input, a retry's or
 # an outcome's output and error (``PayloadWriter.prepare``).
@@ -179,11 +182,12 @@ class _Landings:
         self._pending: dict[str, Item] = {}
         self._lock = threading.Lock()
 
-    def land(self, run_id: str, tail: Item) -> None:
-        """Put ``tail``; Transient if it cannot (it is then kept for ``settle``)."""
+    def land(self, run_id: str, tail: Item, *, later: bool = False) -> None:
+        """Put ``tail`` (``later``: keep it for ``settle``); Transient if it cannot (it is then kept)."""
         with self._lock:
             self._pending[run_id] = tail
-        self.settle(run_id)
+        if not later:
+            self.settle(run_id)
 
     def settle(self, run_id: str) -> None:
         """Put this World's unlanded tail of ``run_id``, if any; Transient if it still cannot."""
@@ -245,7 +249,13 @@ class StepEvents:
         return EventResult(event=event, step=step)
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        at: datetime,
+        *,
+        flush_later: bool = False,
     ) -> list[EventResult] | None:
         """Step writes at ``after + 1`` on, committed with the run item's write that takes their positions.
 
@@ -258,6 +268,7 @@ class StepEvents:
         ``tail``, then put (``_Landings``); any other is one transaction with the batch
         items and, per request, the entity actions ``create`` would commit. A refused
         condition (or a conflict with a concurrent write) writes nothing: None.
+        ``flush_later``: a tail's item is put by :meth:`flush`, not before the answer.
 
         Raises:
             Transient: this batch, or this World's last tail of the run before it, is
@@ -347,11 +358,21 @@ class StepEvents:
         for step_id in settled:
             self._unwritten.pop((run_id, step_id))
         if tail is not None:
-            self._landings.land(run_id, tail)
+            self._landings.land(run_id, tail, later=flush_later)
         results = [EventResult(event=commit.event, step=step) for commit, step in commits]
         if run_commit is not None:  # no run in its result: a transaction returns no image
             results.insert(0 if start is not None else len(results), EventResult(event=run_commit.event))
         return results
+
+    def flush(self, run_id: str) -> None:
+        """Put the item of this World's unlanded tail of ``run_id``, best effort.
+
+        One that still does not land stays kept: the run's next append puts it first.
+        """
+        try:
+            self._landings.settle(run_id)
+        except Transient as exc:
+            logger.warning("%s", exc)
 
     def settle(self) -> None:
         """Put this World's tails whose put failed, best effort (``_Landings.settle_all``)."""

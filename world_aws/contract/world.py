@@ -49,7 +49,13 @@ class EventStore(Protocol):
         ...
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> list[EventResult] | None:
         """Append ``requests`` at positions ``after + 1`` on, all or none, iff the log ends at ``after``.
 
@@ -70,10 +76,24 @@ class EventStore(Protocol):
         it costs a write (the DynamoDB World for a step it creates without its item,
         ARCHITECTURE §8); every other rule, and a second create after this one, is judged.
 
+        ``flush_later``: the caller will call :meth:`flush` (beside the step bodies the
+        append claimed), so the World may leave the append's housekeeping to it instead
+        of doing it before it answers. The events are committed when it answers either way.
+
         Raises:
             BadInput: not step creates and owned outcomes, then maybe the run's end
                 (``rules.validate_batch``), or ``at`` is later than the World's now.
             Throttled, Transient: the outcome is unknown (all or nothing landed).
+        """
+        ...
+
+    def flush(self, run_id: str) -> None:
+        """Finish what an ``append_after(..., flush_later=True)`` of ``run_id`` left (none: nothing).
+
+        Best effort, never raising for the World's own writes: what it cannot finish
+        now, the run's next append from this World finishes first (raising
+        ``Transient`` while it cannot), and any read of the log meanwhile sees the
+        events (the DynamoDB World's tail, ARCHITECTURE §8 "The tail").
         """
         ...
 

@@ -39,12 +39,21 @@ class _LoggedEvents:
         return result
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> list[EventResult] | None:
-        results = self._inner.append_after(run_id, after, requests, at=at)
+        results = self._inner.append_after(run_id, after, requests, at=at, flush_later=flush_later)
         for request in requests if results is not None else ():
             _log_failure(run_id, request)
         return results
+
+    def flush(self, run_id: str) -> None:
+        self._inner.flush(run_id)
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -74,7 +74,13 @@ class MemoryEventStore:
             return self._wait_event(record, request, now)
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> builtins.list[EventResult] | None:
         """Append owned step writes, then maybe the run's end, after ``after`` iff the log ends there.
 
@@ -111,6 +117,9 @@ class MemoryEventStore:
             if end is not None:
                 results.append(self._run_event(run_id, record, end, at))
             return results
+
+    def flush(self, run_id: str) -> None:
+        """Nothing to finish: an append here is whole when it answers."""
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

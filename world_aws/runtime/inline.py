@@ -29,6 +29,7 @@ check of dispatched branches (``rules.counts_as_pending``).
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import secrets
 from collections.abc import Callable
@@ -58,6 +59,8 @@ from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.outcomes import OutcomeBatch, append_batches
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +329,7 @@ class InlineSteps:
         *,
         defer: bool = False,
         after: int | None = None,
+        beside: Callable[[], None] | None = None,
     ) -> InlineRound:
         """Run the bodies of steps this delivery holds (running, owned by it) and record their outcomes.
 
@@ -334,7 +338,9 @@ class InlineSteps:
         next (``Orchestrator``, "pipelined outcome" in ARCHITECTURE §5). With several and
         ``after`` (where the log ends once they were claimed), their completions and
         failures are appended in batches as they finish (``runtime/outcomes.py``). A retry
-        is always written alone (its message follows it).
+        is always written alone (its message follows it). ``beside``: a call run in
+        parallel with the bodies (``events.flush`` of the append that claimed them); it
+        never fails the round (what it could not do, the run's next append does).
         """
         batch = (
             OutcomeBatch(self._world, run.run_id, after) if len(started) > 1 and after is not None else None
@@ -344,7 +350,13 @@ class InlineSteps:
             partial(self._attempt, run, step, request, owner, defer, batch) for step, request in started
         ]
         try:
-            outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
+            if beside is None:
+                outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
+            else:
+                *done, aside = run_parallel(self._pool, [*attempts, beside])
+                if isinstance(aside, Exception):
+                    logger.warning("run %s: the call beside the bodies failed: %r", run.run_id, aside)
+                outcomes = _values(done)
         except BaseException:
             if batch is not None:
                 # The finished siblings' outcomes are written before the failure goes on

@@ -30,7 +30,13 @@ from world_aws.runtime import stepbody
 
 
 def append_or_none(
-    world: World, run_id: str, after: int, requests: list[EventRequest], at: datetime | None = None
+    world: World,
+    run_id: str,
+    after: int,
+    requests: list[EventRequest],
+    at: datetime | None = None,
+    *,
+    flush_later: bool = False,
 ) -> list[EventResult] | None:
     """``events.append_after`` stamped ``at`` (default: now); None if it did not land or its answer was lost.
 
@@ -38,7 +44,9 @@ def append_or_none(
     landed one is refused as a duplicate, and the next read of the log shows it.
     """
     try:
-        return world.events.append_after(run_id, after, requests, at=at or world.clock.now())
+        return world.events.append_after(
+            run_id, after, requests, at=at or world.clock.now(), flush_later=flush_later
+        )
     except (Throttled, Transient):
         return None
 

@@ -12,6 +12,7 @@ no parent) has its end in the same append.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from world_aws.contract import rules
@@ -89,7 +90,9 @@ class OutcomePipeline:
         # outcome; the replay from the log then shows our creates, which the next pass adopts,
         # or the run's end, which the pass's own end then finds written).
         requests = [settled, *(owned_create(s, owner) for s in creates), *([closing] if closing else [])]
-        results = append_or_none(self._world, run.run_id, after, requests, at)
+        # With creates, their bodies follow: the World's housekeeping of the append (the
+        # DynamoDB World's batch item put) runs beside them, off the path between two bodies.
+        results = append_or_none(self._world, run.run_id, after, requests, at, flush_later=bool(creates))
         if results is None:
             stepbody.record(self._world, run.run_id, settled)
             replay.close()
@@ -98,10 +101,12 @@ class OutcomePipeline:
             return replay, InlineRound(ended=True), False
         fed = self._logs.feed(run.run_id, [r.event for r in results if r.event is not None])
         claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
+        flush = partial(self._world.events.flush, run.run_id)
         if not claimed or self._inline is None:
+            flush()
             return replay, InlineRound(), fed
         end = results[-1].event.position if results[-1].event is not None else None
-        bodies = self._inline.run_claimed(run, claimed, owner, defer=True, after=end)
+        bodies = self._inline.run_claimed(run, claimed, owner, defer=True, after=end, beside=flush)
         if not bodies.written:  # the usual case: the outcome deferred to the next batch
             return replay, bodies, fed and bodies.complete
         return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)

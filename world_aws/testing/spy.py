@@ -166,16 +166,26 @@ class _SpyEvents:
         return result
 
     def append_after(
-        self, run_id: str, after: int, requests: Sequence[EventRequest], *, at: datetime
+        self,
+        run_id: str,
+        after: int,
+        requests: Sequence[EventRequest],
+        *,
+        at: datetime,
+        flush_later: bool = False,
     ) -> builtins.list[EventResult] | None:
         inner = self._spy.inner.events
         results: builtins.list[EventResult] | None = self._spy.invoke(
             "events.append_after",
             run_id,
             list(requests),
-            lambda: inner.append_after(run_id, after, requests, at=at),
+            lambda: inner.append_after(run_id, after, requests, at=at, flush_later=flush_later),
         )
         return results
+
+    def flush(self, run_id: str) -> None:
+        inner = self._spy.inner.events
+        self._spy.invoke("events.flush", run_id, None, lambda: inner.flush(run_id))
 
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL

@@ -93,6 +93,37 @@ def test_an_outcome_and_the_next_creates_land_together_at_the_positions_after(
     assert world.steps.any_pending(run_id) is False
 
 
+def test_an_append_to_flush_later_is_committed_when_it_answers_and_goes_on_after_its_flush(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a run whose log ends with an owned step running
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    after = last_position(world, run_id)
+    nxt, third = new_id("step"), new_id("step")
+    # WHEN its outcome and the next create are appended to flush later
+    results = world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    # THEN before any flush the log and the steps read as committed
+    assert results is not None
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt]
+    assert world.steps.get(run_id, nxt).status is StepStatus.RUNNING
+    # AND after the flush (twice: the second has nothing to do) the writer appends on
+    world.events.flush(run_id)
+    world.events.flush(run_id)
+    assert world.events.append_after(
+        run_id, after + 2, [owned_outcome(nxt), owned_create(third)], at=clock.now(), flush_later=True
+    )
+    # AND an append that is not flushed is committed too: the next one goes on after it
+    assert world.events.append_after(run_id, after + 4, [owned_outcome(third)], at=clock.now())
+    listed = [e.correlation_id for e in world.events.list(run_id, after=after)]
+    assert listed == [done, nxt, nxt, third, third]
+    # AND a flush of a run with nothing left, or of no run at all, does nothing
+    world.events.flush(run_id)
+    world.events.flush(new_id("wrun"))
+
+
 def test_a_read_from_inside_an_appended_batch_lists_only_what_follows(
     world: World, clock: ManualClock
 ) -> None:
