@@ -55,6 +55,9 @@ class ChaosConfig:
     max_sim_seconds: float = 900.0
     fanout: tuple[int, int] = (8, 24)  # the range of each run's fan-out width
     max_inline: int = RuntimeConfig().max_inline_steps  # 0: every step dispatched (the kill switch)
+    # A fan-out's fast rounds (0: its steps past max_inline dispatched at once; tiny: every round
+    # slow, so its held steps are dispatched beside the running bodies).
+    inline_fast_seconds: float = RuntimeConfig().inline_fast_seconds
     # An inline step's lease: no simulated handler outlives it (900 s, the default, is the
     # whole simulation: a message held for it would come back after the run is judged).
     inline_lease_seconds: int = 60
@@ -96,7 +99,9 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
     began = time.perf_counter()
     with setup_cm as setup:
         runtime_config = RuntimeConfig(
-            max_inline_steps=config.max_inline, inline_lease_seconds=config.inline_lease_seconds
+            max_inline_steps=config.max_inline,
+            inline_lease_seconds=config.inline_lease_seconds,
+            inline_fast_seconds=config.inline_fast_seconds,
         )
         runtime = setup.harness.runtime_for(app, runtime_config, world=setup.faulty)
         copies = Runtime(setup.faulty, app, runtime_config)
@@ -180,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-inline", type=int, default=RuntimeConfig().max_inline_steps, help="WORKFLOW_MAX_INLINE_STEPS"
     )
+    parser.add_argument(
+        "--inline-fast-seconds",
+        type=float,
+        default=RuntimeConfig().inline_fast_seconds,
+        help="WORKFLOW_INLINE_FAST_SECONDS (0: no fast rounds; tiny: every round slow)",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     logging.disable(logging.ERROR)  # the runtime logs every injected failure it survives
@@ -195,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
             scale=args.scale,
             fanout=fanout,
             max_inline=args.max_inline,
+            inline_fast_seconds=args.inline_fast_seconds,
         )
         row = run_configuration(config)
         rows.append(row)

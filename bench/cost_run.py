@@ -3,7 +3,9 @@
 Workloads (``WORKLOADS``): W0 is one step (the per-run overhead, carried by a single
 step), W1 three sequential steps, W2 a hundred, W3 and W4 an ``asyncio.gather`` of
 64 and 256 (W3-inline and W4-inline: the same with ``WORKFLOW_MAX_INLINE_STEPS`` at
-their width, so the whole fan-out runs in the continuing invocation); W2 with a 10 KB
+their width, so the whole fan-out runs in the continuing invocation at once;
+W3-dispatched and W4-dispatched: with ``WORKFLOW_INLINE_FAST_SECONDS=0``, so the
+branches past the first 3 go by message, as a fan-out of slow steps does); W2 with a 10 KB
 and a 60 KB workflow input, W1 with a 100 KB and a 200 KB input to every step, W2 with
 500 B incompressible ones (a small document: what a sequential step's batch carries in
 practice). Steps are trivial and return their index.
@@ -56,6 +58,7 @@ class Workload:
     workflow_input_bytes: int = 0
     step_input_bytes: int = 0
     max_inline_steps: int | None = None  # WORKFLOW_MAX_INLINE_STEPS for this one (None: as deployed)
+    inline_fast_seconds: float | None = None  # WORKFLOW_INLINE_FAST_SECONDS (None: as deployed)
     incompressible: bool = False  # inputs of pseudo-random bytes (else one byte repeated: zlib's best case)
 
 
@@ -69,6 +72,8 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W4", "256-way gather", 256, gather=True),
         Workload("W3-inline", "W3, all 64 inline", 64, gather=True, max_inline_steps=64),
         Workload("W4-inline", "W4, all 256 inline", 256, gather=True, max_inline_steps=256),
+        Workload("W3-dispatched", "W3, no fast rounds", 64, gather=True, inline_fast_seconds=0),
+        Workload("W4-dispatched", "W4, no fast rounds", 256, gather=True, inline_fast_seconds=0),
         Workload("W2-in10K", "W2, 10 KB workflow input", 100, workflow_input_bytes=10 * KB),
         Workload("W2-in60K", "W2, 60 KB workflow input", 100, workflow_input_bytes=60 * KB),
         Workload("W1-step100K", "W1, 100 KB step inputs", 3, step_input_bytes=100 * KB),
@@ -211,6 +216,8 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
         config = RuntimeConfig.from_env()
         if workload.max_inline_steps is not None:
             config = dataclasses.replace(config, max_inline_steps=workload.max_inline_steps)
+        if workload.inline_fast_seconds is not None:
+            config = dataclasses.replace(config, inline_fast_seconds=workload.inline_fast_seconds)
         runtime = Runtime(world, cost_app(), config)
         with recorder.muted():
             pump = QueuePump(

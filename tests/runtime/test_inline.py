@@ -10,6 +10,8 @@ delayed step message.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from datetime import timedelta
 
 import pytest
@@ -17,7 +19,7 @@ import pytest
 from world_aws import Workflows
 from world_aws.contract.records import EventType, RunStatus, StepStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
-from world_aws.errors import Transient, WorkflowFailedError
+from world_aws.errors import BadInput, Transient, WorkflowFailedError
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
@@ -55,9 +57,9 @@ def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_me
 
 
 def test_fan_out_runs_max_inline_steps_branches_inline_and_dispatches_the_rest(harness: Harness) -> None:
-    # GIVEN at most 3 inline steps, and a 5-way gather
+    # GIVEN at most 3 inline steps, no fast rounds, and a 5-way gather
     ran: list[str] = []
-    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(max_inline_steps=3))
+    runtime = harness.runtime_for(fan_app(ran), RuntimeConfig(max_inline_steps=3, inline_fast_seconds=0))
     # WHEN it settles
     handle = runtime.start("fan", 5)
     assert harness.settle(handle) is RunStatus.COMPLETED
@@ -68,6 +70,140 @@ def test_fan_out_runs_max_inline_steps_branches_inline_and_dispatches_the_rest(h
     assert len(created) == 5
     assert len([e for e in created if e.data.owner is not None]) == 3
     assert len({d.step_id for d in harness.step_deliveries()}) == 2
+
+
+def test_a_fan_out_of_fast_steps_runs_inline_in_rounds_twice_as_wide_each_time(harness: Harness) -> None:
+    # GIVEN 3 inline steps with fast rounds on (the default), and a 25-way gather of instant steps
+    ran: list[str] = []
+    config = RuntimeConfig(max_inline_steps=3)
+    assert config.inline_fast_seconds > 0
+    runtime = harness.runtime_for(fan_app(ran), config)
+    # WHEN it settles
+    handle = runtime.start("fan", 25)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN every branch ran inline, once, and no step went by message
+    assert handle.result(timeout=0) == [i * i for i in range(25)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(25))
+    assert harness.step_deliveries() == []
+    events = harness.events(handle.run_id)
+    created = [e for e in events if e.type is EventType.STEP_CREATED]
+    assert len(created) == 25 and all(e.data.owner is not None for e in created)
+    # AND the rounds were 3, 6, 12 and the 4 left: each round's creates come after the
+    # previous round's outcomes
+    rounds: list[int] = []
+    for previous, event in zip([None, *events], events, strict=False):
+        if event.type is EventType.STEP_CREATED:
+            if previous is None or previous.type is not EventType.STEP_CREATED:
+                rounds.append(0)
+            rounds[-1] += 1
+    assert rounds == [3, 6, 12, 4]
+
+
+def test_a_slow_round_dispatches_the_steps_it_held_and_the_run_completes(harness: Harness) -> None:
+    # GIVEN fast rounds of 50 ms and a 6-way gather whose first 3 (inline) bodies block
+    # until the 3 held branches went out by message
+    ran: list[str] = []
+    dispatched = threading.Event()
+    app = _slow_first_round(ran, dispatched)
+
+    def step_message(call: Call) -> bool:
+        if call.op == "queue.publish" and call.detail.queue is QueueName.STEP:
+            dispatched.set()
+        return False  # observes only
+
+    harness.spy.inject("queue.publish", Transient("never"), match=step_message)
+    runtime = harness.runtime_for(app, _fast_rounds_of(0.05))
+    # WHEN it settles
+    handle = runtime.start("fan", 6)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the 3 inline branches ran here, the 3 held ones by step message, each once
+    assert handle.result(timeout=0) == [i * i for i in range(6)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(6))
+    assert sorted({d.step_id for d in harness.step_deliveries()}) == sorted(
+        e.correlation_id
+        for e in harness.events(handle.run_id)
+        if e.type is EventType.STEP_CREATED and e.data.owner is None
+    )
+    assert len({d.step_id for d in harness.step_deliveries()}) == 3
+
+
+def _slow_first_round(ran: list[str], dispatched: threading.Event) -> Workflows:
+    """A 6-way gather whose first 3 (inline) bodies block until ``dispatched`` is set."""
+    app = Workflows()
+
+    @app.step(name="square")
+    def square(x: int) -> int:
+        if x < 3:
+            assert dispatched.wait(30), "the held branches were never dispatched"
+        ran.append(f"square {x}")
+        return x * x
+
+    @app.workflow
+    async def fan(n: int) -> list[int]:
+        return list(await asyncio.gather(*(square(i) for i in range(n))))
+
+    return app
+
+
+def _fast_rounds_of(seconds: float) -> RuntimeConfig:
+    return RuntimeConfig(max_inline_steps=3, inline_fast_seconds=seconds)
+
+
+def _assert_each_step_once_in_the_log(harness: Harness, run_id: str, n: int) -> None:
+    events = harness.events(run_id)
+    created = [e.correlation_id for e in events if e.type is EventType.STEP_CREATED]
+    completed = [e.correlation_id for e in events if e.type is EventType.STEP_COMPLETED]
+    assert len(created) == len(set(created)) == n
+    assert sorted(completed) == sorted(created)
+
+
+def test_a_slow_rounds_dispatch_that_dies_midway_leaves_a_run_that_completes(harness: Harness) -> None:
+    # GIVEN a slow first round whose watcher dies at the second held step's message
+    ran: list[str] = []
+    dispatched = threading.Event()
+    publishes = {"step": 0}
+
+    def second_step_message(call: Call) -> bool:
+        if call.op != "queue.publish" or call.detail.queue is not QueueName.STEP:
+            return False
+        publishes["step"] += 1
+        dispatched.set()
+        return publishes["step"] == 2
+
+    fault = harness.spy.inject("queue.publish", Crash(), match=second_step_message)  # type: ignore[arg-type]
+    runtime = harness.runtime_for(_slow_first_round(ran, dispatched), _fast_rounds_of(0.05))
+    # WHEN it settles (the dead delivery's message comes back)
+    handle = runtime.start("fan", 6)
+    assert harness.settle(handle, intercept=survive_crashes) is RunStatus.COMPLETED
+    # THEN the invocation died there, and the run completed with each step created and settled once
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == [i * i for i in range(6)]
+    _assert_each_step_once_in_the_log(harness, handle.run_id, 6)
+    assert {f"square {i}" for i in range(6)} <= set(ran)  # at least once
+
+
+def test_a_slow_rounds_dispatch_that_fails_is_sent_again_by_the_next_pass(harness: Harness) -> None:
+    # GIVEN a slow first round whose first held step message fails to publish
+    ran: list[str] = []
+    dispatched = threading.Event()
+
+    def step_message(call: Call) -> bool:
+        if call.op == "queue.publish" and call.detail.queue is QueueName.STEP:
+            dispatched.set()
+            return True
+        return False
+
+    fault = harness.spy.inject("queue.publish", Transient("send failed"), match=step_message)
+    runtime = harness.runtime_for(_slow_first_round(ran, dispatched), _fast_rounds_of(0.05))
+    # WHEN it settles
+    handle = runtime.start("fan", 6)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the run completed, each step created and settled once and each body run once:
+    # the step created without its message was published by a later pass
+    assert fault.fired == 1
+    assert handle.result(timeout=0) == [i * i for i in range(6)]
+    _assert_each_step_once_in_the_log(harness, handle.run_id, 6)
+    assert sorted(ran) == sorted(f"square {i}" for i in range(6))
 
 
 def test_kill_switch_dispatches_every_step_by_message(harness: Harness) -> None:
@@ -361,3 +497,19 @@ def test_no_inline_step_starts_when_the_deadline_is_within_the_margin(memory_har
     far = planner.plan(_suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=60)))
     assert near == InlinePlan(dispatch=new)
     assert far.create == new and far.dispatch == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [(None, 1.0), ("0", 0.0), ("2.5", 2.5), (" ", 1.0)],
+    ids=["default", "off", "set", "blank"],
+)
+def test_fast_rounds_are_set_from_the_environment(raw: str | None, seconds: float) -> None:
+    env = {} if raw is None else {"WORKFLOW_INLINE_FAST_SECONDS": raw}
+    assert RuntimeConfig.from_env(env).inline_fast_seconds == seconds
+
+
+@pytest.mark.parametrize("raw", ["fast", "-1", "nan"])
+def test_a_bad_fast_rounds_setting_is_refused_by_name(raw: str) -> None:
+    with pytest.raises(BadInput, match="WORKFLOW_INLINE_FAST_SECONDS"):
+        RuntimeConfig.from_env({"WORKFLOW_INLINE_FAST_SECONDS": raw})

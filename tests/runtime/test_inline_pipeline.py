@@ -336,7 +336,8 @@ def test_a_wave_wider_than_one_batch_is_created_by_the_normal_pass(harness: Harn
 
 
 def _wide(max_inline: int) -> RuntimeConfig:
-    return RuntimeConfig(replay_cache_runs=256, max_inline_steps=max_inline)
+    """A fixed inline width: a wave's steps past it are dispatched at once (no fast rounds)."""
+    return RuntimeConfig(replay_cache_runs=256, max_inline_steps=max_inline, inline_fast_seconds=0)
 
 
 def assert_fan_settled_once(harness: Harness, handle: RunHandle, ran: list[str], n: int) -> None:

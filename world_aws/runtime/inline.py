@@ -32,7 +32,8 @@ import contextlib
 import logging
 import math
 import secrets
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -118,6 +119,8 @@ class InlinePlan:
     adopt: list[OwnedStep] = field(default_factory=list)  # ours already, whose claim's answer was lost
     republish: list[OwnedStep] = field(default_factory=list)  # their retries, never published
     dispatch: list[StepRequest] = field(default_factory=list)  # new steps that go by message
+    # New steps past the inline ones that wait for them: the next round's if they are fast.
+    held: list[StepRequest] = field(default_factory=list)
 
     @property
     def runs_steps(self) -> bool:
@@ -167,6 +170,10 @@ class InlineRound:
     complete: bool = False
     deferred: EventRequest | None = None  # a single step's outcome, left to the caller to write
     ended: bool = False  # the outcome was written with the run's end (``runtime/pipeline.py``)
+    # The bodies outlasted ``inline_fast_seconds``: the held steps were dispatched (these, if
+    # that went through).
+    slow: bool = False
+    dispatched: tuple[str, ...] = ()
 
 
 class InlineSteps:
@@ -185,14 +192,27 @@ class InlineSteps:
     def enabled(self) -> bool:
         return self._config.max_inline_steps > 0
 
+    @property
+    def first_width(self) -> int:
+        """How many steps of a wave run inline in its first round (``max_inline_steps``)."""
+        return self._config.max_inline_steps
+
     def plan(
-        self, outcome: Suspended, owner: Owner | None, ran: AbstractSet[str] = frozenset()
+        self,
+        outcome: Suspended,
+        owner: Owner | None,
+        ran: AbstractSet[str] = frozenset(),
+        *,
+        width: int | None = None,
     ) -> InlinePlan:
         """Split ``outcome``'s new steps into inline and dispatched ones; find owned steps to take over.
 
         ``ran``: the steps whose body this continuation already ran. A step owned by this
         very delivery that is not among them was claimed here with a lost answer (the
-        write landed, its retry was refused): it is ours to run.
+        write landed, its retry was refused): it is ours to run. ``width``: a round of that
+        many inline steps (else ``max_inline_steps``) whose new steps past it wait for it
+        (``held``) instead of being dispatched, if ``inline_fast_seconds`` allows
+        (ARCHITECTURE §5, "Fast rounds").
         """
         now = self._world.clock.now()
         plan = InlinePlan()
@@ -212,9 +232,15 @@ class InlineSteps:
             plan.dispatch = list(outcome.new_steps) + plan.reclaim
             plan.reclaim = []
             return plan
-        room = max(0, self._config.max_inline_steps - len(plan.reclaim) - len(plan.adopt))
+        holding = width is not None and self._config.inline_fast_seconds > 0
+        inline = width if width is not None and holding else self._config.max_inline_steps
+        room = max(0, inline - len(plan.reclaim) - len(plan.adopt))
         plan.create = list(outcome.new_steps[:room])
-        plan.dispatch = list(outcome.new_steps[room:])
+        rest = list(outcome.new_steps[room:])
+        if holding and plan.runs_steps:
+            plan.held = rest
+        else:
+            plan.dispatch = rest
         return plan
 
     def hold(self, outcome: Suspended, owner: Owner | None) -> Hold | None:
@@ -308,7 +334,7 @@ class InlineSteps:
         # else wrote meanwhile (then a batch of outcomes is refused and goes one by one).
         wrote = [c.event.position for c in claimed if c.event is not None]
         end = max(wrote) if whole and len(wrote) == len(claimed) else None
-        bodies = self.run_claimed(run, started, owner, defer=defer and whole, after=end)
+        bodies = self.run_claimed(run, started, owner, defer=defer and whole, after=end, held=plan.held)
         # A refused write may be our own that landed with its answer lost: then the log
         # holds an event of ours we do not know, and only a read shows it.
         return InlineRound(
@@ -319,6 +345,8 @@ class InlineSteps:
             ),
             bodies.complete and whole,
             bodies.deferred,
+            slow=bodies.slow,
+            dispatched=bodies.dispatched,
         )
 
     def run_claimed(
@@ -330,6 +358,7 @@ class InlineSteps:
         defer: bool = False,
         after: int | None = None,
         beside: Callable[[], None] | None = None,
+        held: Sequence[StepRequest] = (),
     ) -> InlineRound:
         """Run the bodies of steps this delivery holds (running, owned by it) and record their outcomes.
 
@@ -341,22 +370,29 @@ class InlineSteps:
         is always written alone (its message follows it). ``beside``: a call run in
         parallel with the bodies (``events.flush`` of the append that claimed them); it
         never fails the round (what it could not do, the run's next append does).
+        ``held``: new steps waiting for these bodies; dispatched if the bodies are not all
+        done within ``inline_fast_seconds`` (the round is then ``slow``).
         """
         batch = (
             OutcomeBatch(self._world, run.run_id, after) if len(started) > 1 and after is not None else None
         )
         defer = defer and len(started) == 1
-        attempts = [
+        attempts: list[Callable[[], Attempt]] = [
             partial(self._attempt, run, step, request, owner, defer, batch) for step, request in started
         ]
+        waiting = _Waiting(self._dispatcher, run, list(held), self._config.inline_fast_seconds, len(attempts))
+        if held:
+            attempts = [partial(waiting.counted, attempt) for attempt in attempts]
+        asides = [call for call in (beside, waiting.watch if held else None) if call is not None]
         try:
-            if beside is None:
-                outcomes: list[Attempt] = _values(run_parallel(self._pool, attempts))
-            else:
-                *done, aside = run_parallel(self._pool, [*attempts, beside])
+            # The first body on this thread; the calls beside it submitted next, so that
+            # they start at once even when the bodies fill the pool.
+            first = attempts[:1]
+            results = run_parallel(self._pool, [*first, *asides, *attempts[1:]])
+            for aside in results[len(first) : len(first) + len(asides)]:
                 if isinstance(aside, Exception):
-                    logger.warning("run %s: the call beside the bodies failed: %r", run.run_id, aside)
-                outcomes = _values(done)
+                    logger.warning("run %s: a call beside the bodies failed: %r", run.run_id, aside)
+            outcomes: list[Attempt] = _values(results[: len(first)] + results[len(first) + len(asides) :])
         except BaseException:
             if batch is not None:
                 # The finished siblings' outcomes are written before the failure goes on
@@ -376,6 +412,8 @@ class InlineSteps:
             sorted(written, key=attrgetter("position")),
             complete,
             deferred,
+            slow=waiting.fired,
+            dispatched=tuple(s.step_id for s in held) if waiting.sent else (),
         )
 
     # --- internals ------------------------------------------------------------------
@@ -487,6 +525,51 @@ class InlineSteps:
             "inline step retrying by message",
             extra={"run_id": run.run_id, "step_id": request.step_id, "attempt": attempt},
         )
+
+
+class _Waiting:
+    """The held steps of a round: dispatched if its bodies are not all done within ``seconds``.
+
+    ``watch`` runs beside the bodies (``InlineSteps.run_claimed``), each body counted
+    down as it ends. ``fired`` is set before the dispatch: a dispatch that fails still
+    ends the holding (the next pass finds the steps new, or created without a message,
+    and dispatches them); ``sent`` once it returned.
+    """
+
+    def __init__(
+        self, dispatcher: StepDispatcher, run: Run, held: list[StepRequest], seconds: float, bodies: int
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._run = run
+        self._held = held
+        self._seconds = seconds
+        self._left = bodies
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self.fired = False
+        self.sent = False
+        if bodies == 0:
+            self._done.set()
+
+    def counted(self, attempt: Callable[[], Attempt]) -> Attempt:
+        try:
+            return attempt()
+        finally:
+            with self._lock:
+                self._left -= 1
+                if self._left <= 0:
+                    self._done.set()
+
+    def watch(self) -> None:
+        if self._done.wait(self._seconds):
+            return
+        self.fired = True
+        telemetry.LOG.info(
+            "inline round slow: dispatching the steps it held",
+            extra={"run_id": self._run.run_id, "steps": len(self._held)},
+        )
+        self._dispatcher.dispatch(self._run, self._held, [])
+        self.sent = True
 
 
 def creates_only(outcome: Suspended, plan: InlinePlan, *, dispatched: bool = False) -> bool:

@@ -104,6 +104,9 @@ class Orchestrator:
         published: set[str] = set()  # steps this call dispatched: no need to re-publish them
         ran: set[str] = set()  # steps whose body this call ran inline
         rounds = 0
+        # A wave's steps past the inline ones wait for them while its rounds are fast, each
+        # round twice as wide as the last (ARCHITECTURE §5, "Fast rounds").
+        first_width = width = self._inline.first_width if self._inline is not None else 0
         fed = False  # the events of the last inline round continued the cached log: no read
         first: int | None = None  # where the log ended at this call's first read
         try:
@@ -127,7 +130,9 @@ class Orchestrator:
                 if isinstance(outcome, Completed | Failed):
                     self._end(run.run_id, run_end(outcome), run)
                     return Ack()
-                plan = self._plan(outcome, owner, ran)  # not copied: a long run has run many
+                plan = self._plan(outcome, owner, ran, width=width)  # not copied: a long run has run many
+                if not plan.held:
+                    width = first_width  # the next wave starts narrow again
                 outcome.undispatched_steps[:] = [
                     s for s in outcome.undispatched_steps if s.step_id not in published
                 ]
@@ -145,6 +150,9 @@ class Orchestrator:
                 if self._inline is not None:
                     inline_round = self._inline.run(run, plan, owner, defer=True, after=end, start=start)
                     start = None  # written by that round, with its creates or before them
+                    published.update(inline_round.dispatched)  # held steps sent on by a slow round
+                    if plan.held and inline_round.ran and not inline_round.slow:
+                        width *= 2
                     if inline_round.ran:
                         ran |= inline_round.ran
                         if not self._replays.keeps_replays:
@@ -202,10 +210,12 @@ class Orchestrator:
             else:
                 replay.close()
 
-    def _plan(self, outcome: Suspended, owner: Owner | None, ran: AbstractSet[str]) -> InlinePlan:
+    def _plan(
+        self, outcome: Suspended, owner: Owner | None, ran: AbstractSet[str], *, width: int
+    ) -> InlinePlan:
         if self._inline is None:
             return InlinePlan(dispatch=list(outcome.new_steps))
-        return self._inline.plan(outcome, owner, ran)
+        return self._inline.plan(outcome, owner, ran, width=width)
 
     @property
     def runs_inline(self) -> bool:
