@@ -157,6 +157,30 @@ def _assert_each_step_once_in_the_log(harness: Harness, run_id: str, n: int) -> 
     assert sorted(completed) == sorted(created)
 
 
+def test_a_slow_round_dispatches_what_it_held_even_when_its_bodies_fill_the_pool(harness: Harness) -> None:
+    # GIVEN a runtime pool of 2 threads: the first round's 3 blocked bodies and the
+    # watcher take them all (the first body runs on the delivery's own thread)
+    ran: list[str] = []
+    dispatched = threading.Event()
+
+    def step_message(call: Call) -> bool:
+        if call.op == "queue.publish" and call.detail.queue is QueueName.STEP:
+            dispatched.set()
+        return False
+
+    harness.spy.inject("queue.publish", Transient("never"), match=step_message)
+    config = RuntimeConfig(max_inline_steps=3, inline_fast_seconds=0.05, dispatch_parallelism=2)
+    runtime = harness.runtime_for(_slow_first_round(ran, dispatched), config)
+    # WHEN it settles
+    handle = runtime.start("fan", 6)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the held steps went out while the bodies waited (on a pool of the watcher's
+    # own), and every step ran once
+    assert handle.result(timeout=0) == [i * i for i in range(6)]
+    assert sorted(ran) == sorted(f"square {i}" for i in range(6))
+    assert len({d.step_id for d in harness.step_deliveries()}) == 3
+
+
 def test_a_slow_rounds_dispatch_that_dies_midway_leaves_a_run_that_completes(harness: Harness) -> None:
     # GIVEN a slow first round whose watcher dies at the second held step's message
     ran: list[str] = []

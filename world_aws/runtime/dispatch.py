@@ -83,6 +83,10 @@ class StepDispatcher:
         self._config = config
         self._pool = pool
 
+    def on(self, pool: Executor) -> StepDispatcher:
+        """This dispatcher on another pool (one the running bodies do not fill)."""
+        return StepDispatcher(self._world, self._config, pool)
+
     def resilient_for(self, run: Run) -> bool:
         """Whether ``run``'s new steps take the resilient path (create and publish in parallel)."""
         if self._world.capabilities.precondition_guard:

@@ -35,7 +35,7 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
@@ -527,6 +527,10 @@ class InlineSteps:
         )
 
 
+# Threads of the pool a slow round's watcher dispatches its held steps on.
+HELD_DISPATCH_THREADS = 8
+
+
 class _Waiting:
     """The held steps of a round: dispatched if its bodies are not all done within ``seconds``.
 
@@ -568,7 +572,10 @@ class _Waiting:
             "inline round slow: dispatching the steps it held",
             extra={"run_id": self._run.run_id, "steps": len(self._held)},
         )
-        self._dispatcher.dispatch(self._run, self._held, [])
+        # On a pool of its own: the slow bodies may fill the runtime's, and the held
+        # steps must not wait for them.
+        with ThreadPoolExecutor(HELD_DISPATCH_THREADS, thread_name_prefix="held-dispatch") as pool:
+            self._dispatcher.on(pool).dispatch(self._run, self._held, [])
         self.sent = True
 
 
