@@ -377,12 +377,12 @@ class InlineSteps:
             OutcomeBatch(self._world, run.run_id, after) if len(started) > 1 and after is not None else None
         )
         defer = defer and len(started) == 1
-        attempts: list[Callable[[], Attempt]] = [
-            partial(self._attempt, run, step, request, owner, defer, batch) for step, request in started
-        ]
-        waiting = _Waiting(self._dispatcher, run, list(held), self._config.inline_fast_seconds, len(attempts))
-        if held:
-            attempts = [partial(waiting.counted, attempt) for attempt in attempts]
+        waiting = _Waiting(self._dispatcher, run, list(held), self._config.inline_fast_seconds, len(started))
+        attempts: list[Callable[[], Attempt]] = []
+        for step, request in started:
+            ended = waiting.one_body() if held else None
+            attempt = partial(self._attempt, run, step, request, owner, defer, batch, ended)
+            attempts.append(attempt if ended is None else partial(_then, attempt, ended))
         asides = [call for call in (beside, waiting.watch if held else None) if call is not None]
         try:
             # The first body on this thread; the calls beside it submitted next, so that
@@ -486,12 +486,20 @@ class InlineSteps:
         owner: Owner,
         defer: bool,
         batch: OutcomeBatch | None = None,
+        body_ended: Callable[[], None] | None = None,
     ) -> Attempt:
-        """One attempt of an owned step and its outcome's write (``defer``: returned; ``batch``: added)."""
+        """One attempt of an owned step and its outcome's write (``defer``: returned; ``batch``: added).
+
+        ``body_ended``: told when the body has returned or raised, before its outcome is written.
+        """
         with tracing.inline_step_span(step):  # the attempt and its writes
-            outcome = stepbody.run_step_body(
-                self._world, self._app, step, request.input, deadline=owner.deadline
-            )
+            try:
+                outcome = stepbody.run_step_body(
+                    self._world, self._app, step, request.input, deadline=owner.deadline
+                )
+            finally:
+                if body_ended is not None:
+                    body_ended()
             tracing.record_step_outcome(outcome.etype)
             if outcome.etype is not EventType.STEP_RETRYING:
                 settled = stepbody.outcome_request(step, outcome, owner.tag)
@@ -535,9 +543,11 @@ class _Waiting:
     """The held steps of a round: dispatched if its bodies are not all done within ``seconds``.
 
     ``watch`` runs beside the bodies (``InlineSteps.run_claimed``), each body counted
-    down as it ends. ``fired`` is set before the dispatch: a dispatch that fails still
-    ends the holding (the next pass finds the steps new, or created without a message,
-    and dispatches them); ``sent`` once it returned.
+    down as it ends (the user's code: the outcome writes after it are not timed; an
+    attempt that never reached its body counts when it returns). ``fired`` is set before
+    the dispatch: a dispatch that fails still ends the holding (the next pass finds the
+    steps new, or created without a message, and dispatches them); ``sent`` once it
+    returned.
     """
 
     def __init__(
@@ -555,14 +565,20 @@ class _Waiting:
         if bodies == 0:
             self._done.set()
 
-    def counted(self, attempt: Callable[[], Attempt]) -> Attempt:
-        try:
-            return attempt()
-        finally:
+    def one_body(self) -> Callable[[], None]:
+        """What one body calls when it ends (a second call counts nothing)."""
+        told = threading.Event()
+
+        def ended() -> None:
             with self._lock:
+                if told.is_set():
+                    return
+                told.set()
                 self._left -= 1
                 if self._left <= 0:
                     self._done.set()
+
+        return ended
 
     def watch(self) -> None:
         if self._done.wait(self._seconds):
@@ -577,6 +593,13 @@ class _Waiting:
         with ThreadPoolExecutor(HELD_DISPATCH_THREADS, thread_name_prefix="held-dispatch") as pool:
             self._dispatcher.on(pool).dispatch(self._run, self._held, [])
         self.sent = True
+
+
+def _then(call: Callable[[], Attempt], after: Callable[[], None]) -> Attempt:
+    try:
+        return call()
+    finally:
+        after()
 
 
 def creates_only(outcome: Suspended, plan: InlinePlan, *, dispatched: bool = False) -> bool:
