@@ -82,7 +82,10 @@ def run_item(run: Run, *, seq: int) -> Item:
 
     Without the run's input: that is kept in the ``run_created`` event put in the
     same transaction (``keys.run_input_key``), so the item every reservation
-    rewrites is the same size whatever the input (``run_from_item``).
+    rewrites is the same size whatever the input (``run_from_item``). Every write of
+    the item pays for each of its bytes, so it keeps nothing it can derive: its
+    creation time is its runs-index sort key's, its last transition's time is its
+    end's, start's or creation's (``run_from_item``), and no attributes when none.
     """
     created = iso(run.created_at)
     item: Item = {
@@ -91,19 +94,40 @@ def run_item(run: Run, *, seq: int) -> Item:
         "status": run.status.value,
         "deployment_id": run.deployment_id,
         "spec_version": run.spec_version,
-        "attributes": dict(run.attributes),
-        "created_at": created,
-        "updated_at": iso(run.updated_at),
         "started_at": iso(run.started_at) if run.started_at else None,
         "seq": seq,
         PROGRESS_US: epoch_us(run.updated_at),
         keys.GSI1_PK: keys.RUNS_GSI_PK,
         keys.GSI1_SK: keys.runs_gsi_sk(created, run.run_id),
     }
+    if run.attributes:
+        item["attributes"] = dict(run.attributes)
     if not run.status.terminal:
         item[keys.LIVE_PK] = keys.LIVE_GSI_PK
         item[keys.LIVE_SK] = keys.live_sk(created, run.run_id)
     return item
+
+
+def _run_created_at(item: Item) -> datetime:
+    """A run item's creation time: its runs-index sort key's (``<created>#<run id>``)."""
+    stored = parse_iso(item.get("created_at"))  # an item written before it was left out
+    if stored is not None:
+        return stored
+    sort_key = item.get(keys.GSI1_SK)
+    assert isinstance(sort_key, str), f"run item {item.get(keys.PK)} has no {keys.GSI1_SK}"
+    moment = parse_iso(sort_key.split("#", 1)[0])
+    assert moment is not None
+    return moment
+
+
+def _run_updated_at(item: Item, created_at: datetime) -> datetime:
+    """A run's last transition: the latest of its end, start and creation (each sets one).
+
+    An item written before ``updated_at`` was left out may hold one, older than a later
+    transition's time: the latest is still the last transition's.
+    """
+    moments = [parse_iso(item.get(name)) for name in ("updated_at", "completed_at", "started_at")]
+    return max([created_at, *(m for m in moments if m is not None)])
 
 
 def live_run_from_item(item: Item) -> LiveRun:
@@ -114,7 +138,7 @@ def live_run_from_item(item: Item) -> LiveRun:
         run_id=keys.run_id_of(item),
         status=RunStatus(item["status"]),
         # A run item written before prog_us existed: its last transition is the best known.
-        progress_at=progress if progress is not None else _required_time(item, "updated_at"),
+        progress_at=progress if progress is not None else _run_updated_at(item, _run_created_at(item)),
         mark=datetime.fromisoformat(mark),
     )
 
@@ -125,6 +149,7 @@ def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None
     Without ``created`` the run's ``input`` is ``None``: read without its input
     (``output`` and ``error`` are the run item's own, resolved as ``reader`` says).
     """
+    created_at = _run_created_at(item)
     return Run(
         run_id=keys.run_id_of(item),
         workflow_name=str(item["workflow_name"]),
@@ -136,8 +161,8 @@ def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None
         error=reader.decode(item.get("error")),
         error_code=item.get("error_code"),
         attributes={str(k): str(v) for k, v in (item.get("attributes") or {}).items()},
-        created_at=_required_time(item, "created_at"),
-        updated_at=_required_time(item, "updated_at"),
+        created_at=created_at,
+        updated_at=_run_updated_at(item, created_at),
         started_at=parse_iso(item.get("started_at")),
         completed_at=parse_iso(item.get("completed_at")),
     )
@@ -324,13 +349,15 @@ def event_from_item(run_id: str, item: Item, reader: PayloadReader) -> Event:
     return _event_of(run_id, int(item["pos"]), item, reader)
 
 
-def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader) -> Event:
+def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader, at: object = None) -> Event:
+    """``at``: the time of a batch whose events share it (``BATCH_AT``), kept once for all."""
+    shared = from_epoch_us(at) if at is not None and "created_at" not in stored else None
     return Event(
         run_id=run_id,
         position=position,
         type=EventType(stored["type"]),
         correlation_id=stored.get("cid"),
-        created_at=_required_time(stored, "created_at"),
+        created_at=shared if shared is not None else _required_time(stored, "created_at"),
         data=decode_data(stored.get("data"), reader),
     )
 
@@ -341,12 +368,15 @@ def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader) -
 # *last* position (so a Query from any position it covers finds it) and holds
 # ``pos`` (its first position), ``last`` and ``evts``, the events in position order,
 # each the map a single event item holds without its key and position. A write is
-# billed per item, so two small events in one item cost half of two items.
+# billed per item, so two small events in one item cost half of two items; and per
+# byte, so events stamped alike (an append's are) keep their time once, as ``at``
+# (epoch µs), instead of an ISO string each.
 
 # What a batch item may hold of payloads: DynamoDB's item limit is 400 KB, an inline
 # payload up to 128 KiB (``EVENT_INLINE_LIMIT``); the rest is margin for names.
 BATCH_ITEM_BYTES = 300 * 1024
 _EVENT_KEYS = (keys.PK, keys.SK, "pos")
+BATCH_AT = "at"
 
 
 def batch_items(event_items: list[Item]) -> list[Item]:
@@ -369,13 +399,19 @@ def batch_items(event_items: list[Item]) -> list[Item]:
 
 def _batch_item(group: list[Item]) -> Item:
     first, last = group[0], group[-1]
-    return {
+    stamps = {item.get("created_at") for item in group}
+    shared = parse_iso(first.get("created_at")) if len(stamps) == 1 else None
+    dropped = (*_EVENT_KEYS, "created_at") if shared is not None else _EVENT_KEYS
+    batch: Item = {
         keys.PK: first[keys.PK],
         keys.SK: last[keys.SK],
         "pos": first["pos"],
         "last": last["pos"],
-        "evts": [{k: v for k, v in item.items() if k not in _EVENT_KEYS} for item in group],
+        "evts": [{k: v for k, v in item.items() if k not in dropped} for item in group],
     }
+    if shared is not None:
+        batch[BATCH_AT] = epoch_us(shared)
+    return batch
 
 
 def item_span(item: Item) -> tuple[int, int]:
@@ -388,8 +424,9 @@ def events_from_item(run_id: str, item: Item, reader: PayloadReader, *, since: i
     """The events an event item holds at positions from ``since`` on; none for a ``noop``."""
     first, _ = item_span(item)
     stored: list[Item] = item.get("evts", [item])
+    at = item.get(BATCH_AT)
     return [
-        _event_of(run_id, first + offset, event, reader)
+        _event_of(run_id, first + offset, event, reader, at)
         for offset, event in enumerate(stored)
         if first + offset >= since and event.get("type") != EventType.NOOP.value
     ]

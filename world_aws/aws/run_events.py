@@ -315,7 +315,7 @@ def transition_changes(
         "created_at": items.iso(now),
         "data": items.encode_data(replace(data, output=None, error=None), writer, limit=ENTITY_INLINE_LIMIT),
     }
-    sets = ["#status = :new", "updated_at = :now"]
+    sets = ["#status = :new"]  # the run's updated_at is its start's or end's (items.run_from_item)
     allowed = _ALLOWED_FROM[etype]
     values: dict[str, object] = {
         ":new": _NEW_STATUS[etype].value,
