@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 from world_aws import Workflows
@@ -31,11 +31,14 @@ def chain_app(ran: list[str]) -> Workflows:
     return app
 
 
-def fan_app(ran: list[str]) -> Workflows:
+def fan_app(ran: list[str], gate: Callable[[int], None] | None = None) -> Workflows:
+    """A gather of ``square`` steps; ``gate(x)`` runs first in each body (to hold some back)."""
     app = Workflows()
 
     @app.step(name="square")
     def square(x: int) -> int:
+        if gate is not None:
+            gate(x)
         ran.append(f"square {x}")
         return x * x
 

@@ -10,7 +10,6 @@ delayed step message.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from datetime import timedelta
 
@@ -28,7 +27,7 @@ from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 from .failures import Crash, survive_crashes
 from .inline_support import chain_app, fan_app, inject_at_outcome
-from .spy import Call
+from .spy import Call, Fault
 
 
 def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_messages(
@@ -106,12 +105,7 @@ def test_a_slow_round_dispatches_the_steps_it_held_and_the_run_completes(harness
     dispatched = threading.Event()
     app = _slow_first_round(ran, dispatched)
 
-    def step_message(call: Call) -> bool:
-        if call.op == "queue.publish" and call.detail.queue is QueueName.STEP:
-            dispatched.set()
-        return False  # observes only
-
-    harness.spy.inject("queue.publish", Transient("never"), match=step_message)
+    _watch_step_messages(harness, dispatched)
     runtime = harness.runtime_for(app, _fast_rounds_of(0.05))
     # WHEN it settles
     handle = runtime.start("fan", 6)
@@ -129,24 +123,37 @@ def test_a_slow_round_dispatches_the_steps_it_held_and_the_run_completes(harness
 
 def _slow_first_round(ran: list[str], dispatched: threading.Event) -> Workflows:
     """A 6-way gather whose first 3 (inline) bodies block until ``dispatched`` is set."""
-    app = Workflows()
 
-    @app.step(name="square")
-    def square(x: int) -> int:
+    def gate(x: int) -> None:
         if x < 3:
             assert dispatched.wait(30), "the held branches were never dispatched"
-        ran.append(f"square {x}")
-        return x * x
 
-    @app.workflow
-    async def fan(n: int) -> list[int]:
-        return list(await asyncio.gather(*(square(i) for i in range(n))))
-
-    return app
+    return fan_app(ran, gate)
 
 
 def _fast_rounds_of(seconds: float) -> RuntimeConfig:
     return RuntimeConfig(max_inline_steps=3, inline_fast_seconds=seconds)
+
+
+def _watch_step_messages(
+    harness: Harness,
+    dispatched: threading.Event,
+    error: BaseException | None = None,
+    *,
+    fail_at: int = 0,
+) -> Fault:
+    """Set ``dispatched`` at the first step message; make the ``fail_at``-th one raise ``error`` (0: none)."""
+    seen = {"step": 0}
+
+    def step_message(call: Call) -> bool:
+        if call.op != "queue.publish" or call.detail.queue is not QueueName.STEP:
+            return False
+        seen["step"] += 1
+        dispatched.set()
+        return seen["step"] == fail_at
+
+    injected = error if error is not None else Transient("never raised")
+    return harness.spy.inject("queue.publish", injected, match=step_message)  # type: ignore[arg-type]
 
 
 def _assert_each_step_once_in_the_log(harness: Harness, run_id: str, n: int) -> None:
@@ -163,12 +170,7 @@ def test_a_slow_round_dispatches_what_it_held_even_when_its_bodies_fill_the_pool
     ran: list[str] = []
     dispatched = threading.Event()
 
-    def step_message(call: Call) -> bool:
-        if call.op == "queue.publish" and call.detail.queue is QueueName.STEP:
-            dispatched.set()
-        return False
-
-    harness.spy.inject("queue.publish", Transient("never"), match=step_message)
+    _watch_step_messages(harness, dispatched)
     config = RuntimeConfig(max_inline_steps=3, inline_fast_seconds=0.05, dispatch_parallelism=2)
     runtime = harness.runtime_for(_slow_first_round(ran, dispatched), config)
     # WHEN it settles
@@ -185,16 +187,7 @@ def test_a_slow_rounds_dispatch_that_dies_midway_leaves_a_run_that_completes(har
     # GIVEN a slow first round whose watcher dies at the second held step's message
     ran: list[str] = []
     dispatched = threading.Event()
-    publishes = {"step": 0}
-
-    def second_step_message(call: Call) -> bool:
-        if call.op != "queue.publish" or call.detail.queue is not QueueName.STEP:
-            return False
-        publishes["step"] += 1
-        dispatched.set()
-        return publishes["step"] == 2
-
-    fault = harness.spy.inject("queue.publish", Crash(), match=second_step_message)  # type: ignore[arg-type]
+    fault = _watch_step_messages(harness, dispatched, Crash(), fail_at=2)
     runtime = harness.runtime_for(_slow_first_round(ran, dispatched), _fast_rounds_of(0.05))
     # WHEN it settles (the dead delivery's message comes back)
     handle = runtime.start("fan", 6)
@@ -211,13 +204,7 @@ def test_a_slow_rounds_dispatch_that_fails_is_sent_again_by_the_next_pass(harnes
     ran: list[str] = []
     dispatched = threading.Event()
 
-    def step_message(call: Call) -> bool:
-        if call.op == "queue.publish" and call.detail.queue is QueueName.STEP:
-            dispatched.set()
-            return True
-        return False
-
-    fault = harness.spy.inject("queue.publish", Transient("send failed"), match=step_message)
+    fault = _watch_step_messages(harness, dispatched, Transient("send failed"), fail_at=1)
     runtime = harness.runtime_for(_slow_first_round(ran, dispatched), _fast_rounds_of(0.05))
     # WHEN it settles
     handle = runtime.start("fan", 6)
