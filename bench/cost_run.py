@@ -138,11 +138,12 @@ def padding(size: int, seed: int, noisy: bool) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class LambdaFunction:
-    """A template function that consumes a queue: its name, memory and event source batch size."""
+    """A template function that consumes a queue: name, memory, event source batch size, concurrency."""
 
     name: str
     memory_mb: int
     batch_size: int
+    max_concurrency: int | None = None  # ScalingConfig.MaximumConcurrency (None: the account's)
 
 
 def template_functions(template: Mapping[str, Any] | None = None) -> dict[QueueName, LambdaFunction]:
@@ -160,7 +161,10 @@ def template_functions(template: Mapping[str, Any] | None = None) -> dict[QueueN
             if queue in queue_of:
                 memory = int(properties.get("MemorySize", default_memory))
                 batch = int(event["Properties"].get("BatchSize", 10))
-                out[queue_of[queue]] = LambdaFunction(name, memory, batch)
+                scaling = event["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency")
+                out[queue_of[queue]] = LambdaFunction(
+                    name, memory, batch, int(scaling) if scaling is not None else None
+                )
     return out
 
 

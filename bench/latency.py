@@ -4,6 +4,7 @@ Run from the repository root (matplotlib comes with the ``bench`` extra)::
 
     python -m bench.latency                  # ~1 min: moto pass for op costs, then the model runs
     python -m bench.latency --steps 50 --body-ms 0,20
+    python -m bench.latency --gather 64,256  # also fan-outs: fast rounds against dispatched
 
 Two passes, as ``bench.fanout``'s model (``bench.model``):
 
@@ -23,6 +24,13 @@ body's time: what a run adds between two steps (its writes, replay, CPU; with th
 kill switch ``WORKFLOW_MAX_INLINE_STEPS=0`` also a message and a delivery). The
 target (issue 12): at most 1.5 DynamoDB round trips with inline execution on.
 
+``--gather`` widths also time a fan-out (``asyncio.gather`` of that many bodies of each
+``--gather-body-ms``) from start to the run's end, in fast rounds (as deployed) and
+with ``WORKFLOW_INLINE_FAST_SECONDS=0`` (the branches past the first 3 by message, on
+as many step consumers as the template's step queue allows, its MaximumConcurrency):
+what the fast rounds' saving costs in time. Its op costs then also come from W3 run
+both ways on moto.
+
 Outputs: the table on stdout, ``bench/out/latency.json`` (op costs, per-step gaps)
 and ``bench/out/latency.png`` (the gaps of each run).
 """
@@ -30,6 +38,7 @@ and ``bench/out/latency.png`` (the gaps of each run).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import itertools
 import json
@@ -44,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cost import metered_moto
-from bench.cost_run import WORKLOADS, run_workload
+from bench.cost_run import WORKLOADS, run_workload, template_functions
 from bench.instrument import CallRecorder, Latency
 from bench.measure import PumpShape, wait_idle
 from bench.model import VISIBILITY_TIMEOUT_SECONDS, ModelPump
@@ -59,6 +68,7 @@ from world_aws.local.memory import create_memory_world
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "out"
 WORKFLOW = "bench.latency.sequential"
+GATHER = "bench.latency.gather"
 TARGET_ROUND_TRIPS = 1.5
 
 
@@ -91,6 +101,10 @@ def latency_app(clock: BodyClock) -> Workflows:
             await body(i, body_ms)
         return steps
 
+    @app.workflow(name=GATHER)
+    async def gather(steps: int, body_ms: float) -> int:
+        return len(await asyncio.gather(*(body(i, body_ms) for i in range(steps))))
+
     return app
 
 
@@ -110,14 +124,20 @@ class LatencySample:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def op_costs(steps: int, latency: Latency) -> OpCosts:
-    """Round trips per op, from one metered run of ``steps`` sequential steps on moto."""
-    workload = dataclasses.replace(WORKLOADS["W2"], steps=steps)
+def op_costs(steps: int, latency: Latency, *, fan_outs: bool = False) -> OpCosts:
+    """Round trips per op, from metered runs on moto: ``steps`` sequential steps, and W3 both ways.
+
+    ``fan_outs``: also W3 in fast rounds and W3 dispatched, for the ops only a fan-out makes.
+    """
+    runs = [dataclasses.replace(WORKLOADS["W2"], steps=steps)]
+    if fan_outs:
+        runs += [WORKLOADS["W3"], WORKLOADS["W3-dispatched"]]
     with metered_moto(latency) as meters:
-        run_workload(meters, dataclasses.replace(workload, steps=3))  # warm-up, not counted
+        run_workload(meters, dataclasses.replace(runs[0], steps=3))  # warm-up, not counted
         before = meters.moto.recorder.snapshot()
-        run_workload(meters, workload)
-        return OpCosts.from_snapshot(meters.moto.recorder.snapshot() - before, runs=1)
+        for workload in runs:
+            run_workload(meters, workload)
+        return OpCosts.from_snapshot(meters.moto.recorder.snapshot() - before, runs=len(runs))
 
 
 def model_run(
@@ -128,8 +148,10 @@ def model_run(
     body_ms: float,
     max_inline_steps: int,
     timeout: float = 300,
+    gather: bool = False,
+    inline_fast_seconds: float | None = None,
 ) -> LatencySample:
-    """One run of the sequential workflow on the model World; its per-step overheads."""
+    """One run of the sequential (or ``gather``) workflow on the model World; its per-step overheads."""
     clock = BodyClock()
     world = create_memory_world(clock=SystemClock(), visibility_timeout_seconds=VISIBILITY_TIMEOUT_SECONDS)
     recorder = CallRecorder(latency)
@@ -138,8 +160,12 @@ def model_run(
         world, timeline, recorder, legacy_producer=False, charge=LatencyCharge(costs, latency)
     )
     config = dataclasses.replace(RuntimeConfig.from_env(), max_inline_steps=max_inline_steps)
+    if inline_fast_seconds is not None:
+        config = dataclasses.replace(config, inline_fast_seconds=inline_fast_seconds)
     runtime = Runtime(bench_world, latency_app(clock), config)
-    shape = PumpShape()
+    # The step queue's consumers as deployed (its MaximumConcurrency), which dispatched branches share.
+    deployed = template_functions()[QueueName.STEP].max_concurrency
+    shape = PumpShape(step_workers=deployed or PumpShape().step_workers)
     pump = ModelPump(
         world.memory_queue,
         runtime.handle,
@@ -150,7 +176,7 @@ def model_run(
     )
     try:
         began = time.perf_counter()
-        handle = runtime.start(WORKFLOW, steps, body_ms)
+        handle = runtime.start(GATHER if gather else WORKFLOW, steps, body_ms)
         if not timeline.wait_ended(handle.run_id, timeout):
             raise RuntimeError(f"run {handle.run_id} did not end within {timeout} s")
         wall = time.perf_counter() - began
@@ -162,10 +188,30 @@ def model_run(
         pump.stop()
         runtime.close()
         world.close()
+    if gather:
+        variant = "fast rounds" if config.max_inline_steps and config.inline_fast_seconds else "dispatched"
+        return LatencySample(variant, max_inline_steps, body_ms, steps, [], wall)
     starts = [clock.starts[i] for i in range(steps)]
     overheads = [b - a - body_ms / 1000 for a, b in itertools.pairwise(starts)]
     variant = "inline" if max_inline_steps > 0 else "kill switch"
     return LatencySample(variant, max_inline_steps, body_ms, steps, overheads, wall)
+
+
+def gather_table(samples: list[LatencySample]) -> str:
+    """Per fan-out width and body time: start to end of the run, fast rounds against dispatched."""
+    lines = [
+        "| fan-out | body ms | fast rounds: run s (median) | dispatched: run s (median) |",
+        "|---:|---:|---:|---:|",
+    ]
+    cells: dict[tuple[int, float], dict[str, list[float]]] = {}
+    for sample in samples:
+        cells.setdefault((sample.steps, sample.body_ms), {}).setdefault(sample.variant, []).append(
+            sample.wall_seconds
+        )
+    for (width, body_ms), by in sorted(cells.items()):
+        fast, sent = (statistics.median(by.get(v, [float("nan")])) for v in ("fast rounds", "dispatched"))
+        lines.append(f"| {width} | {body_ms:g} | {fast:.2f} | {sent:.2f} |")
+    return "\n".join(lines)
 
 
 def table(samples: list[LatencySample], latency: Latency) -> str:
@@ -222,6 +268,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--no-kill-switch", action="store_true", help="skip the WORKFLOW_MAX_INLINE_STEPS=0 runs"
     )
+    parser.add_argument(
+        "--gather",
+        default="",
+        help="fan-out widths to time too, comma separated (e.g. 64,256): fast rounds against dispatched",
+    )
+    parser.add_argument("--gather-body-ms", default="0,200", help="body times of the fan-out runs")
     parser.add_argument("--ddb-latency-ms", type=float, default=5.0)
     parser.add_argument("--sqs-latency-ms", type=float, default=10.0)
     parser.add_argument("--s3-latency-ms", type=float, default=10.0)
@@ -236,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     command = shlex.join(["python", "-m", "bench.latency", *(sys.argv[1:] if argv is None else argv)])
     print(f"$ {command}", flush=True)
     began = time.perf_counter()
-    costs = op_costs(args.steps, latency)
+    widths = [int(w) for w in args.gather.split(",") if w.strip()]
+    costs = op_costs(args.steps, latency, fan_outs=bool(widths))
     inline = args.max_inline if args.max_inline is not None else RuntimeConfig.from_env().max_inline_steps
     variants = [inline] + ([] if args.no_kill_switch or inline == 0 else [0])
     samples = [
@@ -246,9 +299,27 @@ def main(argv: list[str] | None = None) -> int:
         if body.strip()
         for _ in range(args.runs)
     ]
+    fan_outs = [
+        model_run(
+            costs,
+            latency,
+            steps=width,
+            body_ms=float(body),
+            max_inline_steps=inline,
+            gather=True,
+            inline_fast_seconds=fast,
+        )
+        for width in widths
+        for body in args.gather_body_ms.split(",")
+        if body.strip()
+        for fast in (None, 0.0)
+        for _ in range(args.runs)
+    ]
     elapsed = time.perf_counter() - began
     print(costs.markdown() + "\n")
     print(table(samples, latency))
+    if fan_outs:
+        print("\n" + gather_table(fan_outs))
     print(
         f"\n{len(samples)} model runs of {args.steps} steps in {elapsed:.0f} s (with the moto pass). "
         f"Latency per call: DynamoDB {args.ddb_latency_ms:g} ms, SQS {args.sqs_latency_ms:g} ms, "
@@ -263,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         },
         "op_costs": costs.to_json(),
         "samples": [dataclasses.asdict(s) for s in samples],
+        "fan_outs": [dataclasses.asdict(s) for s in fan_outs],
     }
     path = args.out / "latency.json"
     path.write_text(json.dumps(document, indent=1), encoding="utf-8")

@@ -43,10 +43,10 @@ class RuntimeConfig:
             invocation's deadline; the run is handed on by message instead.
             ``WORKFLOW_INLINE_MARGIN_SECONDS``, default 10.
         inline_fast_seconds: the branches of a fan-out wider than ``max_inline_steps`` wait while
-            the inline ones run, and run inline in the next round if those finished within this;
-            those still running after it, the waiting branches are dispatched by message, and so
-            is the rest of this invocation's fan-outs (``runtime/inline.py``, "fast rounds").
-            ``WORKFLOW_INLINE_FAST_SECONDS``, default 1; 0 dispatches them at once.
+            the inline ones run, and run inline in the next round, twice as wide, if no body of
+            this one ran longer than this; once one does, the waiting branches are dispatched by
+            message (``runtime/inline.py``, "fast rounds"). ``WORKFLOW_INLINE_FAST_SECONDS``,
+            default 0.1; 0 dispatches them at once.
         max_events_per_run: events a run's log may hold; a continuation past it fails the run
             with ``EVENT_LIMIT_EXCEEDED`` (end long loops with ``continue_as_new``).
             ``WORKFLOW_MAX_EVENTS_PER_RUN``, default 50,000.
@@ -61,7 +61,7 @@ class RuntimeConfig:
     max_inline_steps: int = 3
     inline_lease_seconds: int = 900
     inline_margin_seconds: int = 10
-    inline_fast_seconds: float = 1.0
+    inline_fast_seconds: float = 0.1
     max_events_per_run: int = DEFAULT_MAX_EVENTS_PER_RUN
 
     @classmethod
@@ -73,7 +73,7 @@ class RuntimeConfig:
             max_inline_steps=_int(env, "WORKFLOW_MAX_INLINE_STEPS", 3, minimum=0),
             inline_lease_seconds=_int(env, "WORKFLOW_INLINE_LEASE_SECONDS", 900),
             inline_margin_seconds=_int(env, "WORKFLOW_INLINE_MARGIN_SECONDS", 10, minimum=0),
-            inline_fast_seconds=_float(env, "WORKFLOW_INLINE_FAST_SECONDS", 1.0),
+            inline_fast_seconds=_float(env, "WORKFLOW_INLINE_FAST_SECONDS", 0.1),
             max_events_per_run=_int(env, "WORKFLOW_MAX_EVENTS_PER_RUN", DEFAULT_MAX_EVENTS_PER_RUN),
         )
 

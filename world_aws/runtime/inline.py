@@ -33,6 +33,7 @@ import logging
 import math
 import secrets
 import threading
+import time
 from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -380,9 +381,12 @@ class InlineSteps:
         waiting = _Waiting(self._dispatcher, run, list(held), self._config.inline_fast_seconds, len(started))
         attempts: list[Callable[[], Attempt]] = []
         for step, request in started:
-            ended = waiting.one_body() if held else None
-            attempt = partial(self._attempt, run, step, request, owner, defer, batch, ended)
-            attempts.append(attempt if ended is None else partial(_then, attempt, ended))
+            if not held:
+                attempts.append(partial(self._attempt, run, step, request, owner, defer, batch))
+                continue
+            begun, ended = waiting.body()
+            attempt = partial(self._attempt, run, step, request, owner, defer, batch, (begun, ended))
+            attempts.append(partial(_then, attempt, ended))
         asides = [call for call in (beside, waiting.watch if held else None) if call is not None]
         try:
             # The first body on this thread; the calls beside it submitted next, so that
@@ -486,20 +490,23 @@ class InlineSteps:
         owner: Owner,
         defer: bool,
         batch: OutcomeBatch | None = None,
-        body_ended: Callable[[], None] | None = None,
+        timed: tuple[Callable[[], None], Callable[[], None]] | None = None,
     ) -> Attempt:
         """One attempt of an owned step and its outcome's write (``defer``: returned; ``batch``: added).
 
-        ``body_ended``: told when the body has returned or raised, before its outcome is written.
+        ``timed``: told when the body starts, and when it has returned or raised (before its
+        outcome is written).
         """
         with tracing.inline_step_span(step):  # the attempt and its writes
+            if timed is not None:
+                timed[0]()
             try:
                 outcome = stepbody.run_step_body(
                     self._world, self._app, step, request.input, deadline=owner.deadline
                 )
             finally:
-                if body_ended is not None:
-                    body_ended()
+                if timed is not None:
+                    timed[1]()
             tracing.record_step_outcome(outcome.etype)
             if outcome.etype is not EventType.STEP_RETRYING:
                 settled = stepbody.outcome_request(step, outcome, owner.tag)
@@ -537,17 +544,20 @@ class InlineSteps:
 
 # Threads of the pool a slow round's watcher dispatches its held steps on.
 HELD_DISPATCH_THREADS = 8
+# How long the watcher waits at most between looks while no body has started.
+WATCH_IDLE_SECONDS = 1.0
 
 
 class _Waiting:
-    """The held steps of a round: dispatched if its bodies are not all done within ``seconds``.
+    """The held steps of a round: dispatched once one of its bodies has run ``seconds``.
 
-    ``watch`` runs beside the bodies (``InlineSteps.run_claimed``), each body counted
-    down as it ends (the user's code: the outcome writes after it are not timed; an
-    attempt that never reached its body counts when it returns). ``fired`` is set before
-    the dispatch: a dispatch that fails still ends the holding (the next pass finds the
-    steps new, or created without a message, and dispatches them); ``sent`` once it
-    returned.
+    ``watch`` runs beside the bodies (``InlineSteps.run_claimed``). Each body tells when
+    it starts and ends (``body``): the user's code is timed, not a body's wait for a
+    pool thread nor the outcome writes after it (an attempt that never reached its body
+    ends when it returns). The watcher returns when every body has ended, or fires when
+    a running body has run ``seconds``. ``fired`` is set before the dispatch: a dispatch
+    that fails still ends the holding (the next pass finds the steps new, or created
+    without a message, and dispatches them); ``sent`` once it returned.
     """
 
     def __init__(
@@ -558,30 +568,52 @@ class _Waiting:
         self._held = held
         self._seconds = seconds
         self._left = bodies
-        self._lock = threading.Lock()
-        self._done = threading.Event()
+        self._running: dict[int, float] = {}  # body -> when it started (monotonic)
+        self._bodies = 0
+        self._changed = threading.Condition()
         self.fired = False
         self.sent = False
-        if bodies == 0:
-            self._done.set()
 
-    def one_body(self) -> Callable[[], None]:
-        """What one body calls when it ends (a second call counts nothing)."""
-        told = threading.Event()
+    def body(self) -> tuple[Callable[[], None], Callable[[], None]]:
+        """What one body calls when it starts and when it ends (an end counts once)."""
+        with self._changed:
+            self._bodies += 1
+            token = self._bodies
+        ended_once = threading.Event()
+
+        def started() -> None:
+            with self._changed:
+                if not ended_once.is_set():
+                    self._running[token] = time.monotonic()
+                    self._changed.notify_all()
 
         def ended() -> None:
-            with self._lock:
-                if told.is_set():
+            with self._changed:
+                if ended_once.is_set():
                     return
-                told.set()
+                ended_once.set()
+                self._running.pop(token, None)
                 self._left -= 1
-                if self._left <= 0:
-                    self._done.set()
+                self._changed.notify_all()
 
-        return ended
+        return started, ended
+
+    def _slow(self) -> bool:
+        """Wait until every body ended (False) or one has run ``seconds`` (True)."""
+        with self._changed:
+            while self._left > 0:
+                now = time.monotonic()
+                if self._running:
+                    oldest = min(self._running.values())
+                    if now - oldest >= self._seconds:
+                        return True
+                    self._changed.wait(oldest + self._seconds - now)
+                else:
+                    self._changed.wait(WATCH_IDLE_SECONDS)  # bodies still waiting for threads
+            return False
 
     def watch(self) -> None:
-        if self._done.wait(self._seconds):
+        if not self._slow():
             return
         self.fired = True
         telemetry.LOG.info(
