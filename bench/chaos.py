@@ -146,6 +146,9 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         "config": asdict(config),
         "runs": len(callers),
         "stuck": violations["stuck"],
+        # Woken by the reconciler after their batch went quiet: late, not lost (their own ids).
+        "reconciled": len(set(driver.reconciled)),
+        "reconciled_runs": sorted(set(driver.reconciled))[:10],
         "violations": {kind: violations[kind] for kind in VIOLATIONS if kind != "stuck"},
         "examples": examples,
         "broken_runs": details,  # each one's last events and the faults fired on it
@@ -163,13 +166,13 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
 def table(rows: list[dict[str, Any]]) -> str:
     """A markdown table: one line per configuration, a column per violation kind."""
     kinds = [k for k in VIOLATIONS if k != "stuck"]
-    head = ["world", "faults", "runs", "seed", "stuck", *kinds, "dup. bodies", "wall s"]
+    head = ["world", "faults", "runs", "seed", "stuck", *kinds, "reconciled", "dup. bodies", "wall s"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
         config = row["config"]
         cells = [config["world"], config["faults"], row["runs"], config["seed"], row["stuck"]]
         cells += [row["violations"][k] for k in kinds]
-        cells += [f"{100 * row['duplicate_rate']:.2f}%", row["wall_seconds"]]
+        cells += [row["reconciled"], f"{100 * row['duplicate_rate']:.2f}%", row["wall_seconds"]]
         lines.append("| " + " | ".join(str(c) for c in cells) + " |")
     return "\n".join(lines)
 

@@ -8,6 +8,13 @@ as the runs' caller (resumes each run's hook once it exists, cancels the runs
 of mode ``"cancel"``, retrying its own calls as a client would), then the clock
 jumps to the next due message. A batch ends when nothing is queued and the
 caller has nothing left to do, or after ``max_sim_seconds`` of simulated time.
+
+Then the reconciler gets its turn, as the deployed schedule would: the clock jumps
+past ``WORKFLOW_RECONCILE_AFTER_SECONDS`` and one ``Reconciler.tick`` wakes every
+silent non-terminal run, whose messages are then pumped as before (up to
+``RECONCILE_PASSES`` times). What it woke is counted (``reconciled``: late, the
+design's last line) and judged like the rest; a run still not ended after it is
+``stuck``, i.e. lost.
 """
 
 from __future__ import annotations
@@ -25,12 +32,14 @@ from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, WorldAwsError
 from world_aws.runtime.handle import RunHandle
+from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 from world_aws.testing.faulty_world import FaultyWorld
 from world_aws.testing.harness import Harness
 
 T = TypeVar("T")
+RECONCILE_PASSES = 3  # reconciler ticks after a batch went quiet, while each wakes something
 CALLER_ATTEMPTS = 10  # a client's retries of start / resume / cancel
 COPY_WITHIN_CALLS = 12  # a concurrent copy starts within this many calls of the original
 
@@ -73,11 +82,30 @@ class ChaosDriver:
         self.errors = HandlerErrors()
         self.deliveries = 0
         self.rounds = 0
+        self.reconciler = Reconciler(faulty.inner)
+        self.reconciled: list[str] = []  # runs the reconciler woke, in order
 
     # --- a batch --------------------------------------------------------------------
 
     def run_batch(self, indices: range) -> list[CallerView]:
         callers = [self._start(spec_for(self.plan, i, self.fanout)) for i in indices]
+        for _ in range(RECONCILE_PASSES):
+            self._quiesce(callers)
+            if not self._reconcile():
+                break
+        else:
+            self._quiesce(callers)
+        return callers
+
+    def _reconcile(self) -> bool:
+        """Let the reconciler's schedule come round once; whether it woke any run."""
+        self.harness.advance(self.reconciler.config.after_seconds + 1)
+        woken = self.reconciler.tick().woken
+        self.reconciled += [repair.run_id for repair in woken]
+        return bool(woken)
+
+    def _quiesce(self, callers: list[CallerView]) -> None:
+        """Deliver, act and let time pass until nothing is due and the caller is idle (or the bound)."""
         began = self.harness.clock.now()
         round_no = 0
         while True:
@@ -95,7 +123,6 @@ class ChaosDriver:
                 due = now + timedelta(seconds=1)  # the caller acted: give it a simulated second
             if due > now:
                 self.harness.advance((due - now).total_seconds())
-        return callers
 
     # --- the caller -----------------------------------------------------------------
 

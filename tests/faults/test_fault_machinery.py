@@ -193,3 +193,44 @@ def test_botocore_transient_faults_past_the_retries_surface_as_world_errors(aws:
     # THEN some were absorbed by botocore's retries and some reached the World as its own kinds
     assert "ok" in outcomes
     assert {"Throttled", "Transient"} & set(outcomes)
+
+
+def test_a_run_whose_first_message_was_lost_is_woken_by_the_drivers_reconciler_pass() -> None:
+    # GIVEN the chaos driver on a fault-free memory World whose first workflow message is lost
+    from bench.chaos import memory_setup
+    from bench.chaos_checks import check_run
+    from bench.chaos_driver import ChaosDriver
+    from bench.chaos_workload import Executions, chaos_app
+    from world_aws import Runtime, RuntimeConfig
+
+    plan = FaultPlan(seed=3, rates=rates_for(["none"], 1.0))
+    app = chaos_app(Executions(), plan)
+    with memory_setup(plan, visibility_seconds=2.0) as setup:
+        inner = setup.faulty.inner
+        publish = inner.queue.publish
+        lost: list[bytes] = []
+
+        def lose_the_first(queue: QueueName, body: bytes, **kwargs: object) -> str:
+            if queue is QueueName.WORKFLOW and not lost:
+                lost.append(body)
+                return "lost-message"
+            return publish(queue, body, **kwargs)  # type: ignore[arg-type]
+
+        inner.queue.publish = lose_the_first  # type: ignore[method-assign]
+        config = RuntimeConfig(inline_lease_seconds=60)
+        runtime = setup.harness.runtime_for(app, config, world=setup.faulty)
+        copies = Runtime(setup.faulty, app, config)
+        driver = ChaosDriver(
+            setup.harness, setup.faulty, runtime, copies, visibility_seconds=2.0, max_sim_seconds=900
+        )
+        try:
+            # WHEN one batch of one run is driven to quiet
+            (caller,) = driver.run_batch(range(1))
+        finally:
+            copies.close()
+        # THEN the run sat pending with no message until the reconciler's pass woke it,
+        # and then it ended soundly: late, counted as reconciled, not stuck
+        assert lost and driver.reconciled == [caller.run_id]
+        assert check_run(inner, app.serializer, caller) == []
+        assert inner.runs.get(caller.run_id).status.terminal
+        setup.harness.close()
