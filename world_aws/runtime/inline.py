@@ -171,8 +171,8 @@ class InlineRound:
     complete: bool = False
     deferred: EventRequest | None = None  # a single step's outcome, left to the caller to write
     ended: bool = False  # the outcome was written with the run's end (``runtime/pipeline.py``)
-    # The bodies outlasted ``inline_fast_seconds``: the held steps were dispatched (these, if
-    # that went through).
+    # A body ran ``inline_fast_seconds``: the held steps were dispatched (these, if that
+    # went through).
     slow: bool = False
     dispatched: tuple[str, ...] = ()
 
@@ -371,8 +371,8 @@ class InlineSteps:
         is always written alone (its message follows it). ``beside``: a call run in
         parallel with the bodies (``events.flush`` of the append that claimed them); it
         never fails the round (what it could not do, the run's next append does).
-        ``held``: new steps waiting for these bodies; dispatched if the bodies are not all
-        done within ``inline_fast_seconds`` (the round is then ``slow``).
+        ``held``: new steps waiting for these bodies; dispatched once one body has run
+        ``inline_fast_seconds`` (the round is then ``slow``).
         """
         batch = (
             OutcomeBatch(self._world, run.run_id, after) if len(started) > 1 and after is not None else None
