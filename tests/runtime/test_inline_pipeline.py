@@ -166,10 +166,11 @@ def test_each_pipelined_append_is_flushed_beside_the_next_body(harness: Harness,
     # WHEN it settles
     handle = runtime.start("chain", 5)
     assert harness.settle(handle) is RunStatus.COMPLETED
-    # THEN each append that claimed a body asked to flush later and was flushed once,
-    # and the appends that claimed none (the run's end) did not
+    # THEN each append that claimed a body (the run's start with the first create, and
+    # the four pipelined ones) was flushed once, and the one that claimed none (the
+    # run's end) was not
     flushes = harness.spy.calls("events.flush")
-    assert len(flushes) == 4 and {c.run_id for c in flushes} == {handle.run_id}
+    assert len(flushes) == 5 and {c.run_id for c in flushes} == {handle.run_id}
     # AND a failing flush fails nothing: the result is right and each body ran once
     assert handle.result(timeout=0) == 10
     assert len(ran) == 5

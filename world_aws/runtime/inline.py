@@ -321,8 +321,10 @@ class InlineSteps:
         appended: list[Claim] = []
         one_by_one = plan.create
         started_event: list[Event] = []
+        flush: Callable[[], None] | None = None
         if after is not None and plan.create:
             appended, one_by_one, started_event = self._append_creates(run, after, plan.create, owner, start)
+            flush = partial(self._world.events.flush, run.run_id)
         elif start is not None:
             start_run(self._world, run.run_id, start)
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
@@ -335,7 +337,9 @@ class InlineSteps:
         # else wrote meanwhile (then a batch of outcomes is refused and goes one by one).
         wrote = [c.event.position for c in claimed if c.event is not None]
         end = max(wrote) if whole and len(wrote) == len(claimed) else None
-        bodies = self.run_claimed(run, started, owner, defer=defer and whole, after=end, held=plan.held)
+        bodies = self.run_claimed(
+            run, started, owner, defer=defer and whole, after=end, beside=flush, held=plan.held
+        )
         # A refused write may be our own that landed with its answer lost: then the log
         # holds an event of ours we do not know, and only a read shows it.
         return InlineRound(
@@ -453,7 +457,8 @@ class InlineSteps:
         ``start`` is written on its own before any create (a landed one makes it a no-op).
         """
         requests = [owned_create(s, owner) for s in creates]
-        results, _end = append_batches(self._world, run.run_id, after, requests, lead=start)
+        # Their bodies follow: the last append's housekeeping is flushed beside them (run_claimed).
+        results, _end = append_batches(self._world, run.run_id, after, requests, lead=start, flush_later=True)
         started: list[Event] = []
         if start is not None and not results:
             start_run(self._world, run.run_id, start)

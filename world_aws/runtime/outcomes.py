@@ -52,11 +52,18 @@ def append_or_none(
 
 
 def append_batches(
-    world: World, run_id: str, after: int, requests: list[EventRequest], *, lead: EventRequest | None = None
+    world: World,
+    run_id: str,
+    after: int,
+    requests: list[EventRequest],
+    *,
+    lead: EventRequest | None = None,
+    flush_later: bool = False,
 ) -> tuple[list[EventResult], int | None]:
     """Append ``requests`` after ``after``, ``rules.MAX_BATCH_EVENTS`` to a write, until one does not land.
 
     ``lead`` (a pending run's ``run_started``) goes first in the first write.
+    ``flush_later``: each append is made so (the caller flushes the run's log, ``events.flush``).
 
     Returns:
         The results of the writes that landed, in order (``lead``'s first), and where the
@@ -67,7 +74,7 @@ def append_batches(
     while index < len(requests):
         head = [lead] if lead is not None else []
         chunk = requests[index : index + rules.MAX_BATCH_EVENTS - len(head)]
-        landed = append_or_none(world, run_id, after, [*head, *chunk])
+        landed = append_or_none(world, run_id, after, [*head, *chunk], flush_later=flush_later)
         if landed is None:
             return results, None
         results += landed
