@@ -572,9 +572,10 @@ class _Waiting:
         self._run = run
         self._held = held
         self._seconds = seconds
-        self._left = bodies
+        self._bodies = bodies
         self._running: dict[int, float] = {}  # body -> when it started (monotonic)
-        self._bodies = 0
+        self._ended: set[int] = set()
+        self._tokens = 0
         self._changed = threading.Condition()
         self.fired = False
         self.sent = False
@@ -582,31 +583,28 @@ class _Waiting:
     def body(self) -> tuple[Callable[[], None], Callable[[], None]]:
         """What one body calls when it starts and when it ends (an end counts once)."""
         with self._changed:
-            self._bodies += 1
-            token = self._bodies
-        ended_once = threading.Event()
+            self._tokens += 1
+            token = self._tokens
 
         def started() -> None:
             with self._changed:
-                if not ended_once.is_set():
+                if token not in self._ended:
                     self._running[token] = time.monotonic()
                     self._changed.notify_all()
 
         def ended() -> None:
             with self._changed:
-                if ended_once.is_set():
-                    return
-                ended_once.set()
-                self._running.pop(token, None)
-                self._left -= 1
-                self._changed.notify_all()
+                if token not in self._ended:
+                    self._ended.add(token)
+                    self._running.pop(token, None)
+                    self._changed.notify_all()
 
         return started, ended
 
     def _slow(self) -> bool:
         """Wait until every body ended (False) or one has run ``seconds`` (True)."""
         with self._changed:
-            while self._left > 0:
+            while len(self._ended) < self._bodies:
                 now = time.monotonic()
                 if self._running:
                     oldest = min(self._running.values())

@@ -103,7 +103,8 @@ class OutcomePipeline:
         claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
         flush = partial(self._world.events.flush, run.run_id)
         if not claimed or self._inline is None:
-            flush()
+            if creates:  # appended to flush later, with no body to flush beside
+                flush()
             return replay, InlineRound(), fed
         end = results[-1].event.position if results[-1].event is not None else None
         bodies = self._inline.run_claimed(run, claimed, owner, defer=True, after=end, beside=flush)
