@@ -99,7 +99,8 @@ class ChaosDriver:
 
     def _reconcile(self) -> bool:
         """Let the reconciler's schedule come round once; whether it woke any run."""
-        self.harness.advance(self.reconciler.config.after_seconds + 1)
+        config = self.reconciler.config
+        self.harness.advance(max(config.after_seconds, config.sweep_lag_seconds) + 1)
         woken = self.reconciler.tick().woken
         self.reconciled += [repair.run_id for repair in woken]
         return bool(woken)

@@ -27,6 +27,7 @@ import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from bench.core import MotoWorlds
@@ -38,6 +39,7 @@ from bench.pump import QueuePump
 from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
 from world_aws import Runtime, RuntimeConfig, Workflows
+from world_aws.aws import keys
 from world_aws.aws.infra.template import load_template, resources
 from world_aws.contract.records import ResolveData, RunStatus, StepStatus
 from world_aws.contract.world import QueueName
@@ -256,6 +258,18 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
                 raise RuntimeError(f"{workload.name}: run {handle.run_id} did not end within {timeout} s")
             wait_idle(recorder, pump, timeout)
             wall = time.perf_counter() - began
+            # The reconciler's sweep reads every run once, whatever became of it (ARCHITECTURE §6
+            # "The reconciler"). A tick's cursor read and write and its Query (~100 B an entry)
+            # are shared by the runs it sweeps (hundreds a tick at a million runs a month), as the
+            # schedule's own cost is: the run's share is its entry of the BatchGetItem, billed here.
+            with recorder.muted():
+                swept = aws.runs.sweep_created(
+                    created_before=aws.clock.now() + timedelta(seconds=1), limit=1000
+                )
+            if swept.examined != 1:
+                raise RuntimeError(f"{workload.name}: the sweep read {swept.examined} runs, not its one")
+            with recorder.op("runs.sweep_created"):
+                aws.table.batch_get([keys.run_key(handle.run_id)], consistent=False)
             bill = difference(meters.billing.snapshot(), bill_before, Usage)
             items = difference(meters.billing.item_writes(), items_before, ItemWrites)
             lambdas = invocation_difference(meters.invocations.snapshot(), lambdas_before)

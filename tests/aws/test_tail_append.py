@@ -291,10 +291,10 @@ def test_a_batch_too_large_for_one_write_unit_is_the_tail_while_the_run_item_sta
 def test_a_batch_that_would_take_the_run_item_past_two_write_units_is_a_transaction(
     world: AwsWorld, clock: ManualClock
 ) -> None:
-    # GIVEN an owned step whose outcome is 1.5 KB of incompressible bytes
+    # GIVEN an owned step whose outcome is 1.7 KB of incompressible bytes
     run_id = create_run(world)
     done, after = _lazy_step(world, clock, run_id)
-    output = random.Random(5).randbytes(1_500)
+    output = random.Random(5).randbytes(1_700)
     # WHEN its outcome is appended
     assert world.events.append_after(run_id, after, [owned_outcome(done, output)], at=clock.now())
     # THEN it is not the run item's tail (the transaction would be cheaper) and reads back whole

@@ -342,10 +342,12 @@ def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed
         assert allowed(role, "dynamodb:PutItem") == [{"Fn::GetAtt": ["WorkflowTable", "Arn"]}], lid
 
 
-def test_only_the_api_may_query_the_runs_index(transformed: dict[str, Any]) -> None:
+def test_only_the_api_and_the_reconciler_may_query_the_runs_index(transformed: dict[str, Any]) -> None:
+    # The API lists runs; the reconciler's sweep reads the new ones (live_index.sweep_created).
     index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.RUNS_INDEX}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
-        assert (index in allowed(role_of(transformed, function), "dynamodb:Query")) is (lid == "ApiFunction")
+        queries = index in allowed(role_of(transformed, function), "dynamodb:Query")
+        assert queries is (lid in ("ApiFunction", "ReconcilerFunction")), lid
 
 
 def test_only_the_reconciler_may_query_the_live_index(transformed: dict[str, Any]) -> None:
@@ -388,9 +390,11 @@ def test_the_reconciler_only_publishes_wake_ups_and_consumes_no_queue(transforme
     assert allowed(role, "sqs:SendMessage") == [{"Fn::GetAtt": ["WorkflowQueue", "Arn"]}]
     assert not any(allowed(role, action) for action in CONSUME_ACTIONS)
     table = {"Fn::GetAtt": ["WorkflowTable", "Arn"]}
-    # Reads run items in batches, moves marks, and claims/records/releases idempotency keys.
+    # Reads its sweep cursor and run items in batches, moves marks and the cursor, and
+    # claims/records/releases idempotency keys.
     granted = {a for s in statements(role) for a in as_list(s["Action"]) if table in as_list(s["Resource"])}
-    assert granted == {f"dynamodb:{a}" for a in ("BatchGetItem", "PutItem", "UpdateItem", "DeleteItem")}
+    actions = ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem")
+    assert granted == {f"dynamodb:{a}" for a in actions}
 
 
 def rules_invoking(transformed: dict[str, Any], function: str) -> list[dict[str, Any]]:

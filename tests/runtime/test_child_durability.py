@@ -163,7 +163,8 @@ def test_a_child_cancelled_by_a_caller_that_died_is_found_by_the_reconciler(harn
     assert handle.status() is RunStatus.RUNNING
     # WHEN the reconciler wakes the silent parent
     harness.advance(700)
-    woken = Reconciler(harness.world, ReconcilerConfig(after_seconds=600, max_runs_per_tick=10)).tick().woken
+    config = ReconcilerConfig(after_seconds=600, max_runs_per_tick=10, sweep_lag_seconds=600)
+    woken = Reconciler(harness.world, config).tick().woken
     assert handle.run_id in [w.run_id for w in woken]
     # THEN its pass finds the ended child and the parent fails with the child's cancellation
     assert harness.settle(handle) is RunStatus.FAILED

@@ -40,7 +40,7 @@ from world_aws.testing.conformance.support import create_run
 from .harness import Harness
 
 AFTER = 600
-CONFIG = ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=10)
+CONFIG = ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=10, sweep_lag_seconds=AFTER)
 
 
 # About runs whose step messages were lost: the step-message path (inline execution off).
@@ -154,8 +154,12 @@ def test_healthy_young_and_terminal_runs_are_not_woken(harness: Harness) -> None
     harness.advance(1)
     # WHEN the reconciler ticks
     report = reconciler.tick()
-    # THEN it looked only at the healthy run (created long ago), found its progress and woke nothing
-    assert (report.looked_at, report.remarked, report.woken, report.failed) == (1, 1, [], 0)
+    # THEN its sweep read the two runs created before the lag, put only the healthy one in the
+    # live index, at its progress, and the tick woke nothing
+    assert (report.swept, report.looked_at, report.remarked, report.woken, report.failed) == (2, 0, 0, [], 0)
+    (live,) = harness.world.runs.list_live(marked_before=harness.clock.now() + timedelta(days=1), limit=10)
+    assert (live.run_id, live.mark) == (healthy, live.progress_at)
+    assert harness.clock.now() - live.progress_at < timedelta(seconds=AFTER)
     # AND the healthy run is not listed again until the threshold has passed since its progress
     harness.advance(AFTER - 10)
     assert reconciler.tick().looked_at == 0
@@ -208,7 +212,9 @@ def test_a_tick_looks_at_no_more_than_its_limit_and_the_next_tick_goes_on(harnes
         runs.append(create_run(harness.world, started=False))
         harness.advance(1)
     harness.advance(AFTER)
-    reconciler = Reconciler(harness.world, ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=2))
+    reconciler = Reconciler(
+        harness.world, ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=2, sweep_lag_seconds=AFTER)
+    )
     # WHEN the reconciler ticks, 2 runs at most each time
     woken: list[list[str]] = []
     for _ in range(4):

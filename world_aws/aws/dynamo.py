@@ -198,14 +198,14 @@ class Table:
         response = self._call("GetItem", self.client.get_item, kwargs)
         return from_item(response.get("Item"))
 
-    def batch_get(self, keys: Sequence[Key]) -> list[Item]:
-        """The items that exist among ``keys`` (strongly consistent), in no particular order."""
+    def batch_get(self, keys: Sequence[Key], *, consistent: bool = True) -> list[Item]:
+        """The items that exist among ``keys`` (strongly consistent unless told), in no particular order."""
         found: list[Item] = []
         for start in range(0, len(keys), BATCH_GET_MAX_KEYS):
             pending: dict[str, Any] = {
                 self.name: {
                     "Keys": [to_item(k) for k in keys[start : start + BATCH_GET_MAX_KEYS]],
-                    "ConsistentRead": True,
+                    "ConsistentRead": consistent,
                 }
             }
             for attempt in range(_UNPROCESSED_RETRIES):

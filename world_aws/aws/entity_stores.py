@@ -23,7 +23,7 @@ from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer, tail_batch
 from world_aws.aws.step_events import logged_steps, unwritten_step
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
-from world_aws.contract.world import BlobStore, LiveRun, RunPage
+from world_aws.contract.world import BlobStore, LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound
 
 _CURSOR_PREFIX = "ddb1:"
@@ -100,8 +100,12 @@ class DynamoRunStore(_Reader):
         return live_index.list_live(self._table, marked_before=marked_before, limit=limit)
 
     def mark_live(self, run_id: str, *, mark: datetime) -> bool:
-        """Move a non-terminal run's reconcile mark: one conditional UpdateItem."""
+        """Mark a non-terminal run, entering it in the live index: one conditional UpdateItem."""
         return live_index.mark_live(self._table, run_id, mark=mark)
+
+    def sweep_created(self, *, created_before: datetime, limit: int) -> Sweep:
+        """Mark the runs still going past the sweep cursor (``live_index.sweep_created``)."""
+        return live_index.sweep_created(self._table, created_before=created_before, limit=limit)
 
     def list(
         self,

@@ -102,10 +102,7 @@ def run_item(run: Run, *, seq: int) -> Item:
     }
     if run.attributes:
         item["attributes"] = dict(run.attributes)
-    if not run.status.terminal:
-        item[keys.LIVE_PK] = keys.LIVE_GSI_PK
-        item[keys.LIVE_SK] = keys.live_sk(created, run.run_id)
-    return item
+    return item  # not in the live index: the reconciler's sweep marks it if it lasts (live_index)
 
 
 def _run_created_at(item: Item) -> datetime:
@@ -133,14 +130,19 @@ def _run_updated_at(item: Item, created_at: datetime) -> datetime:
 def live_run_from_item(item: Item) -> LiveRun:
     """The live-index view of a run item (``status``, ``prog_us``, ``live_sk``); no payload read."""
     mark = str(item[keys.LIVE_SK]).split("#", 1)[0]
-    progress = from_epoch_us(item.get(PROGRESS_US))
     return LiveRun(
         run_id=keys.run_id_of(item),
         status=RunStatus(item["status"]),
-        # A run item written before prog_us existed: its last transition is the best known.
-        progress_at=progress if progress is not None else _run_updated_at(item, _run_created_at(item)),
+        progress_at=run_progress_at(item),
         mark=datetime.fromisoformat(mark),
     )
+
+
+def run_progress_at(item: Item) -> datetime:
+    """When a run item last took a log position (``prog_us``)."""
+    progress = from_epoch_us(item.get(PROGRESS_US))
+    # A run item written before prog_us existed: its last transition is the best known.
+    return progress if progress is not None else _run_updated_at(item, _run_created_at(item))
 
 
 def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None) -> Run:

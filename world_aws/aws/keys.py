@@ -2,8 +2,8 @@
 
 Table: partition key ``pk`` (S), sort key ``sk`` (S); GSI ``runs_by_created``
 (``gsi1pk``, ``gsi1sk``, projecting ``workflow_name``) for listing runs newest first; sparse GSI ``live``
-(``live_pk``, ``live_sk``, keys only) holding exactly the non-terminal runs, by
-reconcile mark; TTL attribute ``expires_at`` (N, epoch seconds).
+(``live_pk``, ``live_sk``, keys only) holding the non-terminal runs the reconciler
+has marked, by reconcile mark; TTL attribute ``expires_at`` (N, epoch seconds).
 
 ======================  ==========================  ================================
 item                    pk                          sk
@@ -18,6 +18,7 @@ hook-resume dedup       ``run#<run_id>``            ``resume#<resume_id>``
 hook token              ``token#<token>``           ``token``
 queue idempotency key   ``dedup#<key>``             ``dedup``
 schedule state          ``schedule#<name>``         ``schedule``
+reconciler sweep cursor ``reconciler``              ``sweep``
 stream chunk at p       ``run#<run_id>``            ``strm#<name>#<p zero-padded>``
 ======================  ==========================  ================================
 
@@ -74,8 +75,8 @@ LOGGED_FROM: Final = "logged_from"
 
 # Every run item carries this GSI partition key, so RUNS_INDEX lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"
-# A non-terminal run item carries this live-index partition key; the transition that
-# ends the run removes it (and live_sk), so the index holds only runs still going.
+# A run item marked by the reconciler carries this live-index partition key; the
+# transition that ends the run removes it (and live_sk), so the index holds only runs still going.
 LIVE_GSI_PK: Final = "live"
 POSITION_DIGITS: Final = 12
 MAX_POSITION: Final = 10**POSITION_DIGITS - 1
@@ -149,6 +150,10 @@ def dedup_key(key: str) -> Key:
 def schedule_key(name: str) -> Key:
     """The scheduler's record of one schedule (``world_aws.aws.schedule_store``)."""
     return {PK: f"schedule#{name}", SK: SCHEDULE_SK}
+
+
+# The reconciler's sweep cursor over RUNS_INDEX (``live_index.sweep_created``).
+SWEEP_KEY: Final[Key] = {PK: "reconciler", SK: "sweep"}
 
 
 def live_sk(mark_iso: str, run_id: str) -> str:

@@ -133,6 +133,22 @@ class LiveRun:
     mark: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """What one ``runs.sweep_created`` did.
+
+    Attributes:
+        examined: runs read past the World's sweep cursor.
+        enrolled: the non-terminal runs among them that it put in the live index,
+            each marked at its last progress (``LiveRun.mark == progress_at``).
+        caught_up: the cursor reached ``created_before`` (False: ``limit`` cut it short).
+    """
+
+    examined: int = 0
+    enrolled: builtins.list[LiveRun] = field(default_factory=list)
+    caught_up: bool = True
+
+
 class RunStore(Protocol):
     def get(self, run_id: str, *, resolve_data: ResolveData = ResolveData.ALL) -> Run:
         """Raises NotFound."""
@@ -169,14 +185,15 @@ class RunStore(Protocol):
         ...
 
     def list_live(self, *, marked_before: datetime, limit: int) -> builtins.list[LiveRun]:
-        """Non-terminal runs whose reconcile mark is before ``marked_before``, earliest mark first.
+        """Runs of the live index whose reconcile mark is before ``marked_before``, earliest mark first.
 
-        Every run is in the live index from its creation until the transition that
-        makes it terminal takes it out (in that same write), so a run that ended is
-        never listed, and one that did not end always is once its mark is old enough.
-        At most ``limit`` runs: a caller pages by moving the marks of what it saw
-        (``mark_live``). Runs are read as of the call (a run that ended during it may
-        be left out).
+        A run enters the live index when ``mark_live`` (or a sweep, ``sweep_created``)
+        first marks it, not at its creation: a run that ends before a sweep passes it
+        never touches the index. The transition that makes a run terminal takes it out
+        in that same write, so a run that ended is never listed, and one in the index
+        that did not end always is once its mark is old enough. At most ``limit`` runs:
+        a caller pages by moving the marks of what it saw (``mark_live``). Runs are read
+        as of the call (a run that ended or was marked during it may be left out).
 
         Raises:
             BadInput: ``limit`` below 1.
@@ -184,7 +201,28 @@ class RunStore(Protocol):
         ...
 
     def mark_live(self, run_id: str, *, mark: datetime) -> bool:
-        """Set the reconcile mark of a non-terminal run; ``False`` (no write) if it ended or is missing."""
+        """Set the reconcile mark of a non-terminal run, entering it in the live index if it is not.
+
+        ``False`` (no write) if the run ended or is missing: an ended run never enters
+        the index, even when this races its terminal transition.
+        """
+        ...
+
+    def sweep_created(self, *, created_before: datetime, limit: int) -> Sweep:
+        """Enter the non-terminal runs created before ``created_before`` in the live index.
+
+        The World keeps one sweep cursor, in run-creation order (``created_at``, then
+        run id). A sweep reads at most ``limit`` runs past it and created before the
+        bound, marks each non-terminal one not yet in the index at its last progress
+        (``mark_live``), and moves the cursor past what it read. So every run is looked
+        at by a sweep once, whatever became of it; concurrent sweeps may read a run twice
+        (the marks are hints: harmless). A caller keeps the bound far enough behind its
+        clock that no run created before it can still be unwritten (the reconciler's
+        ``sweep_lag_seconds``).
+
+        Raises:
+            BadInput: ``limit`` below 1.
+        """
         ...
 
 

@@ -13,7 +13,7 @@ import builtins
 from datetime import datetime
 
 from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
-from world_aws.contract.world import LiveRun, RunPage
+from world_aws.contract.world import LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound
 from world_aws.local.memory_state import MemoryState, RunRecord, run_out, step_out
 from world_aws.local.memory_stats import Stat, WorldStats
@@ -68,13 +68,41 @@ class MemoryRunStore(_Reader):
         return sorted(live, key=lambda run: (run.mark, run.run_id))[:limit]
 
     def mark_live(self, run_id: str, *, mark: datetime) -> bool:
-        """Set a non-terminal run's reconcile mark; False if it ended or is missing."""
+        """Mark a non-terminal run, entering it in the live index; False if it ended or is missing."""
         with self._state.lock:
             record = self._state.runs.get(run_id)
-            if record is None or record.mark is None:
+            if record is None or record.run.status.terminal:
                 return False
             record.mark = mark
             return True
+
+    def sweep_created(self, *, created_before: datetime, limit: int) -> Sweep:
+        """Mark the runs still going created before ``created_before`` past the cursor (see ``RunStore``)."""
+        self._stats.incr(Stat.RUN_LISTS)
+        if limit < 1:
+            raise BadInput(f"limit must be at least 1, not {limit}")
+        with self._state.lock:
+            cursor = self._state.sweep_cursor
+            past = sorted(
+                (
+                    r
+                    for r in self._state.runs.values()
+                    if r.run.created_at < created_before
+                    and (cursor is None or (r.run.created_at, r.run.run_id) > cursor)
+                ),
+                key=lambda r: (r.run.created_at, r.run.run_id),
+            )
+            read = past[:limit]
+            enrolled: builtins.list[LiveRun] = []
+            for record in read:
+                if record.run.status.terminal or record.mark is not None:
+                    continue
+                progress = record.events[-1].created_at
+                record.mark = progress
+                enrolled.append(LiveRun(record.run.run_id, record.run.status, progress, progress))
+            if read:
+                self._state.sweep_cursor = (read[-1].run.created_at, read[-1].run.run_id)
+        return Sweep(examined=len(read), enrolled=enrolled, caught_up=len(read) == len(past))
 
     def list(
         self,

@@ -38,7 +38,8 @@ class RunRecord:
     resumes: dict[str, Event] = field(default_factory=dict)
     # The last continuation claim (runs.claim_continuation): (position covered, claimer).
     continuation: tuple[int, str] | None = None
-    # The reconcile mark while the run is non-terminal (runs.list_live); None once it ended.
+    # The reconcile mark once the run is in the live index (runs.mark_live); None before
+    # and once it ended.
     mark: datetime | None = None
 
 
@@ -51,6 +52,8 @@ class MemoryState:
         self.runs: dict[str, RunRecord] = {}
         # token -> (run_id, hook_id) of the live hook holding it (SPEC §2.3).
         self.tokens: dict[str, tuple[str, str]] = {}
+        # The last run a sweep read (runs.sweep_created): (created_at, run_id).
+        self.sweep_cursor: tuple[datetime, str] | None = None
         self._next_seq = 0
 
     def next_seq(self) -> int:

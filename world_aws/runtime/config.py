@@ -82,6 +82,8 @@ _RECONCILE_PERIOD = 300
 _RECONCILE_AFTER = 600
 _RECONCILE_MAX_RUNS = 100
 _RECONCILE_MAX_BACKOFF = 86_400
+_RECONCILE_SWEEP_LAG = 900
+_RECONCILE_SWEEP_MAX_RUNS = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +104,22 @@ class ReconcilerConfig:
             ``WORKFLOW_RECONCILE_MAX_RUNS``, default 100 (one BatchGetItem).
         max_backoff_seconds: the longest gap between two wakes of a run that stays idle.
             ``WORKFLOW_RECONCILE_MAX_BACKOFF_SECONDS``, default 86400 (a day).
+        sweep_lag_seconds: how far behind its clock a tick's sweep of new runs stays
+            (``runs.sweep_created``): runs created before now − this are put in the live
+            index if they are still going. ``WORKFLOW_RECONCILE_SWEEP_LAG_SECONDS``,
+            default 900: a creator's clock and the reconciler's are each within 5 minutes
+            of AWS's (SigV4 refuses a request signed further off, and boto3 does not
+            correct skew), which leaves 5 minutes for the write and the index to land.
+        max_sweep_runs: runs a tick's sweep reads at most (``WORKFLOW_RECONCILE_SWEEP_MAX_RUNS``,
+            default 10000: 100 BatchGetItems); a sweep left behind goes on at the next tick.
     """
 
     period_seconds: float = _RECONCILE_PERIOD
     after_seconds: int = _RECONCILE_AFTER
     max_runs_per_tick: int = _RECONCILE_MAX_RUNS
     max_backoff_seconds: int = _RECONCILE_MAX_BACKOFF
+    sweep_lag_seconds: int = _RECONCILE_SWEEP_LAG
+    max_sweep_runs: int = _RECONCILE_SWEEP_MAX_RUNS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReconcilerConfig:
@@ -117,6 +129,10 @@ class ReconcilerConfig:
             after_seconds=_int(env, "WORKFLOW_RECONCILE_AFTER_SECONDS", _RECONCILE_AFTER),
             max_runs_per_tick=_int(env, "WORKFLOW_RECONCILE_MAX_RUNS", _RECONCILE_MAX_RUNS),
             max_backoff_seconds=_int(env, "WORKFLOW_RECONCILE_MAX_BACKOFF_SECONDS", _RECONCILE_MAX_BACKOFF),
+            sweep_lag_seconds=_int(
+                env, "WORKFLOW_RECONCILE_SWEEP_LAG_SECONDS", _RECONCILE_SWEEP_LAG, minimum=0
+            ),
+            max_sweep_runs=_int(env, "WORKFLOW_RECONCILE_SWEEP_MAX_RUNS", _RECONCILE_SWEEP_MAX_RUNS),
         )
 
 

@@ -5,6 +5,10 @@ message in flight, a delayed wake-up, a retry). If a bug breaks that, the run
 goes silent: it takes no new position in its log. Each tick (an EventBridge
 schedule on AWS, a background thread locally) the reconciler:
 
+0. sweeps the runs created since the last sweep, up to ``sweep_lag_seconds`` ago
+   (``runs.sweep_created``), into the live index if they are still going: a run is
+   not put there at its creation, so the usual run, which ends within minutes, never
+   writes the index; one whose first message never came is found here;
 1. lists the live runs whose reconcile mark is older than ``after_seconds``
    (``runs.list_live``: one index Query and one BatchGetItem, at most
    ``max_runs_per_tick`` runs; the index holds only non-terminal runs);
@@ -64,6 +68,7 @@ class TickReport:
     woken: list[Repair] = field(default_factory=list)
     remarked: int = 0
     failed: int = 0
+    swept: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +122,21 @@ class Reconciler:
                 the deployment is wrong, not one run.
         """
         now = self._world.clock.now()
+        sweep = self._world.runs.sweep_created(
+            created_before=now - timedelta(seconds=self.config.sweep_lag_seconds),
+            limit=self.config.max_sweep_runs,
+        )
+        if not sweep.caught_up:
+            LOG.warning(
+                "reconciler sweep read %d new runs and is behind; the next tick goes on", sweep.examined
+            )
         due = self._world.runs.list_live(marked_before=now - self._after, limit=self.config.max_runs_per_tick)
+        # A run the sweep just marked at an old progress is due now; the index may not show it yet.
+        listed = {run.run_id for run in due}
+        silent = [
+            run for run in sweep.enrolled if run.run_id not in listed and now - run.progress_at >= self._after
+        ]
+        due += silent[: max(0, self.config.max_runs_per_tick - len(due))]  # the rest: next tick, by index
         woken: list[Repair] = []
         remarked = failed = 0
         for run in due:
@@ -143,7 +162,9 @@ class Reconciler:
                 # The next tick wakes it again, under the same key: the queue collapses the two.
                 failed += 1
                 LOG.warning("reconciler could not move a mark: %s", exc, extra={"run_id": run.run_id})
-        return TickReport(looked_at=len(due), woken=woken, remarked=remarked, failed=failed)
+        return TickReport(
+            looked_at=len(due), woken=woken, remarked=remarked, failed=failed, swept=sweep.examined
+        )
 
     def _wake(self, run: LiveRun, now: datetime) -> tuple[Repair, datetime]:
         """Publish the wake of ``run``'s bucket; the repair, and the mark that schedules the next look."""

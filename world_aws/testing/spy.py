@@ -25,6 +25,7 @@ from world_aws.contract.world import (
     LiveRun,
     QueueName,
     RunPage,
+    Sweep,
     World,
 )
 
@@ -236,6 +237,16 @@ class _SpyRuns:
             "runs.mark_live", run_id, None, lambda: inner.mark_live(run_id, mark=mark)
         )
         return marked
+
+    def sweep_created(self, *, created_before: datetime, limit: int) -> Sweep:
+        inner = self._spy.inner.runs
+        swept: Sweep = self._spy.invoke(
+            "runs.sweep_created",
+            None,
+            None,
+            lambda: inner.sweep_created(created_before=created_before, limit=limit),
+        )
+        return swept
 
 
 class _SpySteps:

@@ -1,9 +1,10 @@
-"""Conformance: the live index of non-terminal runs (``runs.list_live`` / ``runs.mark_live``).
+"""Conformance: the live index of runs to look at (``runs.list_live`` / ``mark_live`` / ``sweep_created``).
 
-What the reconciler relies on: every run is listed from its creation until it
-ends, by a mark that starts at its creation time and moves only when told; a
-run's progress is the time of its last event; an ended run is never listed and
-cannot be marked again.
+What the reconciler relies on: a run is not in the index at its creation; a
+sweep reads every run once, in creation order, from a cursor the World keeps,
+and marks those still going at their last progress (the time of their last
+event); a mark moves only when told; an ended run leaves the index in the write
+that ends it, is never listed and cannot be marked back in.
 """
 
 from __future__ import annotations
@@ -26,28 +27,96 @@ from world_aws.testing.conformance.support import (
     write,
 )
 
+_LATER = timedelta(days=1)
 
-def test_a_new_run_is_live_marked_at_its_creation(world: World, clock: ManualClock) -> None:
+
+def _listed(world: World, clock: ManualClock) -> list[str]:
+    return [run.run_id for run in world.runs.list_live(marked_before=clock.now() + _LATER, limit=100)]
+
+
+def test_a_new_run_is_not_in_the_live_index(world: World, clock: ManualClock) -> None:
+    create_run(world, started=False)
+    clock.advance(60)
+    assert _listed(world, clock) == []
+
+
+def test_a_sweep_marks_a_run_still_going_at_its_creation(world: World, clock: ManualClock) -> None:
     # GIVEN a pending run created now
     created = clock.now()
     run_id = create_run(world, started=False)
-    # WHEN the live runs marked before a later moment are listed
     clock.advance(1)
-    (live,) = world.runs.list_live(marked_before=clock.now(), limit=10)
-    # THEN it is there, marked and last progressing at its creation
+    # WHEN a sweep reads the runs created before now
+    sweep = world.runs.sweep_created(created_before=clock.now(), limit=10)
+    # THEN it read it and marked it at its last progress, its creation
+    (live,) = sweep.enrolled
+    assert (sweep.examined, sweep.caught_up) == (1, True)
     assert (live.run_id, live.status, live.mark, live.progress_at) == (
         run_id,
         RunStatus.PENDING,
         created,
         created,
     )
+    # AND the index lists it so
+    (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert listed == live
 
 
-def test_a_run_is_not_listed_until_its_mark_is_before_the_bound(world: World, clock: ManualClock) -> None:
-    created = clock.now()
-    create_run(world)
-    # A mark equal to the bound is not before it.
-    assert world.runs.list_live(marked_before=created, limit=10) == []
+def test_a_sweep_reads_only_runs_created_before_its_bound(world: World, clock: ManualClock) -> None:
+    bound = clock.now()
+    create_run(world)  # created at the bound: not before it
+    sweep = world.runs.sweep_created(created_before=bound, limit=10)
+    assert (sweep.examined, sweep.enrolled, sweep.caught_up) == (0, [], True)
+    clock.advance(1)
+    assert world.runs.sweep_created(created_before=clock.now(), limit=10).examined == 1
+
+
+def test_a_sweep_reads_each_run_once(world: World, clock: ManualClock) -> None:
+    # GIVEN a run a sweep has read and marked, then moved far ahead
+    first = create_run(world)
+    clock.advance(1)
+    assert world.runs.sweep_created(created_before=clock.now(), limit=10).examined == 1
+    ahead = clock.now() + timedelta(hours=5)
+    assert world.runs.mark_live(first, mark=ahead) is True
+    # AND a second run created after that sweep
+    second = create_run(world)
+    clock.advance(1)
+    # WHEN another sweep runs
+    sweep = world.runs.sweep_created(created_before=clock.now(), limit=10)
+    # THEN it read only the new run, and the first keeps its mark
+    assert (sweep.examined, [run.run_id for run in sweep.enrolled]) == (1, [second])
+    marks = {run.run_id: run.mark for run in world.runs.list_live(marked_before=ahead + _LATER, limit=10)}
+    assert marks[first] == ahead
+
+
+def test_a_sweep_leaves_out_runs_that_ended_and_runs_already_marked(world: World, clock: ManualClock) -> None:
+    # GIVEN a run that ended, and one marked an hour ahead, both before any sweep
+    ended = create_run(world)
+    end_run(world, ended, EventType.RUN_COMPLETED)
+    marked = create_run(world)
+    ahead = clock.now() + timedelta(hours=1)
+    assert world.runs.mark_live(marked, mark=ahead) is True
+    clock.advance(1)
+    # WHEN a sweep reads them
+    sweep = world.runs.sweep_created(created_before=clock.now(), limit=10)
+    # THEN it marks neither: the ended run never enters the index, the other keeps its mark
+    assert (sweep.examined, sweep.enrolled) == (2, [])
+    (live,) = world.runs.list_live(marked_before=ahead + timedelta(seconds=1), limit=10)
+    assert (live.run_id, live.mark) == (marked, ahead)
+
+
+def test_a_sweep_cut_short_by_its_limit_goes_on_in_creation_order(world: World, clock: ManualClock) -> None:
+    # GIVEN three runs created a second apart
+    runs = []
+    for _ in range(3):
+        runs.append(create_run(world))
+        clock.advance(1)
+    # WHEN sweeps of at most 2 runs read them
+    first = world.runs.sweep_created(created_before=clock.now(), limit=2)
+    second = world.runs.sweep_created(created_before=clock.now(), limit=2)
+    # THEN the first read the two oldest and is behind, the second the last and caught up
+    assert ([r.run_id for r in first.enrolled], first.caught_up) == (runs[:2], False)
+    assert ([r.run_id for r in second.enrolled], second.caught_up) == (runs[2:], True)
+    assert world.runs.sweep_created(created_before=clock.now(), limit=2).examined == 0
 
 
 def test_progress_is_the_time_of_the_runs_last_event(world: World, clock: ManualClock) -> None:
@@ -58,20 +127,34 @@ def test_progress_is_the_time_of_the_runs_last_event(world: World, clock: Manual
     clock.advance(3)
     last = clock.now()
     start_step(world, run_id, step_id)
-    # WHEN listed a minute later
+    # WHEN a sweep reads it a minute later
     clock.advance(60)
-    (live,) = world.runs.list_live(marked_before=clock.now(), limit=10)
-    # THEN its progress is that event's time, and its mark still its creation
+    (live,) = world.runs.sweep_created(created_before=clock.now(), limit=10).enrolled
+    # THEN its progress and its mark are that event's time
     assert live.status is RunStatus.RUNNING
-    assert live.progress_at == last
-    assert live.mark == last - timedelta(seconds=8)
+    assert live.progress_at == live.mark == last
+    # AND after a later event, the index shows the new progress under the old mark
+    clock.advance(2)
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, data=EventData(output=b"r"))
+    (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert (listed.mark, listed.progress_at) == (last, clock.now())
+
+
+def test_marking_a_run_not_in_the_index_enters_it(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    mark = clock.now() + timedelta(minutes=5)
+    assert world.runs.mark_live(run_id, mark=mark) is True
+    (live,) = world.runs.list_live(marked_before=mark + timedelta(seconds=1), limit=10)
+    assert (live.run_id, live.mark) == (run_id, mark)
 
 
 @pytest.mark.parametrize("how", [EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED])
 def test_a_run_leaves_the_live_index_when_it_ends(world: World, clock: ManualClock, how: EventType) -> None:
-    # GIVEN a live run, and another that ends
+    # GIVEN two runs in the live index, and one of them ends
     staying = create_run(world)
     ending = create_run(world)
+    clock.advance(1)
+    assert world.runs.sweep_created(created_before=clock.now(), limit=10).examined == 2
     end_run(world, ending, how)
     clock.advance(60)
     # THEN only the first is listed, and the ended one cannot be marked back in
@@ -83,18 +166,20 @@ def test_a_run_leaves_the_live_index_when_it_ends(world: World, clock: ManualClo
 
 def test_a_pending_run_cancelled_leaves_the_live_index(world: World, clock: ManualClock) -> None:
     run_id = create_run(world, started=False)
+    assert world.runs.mark_live(run_id, mark=clock.now()) is True
     end_run(world, run_id, EventType.RUN_CANCELLED)
     clock.advance(60)
     assert world.runs.list_live(marked_before=clock.now(), limit=10) == []
+    assert world.runs.mark_live(run_id, mark=clock.now()) is False
 
 
-def test_a_run_created_by_its_first_run_started_is_live(world: World, clock: ManualClock) -> None:
+def test_a_run_created_by_its_first_run_started_is_swept(world: World, clock: ManualClock) -> None:
     # GIVEN a run created by a run_started carrying creation data (resilient start, SPEC §6.1)
     run_id = new_id("wrun")
     write(world, run_id, EventType.RUN_STARTED, data=EventData(creation=creation()))
     clock.advance(60)
-    # THEN it is live and running
-    (live,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    # THEN a sweep reads it, running, and marks it
+    (live,) = world.runs.sweep_created(created_before=clock.now(), limit=10).enrolled
     assert (live.run_id, live.status) == (run_id, RunStatus.RUNNING)
 
 
@@ -105,6 +190,7 @@ def test_live_runs_are_listed_earliest_mark_first_up_to_the_limit(world: World, 
         runs.append(create_run(world))
         clock.advance(1)
     clock.advance(60)
+    world.runs.sweep_created(created_before=clock.now(), limit=10)
     # THEN a limit of 2 gives the two oldest, in creation order
     listed = world.runs.list_live(marked_before=clock.now(), limit=2)
     assert [run.run_id for run in listed] == runs[:2]
@@ -119,6 +205,7 @@ def test_marking_a_run_moves_it_past_the_bound_and_keeps_its_progress(
     clock.advance(1)
     newer = create_run(world)
     clock.advance(60)
+    world.runs.sweep_created(created_before=clock.now(), limit=10)
     ahead = clock.now() + timedelta(hours=1)
     assert world.runs.mark_live(older, mark=ahead) is True
     # THEN a listing before now shows only the newer
@@ -137,3 +224,5 @@ def test_marking_a_missing_run_is_false(world: World, clock: ManualClock) -> Non
 def test_list_live_limit_below_one_is_bad_input(world: World, clock: ManualClock) -> None:
     with pytest.raises(BadInput):
         world.runs.list_live(marked_before=clock.now(), limit=0)
+    with pytest.raises(BadInput):
+        world.runs.sweep_created(created_before=clock.now(), limit=0)
