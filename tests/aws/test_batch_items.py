@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import itertools
 import os
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from world_aws.aws import items, keys
-from world_aws.aws.payloads import PayloadWriter
+from world_aws.aws.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import Event, EventData, EventRequest, EventType
 from world_aws.testing.conformance.appended import OWNER, owned_create, owned_outcome, running_owned
@@ -136,3 +137,41 @@ def test_large_payloads_split_a_batch_into_items_under_dynamodbs_limit(world: Aw
     assert all(e.data.input == payload for e in listed[1:])
     assert world.events.list(run_id, after=after + 5) == listed[5:]
     assert all(world.steps.get(run_id, step_id).input == payload for step_id in nexts)
+
+
+def test_a_batch_keeps_a_shared_owner_and_time_once_and_unbatches_to_its_events(world: AwsWorld) -> None:
+    # GIVEN four events: three of one owner, two stamped alike and two otherwise, one unowned
+    writer = PayloadWriter(world.blobs)
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    t1 = t0 + timedelta(seconds=3)
+    specs = [
+        (EventType.STEP_COMPLETED, "s1", t0, EventData(output=b"1", owner=OWNER)),
+        (EventType.STEP_CREATED, "s2", t0, EventData(input=b"2", step_name="n", owner=OWNER)),
+        (EventType.STEP_COMPLETED, "s2", t1, EventData(output=b"3", owner=OWNER)),
+        (EventType.RUN_COMPLETED, None, t1, EventData(output=b"4")),
+    ]
+    singles = [
+        items.event_item(Event("wrun_x", 10 + i, etype, cid, at, data), writer)
+        for i, (etype, cid, at, data) in enumerate(specs)
+    ]
+    # WHEN they are batched
+    (batch,) = items.batch_items(singles)
+    # THEN the owner is kept once, and the time most of them share (the latest of a tie) once
+    assert batch[items.BATCH_OWNER] == OWNER
+    assert batch[items.BATCH_AT] == items.epoch_us(t1)
+    assert sum(str(e).count(OWNER) for e in batch["evts"]) == 0
+    # AND a reader gets each event back as it was written, from any position
+    events = items.events_from_item("wrun_x", batch, PayloadReader(world.blobs))
+    assert [(e.position, e.type, e.correlation_id, e.created_at, e.data.owner) for e in events] == [
+        (10 + i, etype, cid, at, data.owner) for i, (etype, cid, at, data) in enumerate(specs)
+    ]
+    assert [e.data.output for e in events if e.type is not EventType.STEP_CREATED] == [b"1", b"3", b"4"]
+    assert [
+        e.position for e in items.events_from_item("wrun_x", batch, PayloadReader(world.blobs), since=12)
+    ] == [
+        12,
+        13,
+    ]
+    # AND unbatched, they are the single items they were made of
+    assert items.unbatch(batch) == singles
+    assert items.batch_items(items.unbatch(batch)) == [batch]

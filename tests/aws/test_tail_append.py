@@ -18,8 +18,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from world_aws.aws import dynamo, items, keys, sizes
+from world_aws.aws.landings import CARRY_SECONDS, READER_KEEPS_SECONDS
 from world_aws.aws.sequencer import TAIL_SLOT
-from world_aws.aws.world import AwsWorld
+from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus, StepStatus
 from world_aws.errors import Conflict, Transient, WorldAwsError
@@ -50,6 +51,16 @@ def event_puts_fail(world: AwsWorld) -> Iterator[list[str]]:
         yield refused
     finally:
         world.clients.dynamodb.meta.events.unregister(hook, throttle)
+
+
+@contextmanager
+def aws_world_on(world: AwsWorld) -> Iterator[AwsWorld]:
+    """Another process's World on the same table, queues and clock (its own memory of tails)."""
+    other = create_aws_world(world.config, clients=world.clients, clock=world.clock)
+    try:
+        yield other
+    finally:
+        other.close()
 
 
 def _run_item(world: AwsWorld, run_id: str) -> dict[str, Any]:
@@ -100,7 +111,7 @@ def test_a_sequential_append_commits_in_the_run_item_and_lands_its_batch(
     ]
 
 
-def test_a_batch_whose_put_fails_is_committed_and_holds_back_the_next_append(
+def test_a_batch_whose_put_fails_is_committed_and_the_next_append_carries_it(
     world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
 ) -> None:
     # GIVEN an owned step running without its item
@@ -114,38 +125,44 @@ def test_a_batch_whose_put_fails_is_committed_and_holds_back_the_next_append(
         # THEN the answer is Transient after its tries, and the positions are taken
         assert len(refused) == 3 and _stored(world, run_id, after + 2) is None
         assert int(_run_item(world, run_id)["seq"]) == after + 2
-        # AND an append after it (a writer going on from what it wrote) is held back: it
-        # would replace the tail, so it puts that first, and cannot
+        # AND an append after it (a writer going on from what it wrote) carries it: one
+        # batch of both is the run item's tail (whose own put fails too)
         with pytest.raises(Transient, match="committed"):
             world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
-        assert int(_run_item(world, run_id)["seq"]) == after + 2
-        # AND the committed batch counts for the readers that only look: the new step is
-        # running, the settled one completed, with no item and no entry for either
-        assert world.steps.get(run_id, nxt).status is StepStatus.RUNNING
+        run_item = _run_item(world, run_id)
+        assert int(run_item["seq"]) == after + 3
+        assert items.item_span(run_item[TAIL_SLOT]) == (after + 1, after + 3)
+        assert sizes.item_size(dynamo.to_item(run_item)) <= sizes.WRITE_UNIT_BYTES
+        # AND the committed batch counts for the readers that only look: both steps
+        # completed, with no item and no entry for either
+        assert world.steps.get(run_id, nxt).status is StepStatus.COMPLETED
         assert world.steps.get(run_id, done).status is StepStatus.COMPLETED
         # AND the same writes again one by one (the runtime's fallback) are refused
         for request in (owned_outcome(done), owned_create(nxt)):
             with pytest.raises(WorldAwsError):
                 world.events.create(run_id, request)
-    # WHEN the log is read
+    # WHEN the log is read once the tail is older than a reader leaves to its writer
+    clock.advance(READER_KEEPS_SECONDS)
     events = world.events.list(run_id)
     # THEN the batch is in it at once, as committed, whole and before the noops those
-    # refused writes left; nothing was lost or sealed inside it
+    # refused writes left; nothing was lost or sealed inside it, and it is one item
     assert fake_time.now < GRACE_SECONDS
     assert [(e.position, e.type, e.correlation_id) for e in events if e.position > after] == [
         (after + 1, EventType.STEP_COMPLETED, done),
         (after + 2, EventType.STEP_CREATED, nxt),
+        (after + 3, EventType.STEP_COMPLETED, nxt),
     ]
-    stored = _stored(world, run_id, after + 2)
-    assert stored is not None and items.item_span(stored) == (after + 1, after + 2)
+    stored = _stored(world, run_id, after + 3)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 3)
+    assert _stored(world, run_id, after + 2) is None
     # AND the owner appends after it again
     later = world.events.append_after(
-        run_id, int(_run_item(world, run_id)["seq"]), [owned_outcome(nxt)], at=clock.now()
+        run_id, int(_run_item(world, run_id)["seq"]), [owned_create(new_id("step"))], at=clock.now()
     )
     assert later is not None
 
 
-def test_a_batch_appended_to_flush_later_lands_at_the_flush_and_reads_whole_before_it(
+def test_a_small_batch_appended_to_flush_later_is_carried_by_the_next_append(
     world: AwsWorld, clock: ManualClock
 ) -> None:
     # GIVEN an owned step running without its item
@@ -162,7 +179,30 @@ def test_a_batch_appended_to_flush_later_lands_at_the_flush_and_reads_whole_befo
     assert _stored(world, run_id, after + 2) is None
     # AND the readers that only look count it
     assert world.steps.get(run_id, nxt).status is StepStatus.RUNNING
-    # WHEN the writer flushes
+    # WHEN the writer flushes: the batch is small, so it is kept for the next append
+    world.events.flush(run_id)
+    assert _stored(world, run_id, after + 2) is None
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt]
+    # AND the next append carries it: one item holds both batches, the first never put alone
+    assert world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
+    stored = _stored(world, run_id, after + 3)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 3)
+    assert _stored(world, run_id, after + 2) is None
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt, nxt]
+
+
+def test_a_large_batch_appended_to_flush_later_lands_at_the_flush(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN an outcome of 400 incompressible bytes appended to flush later
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    output = random.Random(7).randbytes(400)
+    nxt = new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done, output), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    # WHEN the writer flushes (a batch too large to carry beside another)
     world.events.flush(run_id)
     # THEN the batch item is in the table, and a second flush has nothing to do
     stored = _stored(world, run_id, after + 2)
@@ -174,12 +214,14 @@ def test_a_batch_appended_to_flush_later_lands_at_the_flush_and_reads_whole_befo
 def test_an_unflushed_batch_is_put_by_the_next_append_and_a_failed_flush_holds_it_back(
     world: AwsWorld, clock: ManualClock
 ) -> None:
-    # GIVEN a batch appended to flush later whose flush fails (every event put throttled)
+    # GIVEN a batch too large to carry, appended to flush later, whose flush fails (every
+    # event put throttled)
     run_id = create_run(world)
     done, after = _lazy_step(world, clock, run_id)
     nxt, third = new_id("step"), new_id("step")
+    output = random.Random(9).randbytes(400)
     assert world.events.append_after(
-        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+        run_id, after, [owned_outcome(done, output), owned_create(nxt)], at=clock.now(), flush_later=True
     )
     with event_puts_fail(world) as refused:
         world.events.flush(run_id)  # best effort: no error
@@ -211,9 +253,17 @@ def test_a_trailing_batch_that_never_landed_is_put_by_the_next_read(
     nxt = new_id("step")
     with event_puts_fail(world), pytest.raises(Transient):
         world.events.append_after(run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now())
-    # WHEN a replay reads the log from what it last knew (its end before the batch)
-    events = world.events.list(run_id, after=after)
-    # THEN the batch's events are there, and its item is in the table
+    # WHEN another process's replay reads the log from what it last knew (its end before the
+    # batch) at once
+    with aws_world_on(world) as other:
+        events = other.events.list(run_id, after=after)
+        # THEN the batch's events are there, and its item is left to its writer's next append
+        assert [(e.position, e.correlation_id) for e in events] == [(after + 1, done), (after + 2, nxt)]
+        assert _stored(world, run_id, after + 2) is None
+        # WHEN it reads again once the batch is older than a reader leaves to its writer
+        clock.advance(READER_KEEPS_SECONDS)
+        events = other.events.list(run_id, after=after)
+    # THEN the batch's item is in the table
     assert [(e.position, e.correlation_id) for e in events] == [(after + 1, done), (after + 2, nxt)]
     assert _stored(world, run_id, after + 2) is not None
 
@@ -359,3 +409,56 @@ def test_a_run_end_whose_event_put_failed_is_put_by_the_next_read(world: AwsWorl
     assert (events[-1].position, events[-1].type) == (position, EventType.RUN_COMPLETED)
     assert events[-1].data.output == b"result"
     assert _stored(world, run_id, position) is not None
+
+
+def test_a_kept_batch_a_reader_put_meanwhile_is_carried_and_read_once(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a small batch appended to flush later and kept at its flush (its body runs)
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    world.events.flush(run_id)
+    # AND another process reads the log once the run's progress looks old to it (its clock
+    # ahead), so it puts the batch's item
+    clock.advance(READER_KEEPS_SECONDS)
+    with aws_world_on(world) as other:
+        assert [e.correlation_id for e in other.events.list(run_id, after=after)] == [done, nxt]
+    assert _stored(world, run_id, after + 2) is not None
+    # WHEN the owner, for which the batch is still young, appends after it
+    assert world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
+    # THEN its item repeats the batch the reader put (both are in the table)
+    stored = _stored(world, run_id, after + 3)
+    assert stored is not None and items.item_span(stored) == (after + 1, after + 3)
+    # AND every reader reads each event once
+    listed = [(e.position, e.correlation_id) for e in world.events.list(run_id) if e.position > after]
+    assert listed == [(after + 1, done), (after + 2, nxt), (after + 3, nxt)]
+    assert [e.position for e in world.events.list(run_id, after=after + 1)] == [after + 2, after + 3]
+    step = world.steps.get(run_id, nxt)
+    assert (step.status, step.attempt, step.output) == (StepStatus.COMPLETED, 1, b"out")
+    assert world.steps.get(run_id, done).status is StepStatus.COMPLETED
+    assert world.steps.any_pending(run_id) is False
+
+
+def test_a_kept_batch_older_than_the_carry_limit_is_put_before_the_next_append(
+    world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a small batch kept at its flush, and a body that runs past the carry limit
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    world.events.flush(run_id)
+    fake_time.sleep(CARRY_SECONDS)
+    # WHEN the owner appends after it
+    assert world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
+    # THEN the kept batch was put whole first (a reader may have put it), and the new one alone
+    first, second = _stored(world, run_id, after + 2), _stored(world, run_id, after + 3)
+    assert first is not None and items.item_span(first) == (after + 1, after + 2)
+    assert second is not None and items.item_span(second) == (after + 3, after + 3)
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt, nxt]

@@ -35,8 +35,10 @@ def test_command_models_the_gap_between_bodies_and_writes_its_json(
         ("kill switch", 10.0),
     ]
     assert all(len(s["overheads"]) == 3 and min(s["overheads"]) > 0 for s in samples)
-    # AND the flush was measured as its own op: one put a step, beside the next body
+    # AND the flush was measured as its own op: a put at most, beside the next body (a small
+    # batch is kept for the next append to carry instead: one flush in two puts)
     flush = document["op_costs"]["ops"]["events.flush"]
-    assert flush["calls"] == {"dynamodb.PutItem": flush["invocations"]}
+    assert set(flush["calls"]) == {"dynamodb.PutItem"}
+    assert 0 < flush["calls"]["dynamodb.PutItem"] < flush["invocations"]
     if importlib.util.find_spec("matplotlib") is not None:
         assert (tmp_path / "latency.png").stat().st_size > 0

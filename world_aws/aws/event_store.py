@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from world_aws.aws.hook_events import HookEvents
+from world_aws.aws.landings import Landings
 from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
 from world_aws.aws.run_events import RunEvents
 from world_aws.aws.sequencer import Sequencer
@@ -52,11 +53,14 @@ class DynamoEventStore:
         self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, repair: HoleRepairPolicy | None = None
     ) -> None:
         self._clock = clock
+        policy = repair or HoleRepairPolicy()
+        # Shared: a tail the reader keeps, the next append carries (on the readers' time source).
+        landings = Landings(sequencer, policy.monotonic)
         self._runs = RunEvents(sequencer, blobs)
-        self._steps = StepEvents(sequencer, blobs)
+        self._steps = StepEvents(sequencer, blobs, landings)
         self._hooks = HookEvents(sequencer, blobs)
         self._waits = WaitEvents(sequencer, blobs)
-        self._reader = LogReader(sequencer, blobs, clock, repair or HoleRepairPolicy())
+        self._reader = LogReader(sequencer, blobs, clock, policy, landings)
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
         """Append one event and apply its entity change atomically (SPEC §3).

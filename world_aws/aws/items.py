@@ -295,8 +295,9 @@ def encode_data(data: EventData, writer: PayloadWriter, *, limit: int = EVENT_IN
             "deployment_id": creation.deployment_id,
             "spec_version": creation.spec_version,
             "input": writer.encode(creation.input, min(limit, RUN_INPUT_INLINE_LIMIT)),
-            "attributes": dict(creation.attributes),
         }
+        if creation.attributes:  # none: left out, as the run item does (every byte is billed)
+            out["creation"]["attributes"] = dict(creation.attributes)
     return out
 
 
@@ -351,8 +352,10 @@ def event_from_item(run_id: str, item: Item, reader: PayloadReader) -> Event:
     return _event_of(run_id, int(item["pos"]), item, reader)
 
 
-def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader, at: object = None) -> Event:
-    """``at``: the time of a batch whose events share it (``BATCH_AT``), kept once for all."""
+def _event_of(
+    run_id: str, position: int, stored: Item, reader: PayloadReader, at: object = None, owner: object = None
+) -> Event:
+    """``at``, ``owner``: what a batch's events share (``BATCH_AT``, ``BATCH_OWNER``), kept once for all."""
     shared = from_epoch_us(at) if at is not None and "created_at" not in stored else None
     return Event(
         run_id=run_id,
@@ -360,7 +363,7 @@ def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader, a
         type=EventType(stored["type"]),
         correlation_id=stored.get("cid"),
         created_at=shared if shared is not None else _required_time(stored, "created_at"),
-        data=decode_data(stored.get("data"), reader),
+        data=decode_data(_with_owner(stored.get("data"), owner), reader),
     )
 
 
@@ -372,13 +375,16 @@ def _event_of(run_id: str, position: int, stored: Item, reader: PayloadReader, a
 # each the map a single event item holds without its key and position. A write is
 # billed per item, so two small events in one item cost half of two items; and per
 # byte, so events stamped alike (an append's are) keep their time once, as ``at``
-# (epoch µs), instead of an ISO string each.
+# (epoch µs), instead of an ISO string each (an event stamped otherwise, such as a
+# carried one, keeps its own), and the steps' owner that several events name is kept
+# once, as ``own``, each of those events naming it ``""``.
 
 # What a batch item may hold of payloads: DynamoDB's item limit is 400 KB, an inline
 # payload up to 128 KiB (``EVENT_INLINE_LIMIT``); the rest is margin for names.
 BATCH_ITEM_BYTES = 300 * 1024
 _EVENT_KEYS = (keys.PK, keys.SK, "pos")
 BATCH_AT = "at"
+BATCH_OWNER = "own"
 
 
 def batch_items(event_items: list[Item]) -> list[Item]:
@@ -401,19 +407,70 @@ def batch_items(event_items: list[Item]) -> list[Item]:
 
 def _batch_item(group: list[Item]) -> Item:
     first, last = group[0], group[-1]
-    stamps = {item.get("created_at") for item in group}
-    shared = parse_iso(first.get("created_at")) if len(stamps) == 1 else None
-    dropped = (*_EVENT_KEYS, "created_at") if shared is not None else _EVENT_KEYS
+    shared = _most_common([item.get("created_at") for item in group])
+    owner = _most_common([(item.get("data") or {}).get("owner") for item in group])
+    events: list[Item] = []
+    for item in group:
+        event = {k: v for k, v in item.items() if k not in _EVENT_KEYS}
+        if shared is not None and event.get("created_at") == shared:
+            del event["created_at"]
+        data = event.get("data")
+        if owner is not None and data and data.get("owner") == owner:
+            event["data"] = {**data, "owner": ""}
+        events.append(event)
     batch: Item = {
         keys.PK: first[keys.PK],
         keys.SK: last[keys.SK],
         "pos": first["pos"],
         "last": last["pos"],
-        "evts": [{k: v for k, v in item.items() if k not in dropped} for item in group],
+        "evts": events,
     }
-    if shared is not None:
-        batch[BATCH_AT] = epoch_us(shared)
+    moment = parse_iso(shared) if shared is not None else None
+    if moment is not None:
+        batch[BATCH_AT] = epoch_us(moment)
+    if owner is not None:
+        batch[BATCH_OWNER] = owner
     return batch
+
+
+def _most_common(values: list[Any]) -> Any:
+    """The value most of ``values`` hold (the latest of a tie), if at least two hold it; else None."""
+    counts: dict[Any, int] = {}
+    for value in values:
+        if isinstance(value, str) and value:
+            counts[value] = counts.get(value, 0) + 1
+    best = max(counts.items(), key=lambda kv: kv[1], default=None)
+    if best is None or best[1] < 2:
+        return None
+    return [value for value, count in counts.items() if count == best[1]][-1]
+
+
+def unbatch(item: Item) -> list[Item]:
+    """The single event items a batch item (``batch_items``) was made of; ``[item]`` for a single one."""
+    stored: list[Item] | None = item.get("evts")
+    if stored is None:
+        return [item]
+    first, _ = item_span(item)
+    moment = from_epoch_us(item.get(BATCH_AT))
+    shared = iso(moment) if moment is not None else None
+    out: list[Item] = []
+    for offset, event in enumerate(stored):
+        single: Item = {keys.PK: item[keys.PK], keys.SK: keys.event_sk(first + offset), "pos": first + offset}
+        single.update(event)
+        if shared is not None and "created_at" not in event:
+            single["created_at"] = shared
+        data = _with_owner(event.get("data"), item.get(BATCH_OWNER))
+        if data is not None:
+            single["data"] = data
+        out.append(single)
+    return out
+
+
+def _with_owner(data: Item | None, owner: object) -> Item | None:
+    """An event's stored data with the batch's owner (``BATCH_OWNER``) in place of ``""``."""
+    if data is not None and data.get("owner") == "" and isinstance(owner, str):
+        return {**data, "owner": owner}
+    return data
 
 
 def item_span(item: Item) -> tuple[int, int]:
@@ -426,9 +483,9 @@ def events_from_item(run_id: str, item: Item, reader: PayloadReader, *, since: i
     """The events an event item holds at positions from ``since`` on; none for a ``noop``."""
     first, _ = item_span(item)
     stored: list[Item] = item.get("evts", [item])
-    at = item.get(BATCH_AT)
+    at, owner = item.get(BATCH_AT), item.get(BATCH_OWNER)
     return [
-        _event_of(run_id, first + offset, event, reader, at)
+        _event_of(run_id, first + offset, event, reader, at, owner)
         for offset, event in enumerate(stored)
         if first + offset >= since and event.get("type") != EventType.NOOP.value
     ]

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Item
+from world_aws.aws.landings import READER_KEEPS_SECONDS, Landings
 from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import FINAL_SLOT, Sequencer, covers, rebuild_run_event, tail_item
 from world_aws.contract.clock import Clock
@@ -78,9 +79,15 @@ class LogReader:
     """``events.list`` of the AWS World."""
 
     def __init__(
-        self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, policy: HoleRepairPolicy
+        self,
+        sequencer: Sequencer,
+        blobs: BlobStore,
+        clock: Clock,
+        policy: HoleRepairPolicy,
+        landings: Landings | None = None,
     ) -> None:
         self._seq = sequencer
+        self._landings = landings
         self._blobs = blobs
         self._clock = clock
         self._policy = policy
@@ -110,8 +117,12 @@ class LogReader:
                 events += items.events_from_item(run_id, item, reader, since=expected)
                 expected = last + 1
         if tail is not None and covers(tail, expected):
-            # The log's last batch is committed but its item has not landed: put it.
-            events += items.events_from_item(run_id, self._seq.land(tail), reader, since=expected)
+            # The log's last batch is committed but its item has not landed: a young one of a
+            # live run is left to its writer's next append (this World's, if it appends next:
+            # ``Landings``); otherwise put it.
+            kept = run_item is not None and self._keeps(run_id, run_item, tail)
+            landed = tail if kept else self._seq.land(tail)
+            events += items.events_from_item(run_id, landed, reader, since=expected)
         elif run_item is not None and _unlanded_end(run_item) == expected:
             # The run's end is committed (its reservation is the run item's last write) but
             # its event has not landed: put it from the run item's copy, as a refused late
@@ -121,6 +132,15 @@ class LogReader:
             if rebuilt is not None:
                 events += items.events_from_item(run_id, self._seq.land(rebuilt), reader, since=expected)
         return events
+
+    def _keeps(self, run_id: str, run_item: Item, tail: Item) -> bool:
+        """Whether ``tail``, the last batch of a live run younger than ``READER_KEEPS_SECONDS``, is kept."""
+        if self._landings is None or RunStatus(run_item["status"]).terminal:
+            return False
+        if items.item_span(tail)[1] != int(run_item["seq"]):
+            return False
+        age = (self._clock.now() - items.run_progress_at(run_item)).total_seconds()
+        return age < READER_KEEPS_SECONDS and self._landings.keep(run_id, tail, age)
 
     def _repair(self, run_id: str, position: int, tail: Item | None) -> Item:
         """Wait for the writer of a hole at ``position``, or seal it after the grace period.

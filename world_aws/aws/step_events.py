@@ -56,10 +56,10 @@ from typing import Generic, TypeVar
 
 from world_aws.aws import items, keys, plans, sizes
 from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, to_item
+from world_aws.aws.landings import Landings
 from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.run_events import transition_changes
 from world_aws.aws.sequencer import (
-    LAND_ATTEMPTS,
     TAIL_SLOT,
     EntityActions,
     EventCommit,
@@ -79,7 +79,7 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.world import BlobStore
-from world_aws.errors import Conflict, Transient, WorldAwsError
+from world_aws.errors import Conflict, Transient
 
 logger = logging.getLogger(__name__)
 
@@ -168,67 +168,17 @@ class _Recent(Generic[_K, _V]):
             self._entries.pop(key, None)
 
 
-class _Landings:
-    """The tails this World committed whose batch item has not landed (§8 "The tail").
-
-    A writer's next append replaces its run's tail, so it must never follow a tail whose
-    item is missing. A tail is put before its append answers (``land``); one whose put
-    kept failing stays here, and the run's next append from this World puts it first
-    (``settle``), so even a writer that goes on from its own results never replaces it.
-    """
-
-    def __init__(self, sequencer: Sequencer) -> None:
-        self._seq = sequencer
-        self._pending: dict[str, Item] = {}
-        self._lock = threading.Lock()
-
-    def land(self, run_id: str, tail: Item, *, later: bool = False) -> None:
-        """Put ``tail`` (``later``: keep it for ``settle``); Transient if it cannot (it is then kept)."""
-        with self._lock:
-            self._pending[run_id] = tail
-        if not later:
-            self.settle(run_id)
-
-    def settle(self, run_id: str) -> None:
-        """Put this World's unlanded tail of ``run_id``, if any; Transient if it still cannot."""
-        with self._lock:
-            tail = self._pending.get(run_id)
-        if tail is None:
-            return
-        try:
-            self._seq.land(tail, attempts=LAND_ATTEMPTS)
-        except WorldAwsError:
-            raise Transient(
-                f"run {run_id}: the batch at {tail['pos']}..{tail.get('last', tail['pos'])} is committed "
-                "but its item did not land yet; a reader of the log puts it",
-                retry_after=0.1,
-            ) from None
-        with self._lock:
-            if self._pending.get(run_id) is tail:
-                del self._pending[run_id]
-
-    def settle_all(self) -> None:
-        """``settle`` every run, best effort (a World's close)."""
-        with self._lock:
-            runs = list(self._pending)
-        for run_id in runs:
-            try:
-                self.settle(run_id)
-            except WorldAwsError:
-                pass  # committed: the run's next reader puts it
-
-
 class StepEvents:
     """Writes the step events of one table."""
 
-    def __init__(self, sequencer: Sequencer, blobs: BlobStore) -> None:
+    def __init__(self, sequencer: Sequencer, blobs: BlobStore, landings: Landings) -> None:
         self._seq = sequencer
         self._table = sequencer.table
         self._blobs = blobs
         self._headers = PayloadReader(blobs, ResolveData.NONE)
         self._unwritten: _Recent[tuple[str, str], _Unwritten] = _Recent(UNWRITTEN_MEMORY)
         self._run_sizes: _Recent[str, int] = _Recent(RUN_SIZES_MEMORY)
-        self._landings = _Landings(sequencer)
+        self._landings = landings
         self._logged_creates = _LoggedCreates(sequencer, LOGGED_RUNS_MEMORY)
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
@@ -274,7 +224,10 @@ class StepEvents:
             Transient: this batch, or this World's last tail of the run before it, is
                 committed but its item could not be put.
         """
-        self._landings.settle(run_id)  # never replace a tail whose item is missing (Transient)
+        # Never replace a tail whose item is missing (Transient): carry it or put it first.
+        carried = self._landings.carriable(run_id, after)
+        if carried is None:
+            self._landings.settle(run_id)
         start, steps, end = rules.split_batch(requests)
         first = after + (1 if start is not None else 0)  # the position before the first step write
         event_items: list[Item] = []
@@ -316,7 +269,7 @@ class StepEvents:
             run_commit = EventCommit(self._seq, run_id, run_event, at, lambda _position, _writer: [])
             event_item, _ = run_commit.parts(run_position)
             event_items.insert(0 if start is not None else len(event_items), event_item)
-        batch = items.batch_items(event_items)
+        batch = self._carry(run_id, carried, event_items, entity_actions)
         # The batch committed in its reservation (ARCHITECTURE §8 "The tail"): no entity
         # action, one small item.
         tail = batch[0] if not entity_actions and len(batch) == 1 else None
@@ -364,11 +317,39 @@ class StepEvents:
             results.insert(0 if start is not None else len(results), EventResult(event=run_commit.event))
         return results
 
-    def flush(self, run_id: str) -> None:
-        """Put the item of this World's unlanded tail of ``run_id``, best effort.
+    def _carry(
+        self, run_id: str, carried: Item | None, event_items: list[Item], entity_actions: list[Action]
+    ) -> list[Item]:
+        """The batch items of an append: with the unlanded tail it follows (``carried``) if they fit.
 
-        One that still does not land stays kept: the run's next append puts it first.
+        Carried, the tail's events open this batch's one item, which the run item's
+        ``tail`` then holds within one write unit (``_carry_budget``): the tail's own put
+        is never made. Otherwise that tail is put first (``Landings.settle``: Transient if
+        it cannot), and the batch is this append's events alone.
         """
+        if carried is not None and not entity_actions:
+            joined = items.batch_items([*items.unbatch(carried), *event_items])
+            if len(joined) == 1 and _tail_bytes(joined[0]) <= self._carry_budget(run_id):
+                return joined
+        if carried is not None:
+            self._landings.settle(run_id)
+        return items.batch_items(event_items)
+
+    def _carry_budget(self, run_id: str) -> int:
+        """The bytes a carrying tail may take: the run item stays within one write unit."""
+        return self._tail_budget(run_id) - (TAIL_UNITS - 1) * sizes.WRITE_UNIT_BYTES
+
+    def flush(self, run_id: str) -> None:
+        """Put the item of this World's unlanded tail of ``run_id``, best effort, or keep it to carry.
+
+        A tail the run's next append can carry (it takes at most half the carry budget,
+        so the next batch likely fits beside it) is kept for that append, whose batch
+        then holds both (``_carry``); the caller appends next. One that does not land
+        stays kept too: the run's next append puts it first.
+        """
+        budget = self._carry_budget(run_id)
+        if self._landings.small(run_id, lambda tail: 2 * _tail_bytes(tail) <= budget):
+            return
         try:
             self._landings.settle(run_id)
         except Transient as exc:
@@ -671,8 +652,10 @@ def logged_steps(
     start = int(str(run_item[keys.LOGGED_FROM]))
     reader = PayloadReader(blobs, resolve_data)
     found: dict[str, tuple[Step, int]] = {}
+    read_to = start - 1  # an item may repeat the events of one before it (a carried tail: ``Landings``)
     for item in sequencer.committed_items(run_id, start, run_item):
-        for event in items.events_from_item(run_id, item, reader, since=start):
+        since, read_to = read_to + 1, max(read_to, items.item_span(item)[1])
+        for event in items.events_from_item(run_id, item, reader, since=since):
             step_id = event.correlation_id
             if step_id is None or (only is not None and step_id != only):
                 continue
