@@ -101,10 +101,14 @@ class DynamoEventStore:
         """
         rules.validate_batch(requests)
         rules.validate_stamp(at, self._clock.now())
-        results = self._steps.append_after(run_id, after, requests, at, flush_later=flush_later)
-        if results is not None and rules.split_batch(requests).end is not None:
-            self._runs.release_hooks(run_id, at)  # as after a terminal transition one by one
-        return results
+        appended = self._steps.append_after(run_id, after, requests, at, flush_later=flush_later)
+        if appended is None:
+            return None
+        if rules.split_batch(requests).end is not None:
+            # As after a terminal transition one by one: from a tail's image, only if the run
+            # made a hook (``keys.HOOKED``); after a transaction (no image), always.
+            self._runs.release_hooks(run_id, at, appended.run_item)
+        return appended.results
 
     def flush(self, run_id: str) -> None:
         """Put the batch item of a tail append that left it (``flush_later``); best effort."""
