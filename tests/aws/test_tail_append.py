@@ -359,3 +359,22 @@ def test_a_run_end_whose_event_put_failed_is_put_by_the_next_read(world: AwsWorl
     assert (events[-1].position, events[-1].type) == (position, EventType.RUN_COMPLETED)
     assert events[-1].data.output == b"result"
     assert _stored(world, run_id, position) is not None
+
+
+def test_a_read_with_the_run_counts_a_tail_whose_item_has_not_landed(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a batch committed in the run item's tail whose item is not put yet (to flush later)
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    assert _stored(world, run_id, after + 2) is None
+    # WHEN the run is read with its log (one read of the run item serves both)
+    log = world.events.list_with_run(run_id, after=after)
+    # THEN the log holds the batch, put from the tail that read saw
+    assert log.events is not None and [e.correlation_id for e in log.events] == [done, nxt]
+    assert _stored(world, run_id, after + 2) is not None
+    assert log.run.status is RunStatus.RUNNING

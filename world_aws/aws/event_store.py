@@ -1,4 +1,4 @@
-"""``DynamoEventStore``: ``events.create`` and ``events.list`` of the AWS World (SPEC §3, §7.2).
+"""``DynamoEventStore``: ``events.create`` and the log reads of the AWS World (SPEC §3, §7.2).
 
 The write path, in one table (layout in ``keys.py``):
 
@@ -33,6 +33,7 @@ import builtins
 from collections.abc import Sequence
 from datetime import datetime
 
+from world_aws.aws import keys
 from world_aws.aws.hook_events import HookEvents
 from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
 from world_aws.aws.run_events import RunEvents
@@ -41,8 +42,9 @@ from world_aws.aws.step_events import StepEvents
 from world_aws.aws.wait_events import WaitEvents
 from world_aws.contract import rules
 from world_aws.contract.clock import Clock
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
 from world_aws.contract.world import BlobStore
+from world_aws.errors import NotFound
 
 
 class DynamoEventStore:
@@ -52,6 +54,7 @@ class DynamoEventStore:
         self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, repair: HoleRepairPolicy | None = None
     ) -> None:
         self._clock = clock
+        self._sequencer = sequencer
         self._runs = RunEvents(sequencer, blobs)
         self._steps = StepEvents(sequencer, blobs)
         self._hooks = HookEvents(sequencer, blobs)
@@ -127,3 +130,20 @@ class DynamoEventStore:
         wait up to the repair grace period for a writer in flight (see ``log_reader``).
         """
         return self._reader.list(run_id, after=after, resolve_data=resolve_data)
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        """The run item's consistent ``GetItem``, then (not terminal) the log read that follows it.
+
+        One read of the run item serves both: the run's header and the log read's view
+        of its tail (``LogReader.list_from``), so a continuation's first read costs what
+        ``events.list`` does (ARCHITECTURE §8, "The tail"). Raises NotFound.
+        """
+        run_item = self._sequencer.table.get(keys.run_key(run_id))
+        run = self._sequencer.run_header(run_item)
+        if run_item is None or run is None:
+            raise NotFound(f"run {run_id} not found")
+        if run.status.terminal:
+            return RunLog(run, None)
+        return RunLog(run, self._reader.list_from(run_item, run_id, after=after, resolve_data=resolve_data))
