@@ -26,7 +26,7 @@ from typing import cast
 from bench.instrument import CallRecorder
 from bench.ops import OpProxy
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     BlobStore,
@@ -154,6 +154,11 @@ class TimedEvents:
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
     ) -> list[Event]:
         return self._inner.list(run_id, after=after, resolve_data=resolve_data)
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        return self._inner.list_with_run(run_id, after=after, resolve_data=resolve_data)
 
 
 class LegacyProducerQueue:

@@ -188,6 +188,8 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     out.append(("step_started on a terminal run (RunExpired)", lambda: start_step(world, ended, fenced)))
 
     out.append(("events.list (step run, ~20 events)", lambda: world.events.list(step_run)))
+    out.append(("events.list_with_run (step run)", lambda: world.events.list_with_run(step_run)))
+    out.append(("events.list_with_run (ended run: no log)", lambda: world.events.list_with_run(ended)))
     out.append(("runs.get", lambda: world.runs.get(step_run)))
     claim = world.runs.claim_continuation
     out.append(("runs.claim_continuation", lambda: claim(step_run, after=1, claimer=completing)))

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run, RunLog
 from world_aws.contract.world import EventStore, ForwardingWorld, RunStore, World
 
 if TYPE_CHECKING:
@@ -190,12 +190,20 @@ class CountingEventStore:
     ) -> list[Event]:
         return self._inner.list(run_id, after=after, resolve_data=resolve_data)
 
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        log = self._inner.list_with_run(run_id, after=after, resolve_data=resolve_data)
+        self._counts.learn(run_id, log.run.workflow_name)  # as ``LearningRunStore.get`` does
+        return log
+
 
 class LearningRunStore:
     """A ``RunStore`` that tells ``counts`` the workflow of every run it reads.
 
     A workflow delivery reads its run instead of writing ``run_started`` (the runtime's
-    ``_seen``): a wake-up names no workflow, so this read is where its counts learn it.
+    ``_seen``, with its log: ``events.list_with_run``, or alone): a wake-up names no
+    workflow, so that read is where its counts learn it.
     """
 
     def __init__(self, inner: RunStore, counts: EventCounts) -> None:

@@ -462,3 +462,23 @@ def test_a_kept_batch_older_than_the_carry_limit_is_put_before_the_next_append(
     assert first is not None and items.item_span(first) == (after + 1, after + 2)
     assert second is not None and items.item_span(second) == (after + 3, after + 3)
     assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt, nxt]
+
+
+def test_a_read_with_the_run_counts_a_tail_whose_item_has_not_landed(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a batch committed in the run item's tail whose item is not put yet (to flush later)
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    assert _stored(world, run_id, after + 2) is None
+    # WHEN the run is read with its log (one read of the run item serves both)
+    log = world.events.list_with_run(run_id, after=after)
+    # THEN the log holds the batch, from the tail that read saw (who puts its item is the
+    # log read's rule, the same as for ``events.list``)
+    assert log.events is not None and [e.correlation_id for e in log.events] == [done, nxt]
+    assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt]
+    assert log.run.status is RunStatus.RUNNING

@@ -39,10 +39,13 @@ def test_a_sequential_inline_run_replays_its_own_writes_without_reading_its_log_
     handle = runtime.start("chain", 6)
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 15
-    # THEN its one workflow delivery read the log once: every later round replayed the
-    # events it had just written itself (their positions followed the cached log's)
+    # THEN its one workflow delivery read the log once, with the run (one read of both):
+    # every later round replayed the events it had just written itself (their positions
+    # followed the cached log's)
     (workflow,) = [d for d in harness.deliveries if d.queue is QueueName.WORKFLOW]
-    assert len(harness.spy.calls("events.list", delivery=workflow.index)) == 1
+    assert len(harness.spy.calls("events.list_with_run", delivery=workflow.index)) == 1
+    assert harness.spy.calls("events.list", delivery=workflow.index) == []
+    assert harness.spy.calls("runs.get", delivery=workflow.index) == []
     assert len(ran) == 6
 
 

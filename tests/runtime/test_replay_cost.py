@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from world_aws import Workflows
-from world_aws.contract.records import RunStatus
+from world_aws.contract.records import RunLog, RunStatus
 from world_aws.testing.harness import Harness
 
 from .conftest import memory_world_of
@@ -59,6 +59,9 @@ def test_two_hundred_step_run_reads_its_log_in_linear_total(memory_harness: Harn
     per_delivery: dict[int | None, int] = {}
     for call in h.spy.calls("events.list"):
         per_delivery[call.delivery] = per_delivery.get(call.delivery, 0) + len(call.result or [])
+    for call in h.spy.calls("events.list_with_run"):
+        read = call.result.events if isinstance(call.result, RunLog) else None
+        per_delivery[call.delivery] = per_delivery.get(call.delivery, 0) + len(read or [])
     assert max(per_delivery.values()) <= 10
     # AND the workflow's loop body ran about once per step, not once per step per continuation
     assert len(iterations) < 2 * STEPS, f"{len(iterations)} loop iterations for {STEPS} steps"

@@ -1,4 +1,4 @@
-"""``DynamoEventStore``: ``events.create`` and ``events.list`` of the AWS World (SPEC §3, §7.2).
+"""``DynamoEventStore``: ``events.create`` and the log reads of the AWS World (SPEC §3, §7.2).
 
 The write path, in one table (layout in ``keys.py``):
 
@@ -33,6 +33,7 @@ import builtins
 from collections.abc import Sequence
 from datetime import datetime
 
+from world_aws.aws import keys
 from world_aws.aws.hook_events import HookEvents
 from world_aws.aws.landings import Landings
 from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
@@ -42,8 +43,9 @@ from world_aws.aws.step_events import StepEvents
 from world_aws.aws.wait_events import WaitEvents
 from world_aws.contract import rules
 from world_aws.contract.clock import Clock
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
 from world_aws.contract.world import BlobStore
+from world_aws.errors import NotFound
 
 
 class DynamoEventStore:
@@ -56,6 +58,7 @@ class DynamoEventStore:
         policy = repair or HoleRepairPolicy()
         # Shared: a tail the reader keeps, the next append carries (on the readers' time source).
         landings = Landings(sequencer, policy.monotonic)
+        self._sequencer = sequencer
         self._runs = RunEvents(sequencer, blobs)
         self._steps = StepEvents(sequencer, blobs, landings)
         self._hooks = HookEvents(sequencer, blobs)
@@ -105,10 +108,14 @@ class DynamoEventStore:
         """
         rules.validate_batch(requests)
         rules.validate_stamp(at, self._clock.now())
-        results = self._steps.append_after(run_id, after, requests, at, flush_later=flush_later)
-        if results is not None and rules.split_batch(requests).end is not None:
-            self._runs.release_hooks(run_id, at)  # as after a terminal transition one by one
-        return results
+        appended = self._steps.append_after(run_id, after, requests, at, flush_later=flush_later)
+        if appended is None:
+            return None
+        if rules.split_batch(requests).end is not None:
+            # As after a terminal transition one by one: from a tail's image, only if the run
+            # made a hook (``keys.HOOKED``); after a transaction (no image), always.
+            self._runs.release_hooks(run_id, at, appended.run_item)
+        return appended.results
 
     def flush(self, run_id: str) -> None:
         """Put the batch item of a tail append that left it (``flush_later``); best effort."""
@@ -127,3 +134,20 @@ class DynamoEventStore:
         wait up to the repair grace period for a writer in flight (see ``log_reader``).
         """
         return self._reader.list(run_id, after=after, resolve_data=resolve_data)
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        """The run item's consistent ``GetItem``, then (not terminal) the log read that follows it.
+
+        One read of the run item serves both: the run's header and the log read's view
+        of its tail (``LogReader.list_from``), so a continuation's first read costs what
+        ``events.list`` does (ARCHITECTURE §8, "The tail"). Raises NotFound.
+        """
+        run_item = self._sequencer.table.get(keys.run_key(run_id))
+        run = self._sequencer.run_header(run_item)
+        if run_item is None or run is None:
+            raise NotFound(f"run {run_id} not found")
+        if run.status.terminal:
+            return RunLog(run, None)
+        return RunLog(run, self._reader.list_from(run_item, run_id, after=after, resolve_data=resolve_data))

@@ -1,7 +1,8 @@
 """Hook events on DynamoDB: hook_created, hook_received, hook_disposed.
 
 ``hook_created`` (3 round trips when the token is free): consistent read of run
-and hook (a duplicate hook id is refused there), reserve (fenced) + commit
+and hook (a duplicate hook id is refused there), reserve (fenced; it also marks the
+run item ``hooked``, which tells the run's end that it has hooks to release) + commit
 ``[Put event, Put hook attribute_not_exists(sk), Put token attribute_not_exists(pk)]``.
 The token item (``token#<token>``) makes tokens unique among live hooks. If the token is held:
 
@@ -86,11 +87,16 @@ class HookEvents:
         build = EventCommit(self._seq, run_id, request, now, entity_actions, entity_fields=("metadata",))
 
         for _ in range(MAX_RESERVATIONS):
+            # Timeline: this reservation marks the run ``hooked`` (``keys.HOOKED``) before the
+            # hook item can exist, and it is fenced, so it precedes any end of the run: the
+            # end's write of the run item sees the mark and releases the hooks. A refused or
+            # conflicting create leaves the mark with no hook: the end queries for nothing.
             position, run_item = self._seq.reserve(
                 run_id,
                 now,
                 fenced=plans.plan(request.type).fenced,
                 judge=lambda run: rules.judge_child_create(request, run, None),
+                mark=keys.HOOKED,
             )
             try:
                 cancelled = self._seq.commit(run_id, position, build(position, run_item), now)

@@ -72,6 +72,10 @@ OWN_PREFIX: Final = "own#"
 # an item. From there on the log may hold steps that never get an item (their owner's
 # outcome writes none, ``step_events``): readers and creates look for them in the log.
 LOGGED_FROM: Final = "logged_from"
+# The run item's attribute, set by the reservation of every ``hook_created`` (``true``): the
+# run may hold hook items. A run's end queries its hooks to release them only when its
+# run item has it (``RunEvents.release_hooks``): a run that never made a hook reads none.
+HOOKED: Final = "hooked"
 
 # Every run item carries this GSI partition key, so RUNS_INDEX lists all runs by gsi1sk.
 RUNS_GSI_PK: Final = "runs"

@@ -99,13 +99,29 @@ class LogReader:
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
     ) -> builtins.list[Event]:
         """The run's events after position ``after``, gap-free, noops left out; ``[]`` for an unknown run."""
-        reader = PayloadReader(self._blobs, resolve_data)
-        events: builtins.list[Event] = []
-        expected = max(0, after) + 1
         # Read before the Query: a batch committed in the run item by then (its ``tail``)
         # is either in the Query's answer or still this tail (its writer's next append
         # waits for it to land: ``StepEvents.append_after``).
         run_item = self._seq.table.get(keys.run_key(run_id))
+        return self.list_from(run_item, run_id, after=after, resolve_data=resolve_data)
+
+    def list_from(
+        self,
+        run_item: Item | None,
+        run_id: str,
+        *,
+        after: int = 0,
+        resolve_data: ResolveData = ResolveData.ALL,
+    ) -> builtins.list[Event]:
+        """``list`` from a run item the caller read (consistently) just before: one read fewer.
+
+        The log then holds everything committed before that read: a batch committed in
+        the run item by then is in the Query's answer or in ``run_item``'s tail, whose
+        writer's next append waits for its item (``StepEvents.append_after``).
+        """
+        reader = PayloadReader(self._blobs, resolve_data)
+        events: builtins.list[Event] = []
+        expected = max(0, after) + 1
         tail = None if run_item is None else tail_item(run_item)
         for item in self._seq.event_items(run_id, expected):
             first, last = items.item_span(item)

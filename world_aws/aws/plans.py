@@ -13,7 +13,8 @@ One definition per event type (``PLANS``), which the writers (``run_events``,
 * ``refusal``: the action whose ``ALL_OLD`` image names the rejection when an entity
   condition cancels the commit (``Cancelled.item_of``); a refused ``EVENT`` action
   always means the position was sealed (``PositionTaken``);
-* ``releases_hooks``: a run's end disposes of its live hooks after its commit.
+* ``releases_hooks``: a run's end disposes of its live hooks after its commit; it
+  queries them only when its run item says the run made one (``keys.HOOKED``).
 
 Round trips and write units per event follow from the plan (``round_trips``,
 ``write_units``) and are checked against moto in ``tests/aws/test_event_plans.py``,
@@ -100,9 +101,16 @@ class EventPlan:
         """A commit of one action (a run transition's event), or a tail, is plain writes."""
         return not self.tail and len(self.actions_for(options)) > 1
 
-    def round_trips(self, options: Iterable[str] = (), *, live_hooks: int = 0) -> RoundTrips:
-        """The success path's calls: the read, the reservation, the commit, then the hooks' release."""
+    def round_trips(
+        self, options: Iterable[str] = (), *, live_hooks: int = 0, made_hooks: bool | None = None
+    ) -> RoundTrips:
+        """The success path's calls: the read, the reservation, the commit, then the hooks' release.
+
+        ``made_hooks``: whether the run ever made a hook (its run item is marked ``hooked``),
+        so its end queries them; None: it did if it has ``live_hooks``.
+        """
         options = tuple(options)
+        made = live_hooks > 0 if made_hooks is None else made_hooks
         reads = 1 if self.reads else 0
         writes = 0 if self.reservation is Reservation.IN_COMMIT else 1
         transactions = 0
@@ -110,7 +118,7 @@ class EventPlan:
             transactions = 1
         else:
             writes += len(self.actions_for(options))
-        if self.releases_hooks:
+        if self.releases_hooks and made:
             # One Query of the run's hooks, then per live hook its disposal and its token's.
             reads += 1
             writes += 2 * live_hooks

@@ -12,7 +12,8 @@
   fields, takes the next position (``seq + 1``), keeps a copy of the event
   (``rev_started`` / ``rev_final``) for repair and, when terminal, removes the
   run from the sparse live index (``live_pk``/``live_sk``, the reconciler's);
-  then the event item is put at that position. 2 round trips (+ hook release after a terminal transition).
+  then the event item is put at that position. 2 round trips (+ hook release after a
+  terminal transition, when the run item is marked ``hooked``: the run made a hook).
   Because the status change and the position are one single-item write, it is
   the linearization point of the fence: a fenced event (step_started, creates,
   ...) reserved after it sees the terminal status and is refused; one reserved
@@ -161,7 +162,7 @@ class RunEvents:
             stored = self._put_event(event, writer)
             run = self._full_run(run_item)
             if run.status.terminal:
-                self.release_hooks(run_id, now)
+                self.release_hooks(run_id, now, run_item)
             return EventResult(event=stored, run=run)
         raise Transient(f"run {run_id} kept changing during {etype.value}; retry", retry_after=0.5)
 
@@ -252,18 +253,26 @@ class RunEvents:
             return
         if self._seq.land(rebuilt) is not rebuilt:
             return  # its writer (or a reader's repair) put it meanwhile
-        self.release_hooks(run_id, now)
+        self.release_hooks(run_id, now, run_item)
 
     def _full_run(self, item: Item) -> Run:
         return items.run_from_item(item, PayloadReader(self._blobs))
 
-    def release_hooks(self, run_id: str, now: datetime) -> None:
+    def release_hooks(self, run_id: str, now: datetime, run_item: Item | None = None) -> None:
         """Dispose the live hooks of a run that just became terminal and free their tokens (SPEC §3.1).
+
+        ``run_item``: the run item as the run's end left it (its reservation's ``ALL_NEW``,
+        or a later image); without the ``hooked`` mark, the run never made a hook and
+        there is nothing to query (``keys.HOOKED``: every ``hook_created`` sets it in its
+        fenced reservation, which precedes the end, so an image from the end on has it).
+        None (a transaction's end, which returns no image): query.
 
         Best effort: if this is lost (a crash, throttling), the hook store treats the
         hooks of a terminal run as gone, and ``hook_created`` takes over a token whose
         holder is dead.
         """
+        if run_item is not None and not run_item.get(keys.HOOKED):
+            return
         try:
             hooks = self._table.query_all(
                 "pk = :pk AND begins_with(sk, :hook)", {":pk": keys.run_pk(run_id), ":hook": keys.HOOK_PREFIX}

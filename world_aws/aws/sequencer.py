@@ -194,7 +194,9 @@ class Sequencer:
 
     # ----------------------------------------------------------------------- reserve
 
-    def reserve(self, run_id: str, now: datetime, *, fenced: bool, judge: Judge) -> tuple[int, Item]:
+    def reserve(
+        self, run_id: str, now: datetime, *, fenced: bool, judge: Judge, mark: str | None = None
+    ) -> tuple[int, Item]:
         """Take the next position of the run, and note ``now`` as its last progress (``prog_us``).
 
         Args:
@@ -207,6 +209,9 @@ class Sequencer:
                 one reserved before it sits at a lower position.
             judge: called with the run as it was when the reservation is refused;
                 it must raise the rejection (``rules.judge_*``).
+            mark: a run item attribute set to ``true`` in the same write (``keys.HOOKED``):
+                a fact about the run that every later write of the item, the run's end
+                included, then sees in its image.
 
         Returns:
             The position and the run item as of that position (``ALL_NEW``).
@@ -222,10 +227,15 @@ class Sequencer:
             condition += " AND NOT #status IN (:completed, :failed, :cancelled)"
             values.update(TERMINAL_STATUSES)
             names["#status"] = "status"
+        update = f"SET seq = seq + :one, {items.PROGRESS_US} = :at"
+        if mark is not None:
+            update += ", #mark = :true"
+            names["#mark"] = mark
+            values[":true"] = True
         try:
             run_item = self.table.update(
                 keys.run_key(run_id),
-                f"SET seq = seq + :one, {items.PROGRESS_US} = :at",
+                update,
                 condition=condition,
                 names=names,
                 values=values,

@@ -126,6 +126,18 @@ _STEP_TRANSITIONS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class BatchAppended:
+    """What a landed ``append_after`` answers (``StepEvents.append_after``).
+
+    ``run_item``: the run item after the append when it was one plain write (a tail,
+    ``ALL_NEW``); None after a transaction, which returns no image.
+    """
+
+    results: list[EventResult]
+    run_item: Item | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Unwritten:
     """A step created owned without its item: the item its create would have written, and where."""
 
@@ -206,7 +218,7 @@ class StepEvents:
         at: datetime,
         *,
         flush_later: bool = False,
-    ) -> list[EventResult] | None:
+    ) -> BatchAppended | None:
         """Step writes at ``after + 1`` on, committed with the run item's write that takes their positions.
 
         The run item's write moves ``seq`` from ``after`` to ``after + n`` on the
@@ -298,6 +310,7 @@ class StepEvents:
             transition=transition,
             tail=tail,
         )
+        run_item: Item | None = None
         try:
             if tail is not None:
                 run_item = self._table.apply(take)
@@ -315,7 +328,7 @@ class StepEvents:
         results = [EventResult(event=commit.event, step=step) for commit, step in commits]
         if run_commit is not None:  # no run in its result: a transaction returns no image
             results.insert(0 if start is not None else len(results), EventResult(event=run_commit.event))
-        return results
+        return BatchAppended(results, run_item)
 
     def _carry(
         self, run_id: str, carried: Item | None, event_items: list[Item], entity_actions: list[Action]

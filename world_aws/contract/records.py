@@ -260,3 +260,16 @@ class EventResult:
     step: Step | None = None
     hook: Hook | None = None
     wait: Wait | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunLog:
+    """What ``events.list_with_run`` returns: a run, and its log as read right after it.
+
+    ``run`` is the run without its payloads (as ``runs.get(resolve_data=NONE)`` has it).
+    ``events`` is the log after the asked position, holding at least everything
+    committed before ``run`` was read; ``None`` when the run is terminal (not read).
+    """
+
+    run: Run
+    events: list[Event] | None

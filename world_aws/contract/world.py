@@ -26,6 +26,7 @@ from world_aws.contract.records import (
     Hook,
     ResolveData,
     Run,
+    RunLog,
     RunStatus,
     Step,
     Wait,
@@ -104,6 +105,23 @@ class EventStore(Protocol):
 
         Includes everything committed before the call began (SPEC §3.2).
         An unknown run gives an empty list.
+        """
+        ...
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        """The run, then, unless it is terminal, its log after ``after``: a continuation's first read.
+
+        What ``runs.get(run_id, resolve_data=NONE)`` and then ``list(run_id, after=...,
+        resolve_data=...)`` return, in one call that reads the run once (the DynamoDB
+        World's log read reads the run item anyway, ARCHITECTURE §8 "The tail"). The
+        log holds everything committed before the run was read, as a ``list`` begun
+        then would. A terminal run's log is not read (``RunLog.events`` is None): a
+        continuation of an ended run replays nothing.
+
+        Raises:
+            NotFound: the run is missing.
         """
         ...
 

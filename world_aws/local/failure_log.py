@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData
+from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
 from world_aws.contract.world import EventStore, ForwardingWorld, World
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde import decode_error
@@ -59,6 +59,11 @@ class _LoggedEvents:
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
     ) -> list[Event]:
         return self._inner.list(run_id, after=after, resolve_data=resolve_data)
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        return self._inner.list_with_run(run_id, after=after, resolve_data=resolve_data)
 
 
 def _log_failure(run_id: str, request: EventRequest) -> None:

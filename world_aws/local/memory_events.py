@@ -35,6 +35,7 @@ from world_aws.contract.records import (
     EventResult,
     EventType,
     ResolveData,
+    RunLog,
     Step,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
@@ -132,6 +133,23 @@ class MemoryEventStore:
             events = [event_out(event, resolve_data) for event in stored]
         self._stats.incr(Stat.EVENT_ITEMS_READ, len(events))
         return events
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        """The run and (not terminal) its log after ``after``, under one lock. Raises NotFound."""
+        self._stats.incr(Stat.RUN_READS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            if record is None:
+                raise NotFound(f"run {run_id} not found")
+            run = run_out(record.run, ResolveData.NONE)
+            if run.status.terminal:
+                return RunLog(run, None)
+            events = [event_out(event, resolve_data) for event in record.events[max(0, after) :]]
+        self._stats.incr(Stat.EVENT_LISTS)
+        self._stats.incr(Stat.EVENT_ITEMS_READ, len(events))
+        return RunLog(run, events)
 
     # ------------------------------------------------------------------------- internals
 

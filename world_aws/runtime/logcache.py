@@ -19,7 +19,7 @@ import bisect
 import threading
 from collections import OrderedDict
 
-from world_aws.contract.records import Event
+from world_aws.contract.records import Event, Run
 from world_aws.contract.world import World
 from world_aws.runtime.retry import retry_in_process
 
@@ -57,6 +57,14 @@ class LogCache:
                 clock=self._world.clock,
                 max_pause=READ_MAX_PAUSE_SECONDS,
             )
+        current = self._extend(run_id, cached, fresh)
+        with self._lock:
+            # Positions are increasing: find the first one after ``after`` by bisection.
+            start = bisect.bisect_right(current, after, key=_position)
+            return current[start:]
+
+    def _extend(self, run_id: str, cached: list[Event] | None, fresh: list[Event]) -> list[Event]:
+        """Add ``fresh`` (read after ``cached``'s last position) to the run's cached log; that log."""
         with self._lock:
             current = self._logs.get(run_id)
             if current is None:
@@ -67,9 +75,32 @@ class LogCache:
             self._logs.move_to_end(run_id)
             while len(self._logs) > self._max_runs:
                 self._logs.popitem(last=False)
-            # Positions are increasing: find the first one after ``after`` by bisection.
-            start = bisect.bisect_right(current, after, key=_position)
-            return current[start:]
+            return current
+
+    def read_with_run(self, run_id: str) -> Run:
+        """The run, read with what is new of its log (``events.list_with_run``), which this cache keeps.
+
+        A continuation's first read: the run is what it decides on, and the log it then
+        replays was read right after it in the same call, so the replay's first
+        :meth:`read` may pass ``fetch=False`` (one item read and one round trip fewer on
+        the DynamoDB World, ARCHITECTURE §10). A terminal run's log is not read. Tried
+        again in process like :meth:`read`.
+
+        Raises:
+            NotFound: the run is missing.
+        """
+        with self._lock:
+            cached = self._logs.get(run_id)
+            known = cached[-1].position if cached else 0
+        log = retry_in_process(
+            lambda: self._world.events.list_with_run(run_id, after=known),
+            attempts=READ_ATTEMPTS,
+            clock=self._world.clock,
+            max_pause=READ_MAX_PAUSE_SECONDS,
+        )
+        if log.events is not None:
+            self._extend(run_id, cached, log.events)
+        return log.run
 
     def feed(self, run_id: str, written: list[Event]) -> bool:
         """Append events this handler wrote if they continue the cached log densely; whether they did.

@@ -79,6 +79,7 @@ class Orchestrator:
         redispatch_tag: str | None = None,
         owner: Owner | None = None,
         start: EventRequest | None = None,
+        logged: bool = False,
     ) -> HandlerResult:
         """Replay ``run`` and record what it reached.
 
@@ -92,6 +93,8 @@ class Orchestrator:
         ``start``: the pending run's ``run_started``, written before anything else: in
         one append with the first pass's inline creates when that pass has only those,
         else on its own first.
+        ``logged``: the log cache was read with ``run`` (``LogCache.read_with_run``), after
+        which nothing was written: the first replay takes the cached log as it is.
         """
         try:
             workflow = self._app.get_workflow(run.workflow_name)
@@ -107,7 +110,9 @@ class Orchestrator:
         # A wave's steps past the inline ones wait for them while its rounds are fast, each
         # round twice as wide as the last (ARCHITECTURE §5, "Fast rounds").
         first_width = width = self._inline.first_width if self._inline is not None else 0
-        fed = False  # the events of the last inline round continued the cached log: no read
+        # The events of the last inline round continued the cached log, or the log was read
+        # with the run: no read.
+        fed = logged
         first: int | None = None  # where the log ended at this call's first read
         try:
             while True:

@@ -262,13 +262,15 @@ class Runtime:
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
         start = None
-        seen = self._seen(payload)
+        logged = self._reads_log_first(payload)
+        seen = self._seen(payload, with_log=logged)
         if seen is not None:
             # Running: no run_started to write. Pending: its run_started goes with the
             # first pass's first write (one append with the first inline creates).
             run = seen
             start = EventRequest(EventType.RUN_STARTED) if seen.status is RunStatus.PENDING else None
         else:
+            logged = False  # what happens next writes: the replay reads after it
             started = self._started(payload, delivery)
             if not isinstance(started, Run):
                 return started
@@ -281,6 +283,7 @@ class Runtime:
                 redispatch_tag=payload.reconcile_tag,
                 owner=Owner.of(delivery, payload.succeeds),
                 start=start,
+                logged=logged,
             )
 
     def _started(self, payload: InvokePayload, delivery: Delivery) -> Run | HandlerResult:
@@ -301,24 +304,42 @@ class Runtime:
         run = result.run if result.run is not None else self.world.runs.get(payload.run_id)
         return run if run.status is RunStatus.RUNNING else Ack()
 
-    def _seen(self, payload: InvokePayload) -> Run | None:
+    def _reads_log_first(self, payload: InvokePayload) -> bool:
+        """Whether this delivery's first read should be its log's too (``events.list_with_run``).
+
+        When it will most likely continue from that read (``_seen``): a wake-up (a running
+        run, or an ended one, whose log is then not read), or a run's first message with
+        inline execution on (the run is pending and continued with its start deferred). A
+        child's first message and, with inline execution off, any first message write
+        ``run_started`` first, so their replay reads after that: the run alone is read.
+        """
+        first = payload.run_input
+        if first is None:
+            return True
+        return self.orchestrator.runs_inline and PARENT_RUN_ID not in first.attributes
+
+    def _seen(self, payload: InvokePayload, *, with_log: bool) -> Run | None:
         """The run as one read shows it, when that read is all a continuation needs before it replays.
 
         That is a run that is running, or pending with inline execution on (its start is
         then appended with the first creates). Otherwise None, and ``run_started`` is
         written first as before: it creates a missing run from the message's
         ``run_input`` (SPEC §6.1) and, refused by a terminal run, repairs a missing
-        terminal event (ARCHITECTURE §6).
+        terminal event (ARCHITECTURE §6). ``with_log``: the read is the run's log's too
+        (``LogCache.read_with_run``), so the continuation's replay reads nothing more.
         """
         try:
-            # Tried again in process as a log read is (``LogCache.read``): a transient
-            # failure here would cost the delivery, and a redelivery counts to the cap.
-            run = retry_in_process(
-                lambda: self.world.runs.get(payload.run_id, resolve_data=ResolveData.NONE),
-                attempts=READ_ATTEMPTS,
-                clock=self.world.clock,
-                max_pause=READ_MAX_PAUSE_SECONDS,
-            )
+            if with_log:
+                run = self.logs.read_with_run(payload.run_id)
+            else:
+                # Tried again in process as a log read is (``LogCache.read``): a transient
+                # failure here would cost the delivery, and a redelivery counts to the cap.
+                run = retry_in_process(
+                    lambda: self.world.runs.get(payload.run_id, resolve_data=ResolveData.NONE),
+                    attempts=READ_ATTEMPTS,
+                    clock=self.world.clock,
+                    max_pause=READ_MAX_PAUSE_SECONDS,
+                )
         except NotFound:
             return None
         if run.status is RunStatus.RUNNING:

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import Event, EventRequest, EventResult, ResolveData, Run, Step
+from world_aws.contract.records import Event, EventRequest, EventResult, ResolveData, Run, RunLog, Step
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     ForwardingWorld,
@@ -196,6 +196,18 @@ class _SpyEvents:
             "events.list", run_id, after, lambda: inner.list(run_id, after=after, resolve_data=resolve_data)
         )
         return events
+
+    def list_with_run(
+        self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
+    ) -> RunLog:
+        inner = self._spy.inner.events
+        log: RunLog = self._spy.invoke(
+            "events.list_with_run",
+            run_id,
+            after,
+            lambda: inner.list_with_run(run_id, after=after, resolve_data=resolve_data),
+        )
+        return log
 
 
 class _SpyRuns:

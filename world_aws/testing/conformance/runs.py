@@ -1,11 +1,12 @@
-"""Conformance: the run state machine (SPEC §2.1) and ``runs.get`` / ``runs.list``."""
+"""Conformance: the run state machine (SPEC §2.1), ``runs.get`` / ``runs.list``, and
+``events.list_with_run`` (a continuation's read of its run and its log in one call)."""
 
 from __future__ import annotations
 
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, RunStatus
+from world_aws.contract.records import EventData, EventType, ResolveData, RunStatus
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, NotFound
 from world_aws.testing.conformance.support import (
@@ -266,3 +267,49 @@ def test_claim_continuation_of_a_terminal_run_returns_it_terminal(world: World) 
 def test_claim_continuation_of_a_missing_run_is_not_found(world: World) -> None:
     with pytest.raises(NotFound):
         world.runs.claim_continuation(new_id("wrun"), after=1, claimer="step_x")
+
+
+def test_list_with_run_is_the_run_without_payloads_and_its_log(world: World) -> None:
+    # GIVEN a running run with a step
+    run_id = create_run(world, input=b"the-input", attributes={"k": "v"})
+    running_step(world, run_id)
+    # WHEN it is read with its log, whole and after its first event
+    whole = world.events.list_with_run(run_id)
+    later = world.events.list_with_run(run_id, after=1)
+    # THEN the run is the one runs.get shows without payloads, and the log is list's
+    assert whole.run == world.runs.get(run_id, resolve_data=ResolveData.NONE)
+    assert whole.run.status is RunStatus.RUNNING and whole.run.attributes == {"k": "v"}
+    assert whole.events == world.events.list(run_id)
+    assert later.events == world.events.list(run_id, after=1)
+    assert later.events is not None and later.events[0].position == 2
+
+
+def test_list_with_run_of_a_pending_run_holds_its_creation(world: World) -> None:
+    # GIVEN a pending run
+    run_id = create_run(world, started=False)
+    # WHEN it is read with its log
+    log = world.events.list_with_run(run_id)
+    # THEN it is pending and its log is run_created, with the input unless asked without
+    assert log.run.status is RunStatus.PENDING
+    assert log.events is not None and [e.type for e in log.events] == [EventType.RUN_CREATED]
+    creation_data = log.events[0].data.creation
+    assert creation_data is not None and creation_data.input == b"run-input"
+    bare = world.events.list_with_run(run_id, resolve_data=ResolveData.NONE)
+    assert bare.events == world.events.list(run_id, resolve_data=ResolveData.NONE)
+
+
+def test_list_with_run_of_an_ended_run_reads_no_log(world: World) -> None:
+    for how in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+        # GIVEN a run that ended
+        run_id = create_run(world)
+        end_run(world, run_id, how)
+        # WHEN it is read with its log
+        log = world.events.list_with_run(run_id)
+        # THEN the run shows its end and no log comes with it
+        assert log.run.status.terminal and log.events is None, how
+        assert log.run == world.runs.get(run_id, resolve_data=ResolveData.NONE), how
+
+
+def test_list_with_run_of_a_missing_run_is_not_found(world: World) -> None:
+    with pytest.raises(NotFound):
+        world.events.list_with_run(new_id("wrun"))

@@ -1,0 +1,148 @@
+"""A run's end releases its hooks on DynamoDB, and only a run that made one pays the Query (SPEC §3.1).
+
+Every ``hook_created`` marks the run item ``hooked`` in its fenced reservation
+(``keys.HOOKED``); the end, whose write of the run item comes after any such
+reservation, queries the run's hooks only when its image has the mark. These tests
+read the token and hook items back from moto: the contract's reads treat a terminal
+run's hooks as gone whether or not they were released, so only the stored items show
+that the release happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from world_aws.aws import keys
+from world_aws.aws.world import AwsWorld
+from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.errors import Conflict
+from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome, running_owned
+from world_aws.testing.conformance.support import create_hook, create_run, end_run, new_id, write
+
+
+@contextmanager
+def _queries(world: AwsWorld) -> Iterator[list[dict[str, Any]]]:
+    """The DynamoDB Query requests made inside the block (their parameters)."""
+    seen: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        seen.append(params)
+
+    events = world.table.client.meta.events
+    events.register("provide-client-params.dynamodb.Query", record)
+    try:
+        yield seen
+    finally:
+        events.unregister("provide-client-params.dynamodb.Query", record)
+
+
+def _hook_queries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [q for q in queries if keys.HOOK_PREFIX in str(q.get("ExpressionAttributeValues", {}))]
+
+
+def _released(world: AwsWorld, run_id: str, hook_id: str, token: str) -> bool:
+    """Whether the stored hook is disposed and its token item gone (read back from moto)."""
+    hook = world.table.get(keys.hook_key(run_id, hook_id))
+    return hook is not None and "disposed_at" in hook and world.table.get(keys.token_key(token)) is None
+
+
+def _end_by_tail_append(world: AwsWorld, run_id: str, now: datetime) -> None:
+    """The inline runtime's last append: an owned step's outcome and the run's end, as a tail."""
+    step_id = new_id("step")
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_create(step_id)], at=now) is not None
+    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"done"))
+    assert world.events.append_after(run_id, after + 1, [owned_outcome(step_id), end], at=now) is not None
+
+
+def _end_by_transaction_append(world: AwsWorld, run_id: str, now: datetime) -> None:
+    """An end appended in a transaction (the outcome updates a step item): no run image comes back."""
+    step_id = running_owned(world, run_id)  # created one by one: with its item
+    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"done"))
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_outcome(step_id), end], at=now) is not None
+
+
+ENDINGS: dict[str, Callable[[AwsWorld, str, datetime], object]] = {
+    "tail append": _end_by_tail_append,
+    "transaction append": _end_by_transaction_append,
+    "run_completed one by one": lambda world, run_id, _now: end_run(world, run_id),
+    "run_failed one by one": lambda world, run_id, _now: end_run(world, run_id, EventType.RUN_FAILED),
+    "run_cancelled one by one": lambda world, run_id, _now: end_run(world, run_id, EventType.RUN_CANCELLED),
+}
+
+
+def test_every_end_of_a_run_that_made_a_hook_disposes_it_and_frees_its_token(world: AwsWorld) -> None:
+    for how, end in ENDINGS.items():
+        # GIVEN a running run holding a live hook
+        run_id = create_run(world)
+        token, hook_id = new_id("tok"), new_id("hook")
+        assert create_hook(world, run_id, token, hook_id=hook_id).hook is not None
+        # WHEN the run ends
+        with _queries(world) as queries:
+            end(world, run_id, world.clock.now())
+        # THEN the end queried the run's hooks, disposed the hook and freed its token
+        assert len(_hook_queries(queries)) == 1, how
+        assert _released(world, run_id, hook_id, token), how
+        # AND the token is free for another run
+        other = create_run(world)
+        assert create_hook(world, other, token).hook is not None, how
+
+
+def test_the_end_of_a_run_that_never_made_a_hook_queries_no_hooks(world: AwsWorld) -> None:
+    for how, end in ENDINGS.items():
+        # GIVEN a running run that never made a hook
+        run_id = create_run(world)
+        # WHEN it ends
+        with _queries(world) as queries:
+            end(world, run_id, world.clock.now())
+        # THEN no Query of its hooks (only an end appended in a transaction, which gets no
+        # image of the run item back, cannot tell, and queries)
+        expected = 1 if how == "transaction append" else 0
+        assert len(_hook_queries(queries)) == expected, how
+        run_item = world.table.get(keys.run_key(run_id))
+        assert run_item is not None and keys.HOOKED not in run_item, how
+
+
+def test_a_hook_disposed_before_the_end_leaves_the_run_marked_and_the_end_finds_nothing_live(
+    world: AwsWorld,
+) -> None:
+    # GIVEN a run whose only hook was disposed
+    run_id = create_run(world)
+    token, hook_id = new_id("tok"), new_id("hook")
+    create_hook(world, run_id, token, hook_id=hook_id)
+    write(world, run_id, EventType.HOOK_DISPOSED, hook_id)
+    # WHEN it ends
+    end_run(world, run_id)
+    # THEN the mark stays (a hook was made), and the hook stays disposed with its token free
+    run_item = world.table.get(keys.run_key(run_id))
+    assert run_item is not None and run_item.get(keys.HOOKED) is True
+    assert _released(world, run_id, hook_id, token)
+
+
+def test_a_refused_late_transition_releases_the_hooks_of_an_end_whose_event_never_landed(
+    world: AwsWorld,
+) -> None:
+    # GIVEN a run with a live hook whose end was reserved but whose event put and hook
+    # release were lost (its writer died between the two writes)
+    run_id = create_run(world)
+    token, hook_id = new_id("tok"), new_id("hook")
+    create_hook(world, run_id, token, hook_id=hook_id)
+    end_run(world, run_id)
+    run_item = world.table.get(keys.run_key(run_id))
+    assert run_item is not None
+    end_position = int(str(run_item["seq"]))
+    world.table.delete(keys.event_key(run_id, end_position))
+    world.table.put({**keys.token_key(token), "run_id": run_id, "hook_id": hook_id})
+    world.table.update(keys.hook_key(run_id, hook_id), "REMOVE disposed_at", return_values="NONE")
+    # WHEN a late transition is refused by the ended run (a redelivered end)
+    with pytest.raises(Conflict):
+        end_run(world, run_id, EventType.RUN_FAILED)
+    # THEN the end's event is put back and the hook released, from the refusal's image
+    assert world.table.get(keys.event_key(run_id, end_position)) is not None
+    assert _released(world, run_id, hook_id, token)
