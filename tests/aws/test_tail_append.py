@@ -73,6 +73,19 @@ def _stored(world: AwsWorld, run_id: str, position: int) -> dict[str, Any] | Non
     return world.table.get(keys.event_key(run_id, position))
 
 
+def _kept_batch(world: AwsWorld, clock: ManualClock) -> tuple[str, int, str, str]:
+    """A run whose owned step's outcome and next create were appended to flush later, then
+    flushed (small: kept to carry); with the log's end before them and the two step ids."""
+    run_id = create_run(world)
+    done, after = _lazy_step(world, clock, run_id)
+    nxt = new_id("step")
+    assert world.events.append_after(
+        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+    )
+    world.events.flush(run_id)
+    return run_id, after, done, nxt
+
+
 def _lazy_step(world: AwsWorld, clock: ManualClock, run_id: str) -> tuple[str, int]:
     """An owned step created by an append (no item: the run item's entry); with the log's end."""
     step_id = new_id("step")
@@ -415,13 +428,7 @@ def test_a_kept_batch_a_reader_put_meanwhile_is_carried_and_read_once(
     world: AwsWorld, clock: ManualClock
 ) -> None:
     # GIVEN a small batch appended to flush later and kept at its flush (its body runs)
-    run_id = create_run(world)
-    done, after = _lazy_step(world, clock, run_id)
-    nxt = new_id("step")
-    assert world.events.append_after(
-        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
-    )
-    world.events.flush(run_id)
+    run_id, after, done, nxt = _kept_batch(world, clock)
     # AND another process reads the log once the run's progress looks old to it (its clock
     # ahead), so it puts the batch's item
     clock.advance(READER_KEEPS_SECONDS)
@@ -447,13 +454,7 @@ def test_a_kept_batch_older_than_the_carry_limit_is_put_before_the_next_append(
     world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
 ) -> None:
     # GIVEN a small batch kept at its flush, and a body that runs past the carry limit
-    run_id = create_run(world)
-    done, after = _lazy_step(world, clock, run_id)
-    nxt = new_id("step")
-    assert world.events.append_after(
-        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
-    )
-    world.events.flush(run_id)
+    run_id, after, done, nxt = _kept_batch(world, clock)
     fake_time.sleep(CARRY_SECONDS)
     # WHEN the owner appends after it
     assert world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import Item
-from world_aws.aws.sequencer import LAND_ATTEMPTS, Sequencer
-from world_aws.errors import Transient, WorldAwsError
+from world_aws.aws.sequencer import Sequencer
+from world_aws.errors import WorldAwsError
 
 # A tail older than this (since its commit, or since a reader saw it committed) is put,
 # not carried: a reader may have put it (readers put a live run's last tail once it is
@@ -100,14 +100,9 @@ class Landings:
         if held is None:
             return
         tail = held.tail
-        try:
-            self._seq.land(tail, attempts=LAND_ATTEMPTS)
-        except WorldAwsError:
-            raise Transient(
-                f"run {keys.run_id_of(tail)}: the batch at {tail['pos']}..{tail.get('last', tail['pos'])} "
-                "is committed but its item did not land yet; a reader of the log puts it",
-                retry_after=0.1,
-            ) from None
+        self._seq.land_committed(
+            tail, f"run {keys.run_id_of(tail)}: the batch at {tail['pos']}..{tail.get('last', tail['pos'])}"
+        )
         with self._lock:
             if self._pending.get(run_id) is held:
                 del self._pending[run_id]

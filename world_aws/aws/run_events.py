@@ -125,14 +125,7 @@ class RunEvents:
         except ConditionFailed as refused:
             rules.judge_run_event(request, self._seq.run_header(refused.item))
             raise Conflict(f"run {keys.run_id_of(run_item)} already exists") from None
-        try:
-            self._seq.land(event_item, attempts=LAND_ATTEMPTS)
-        except WorldAwsError:
-            raise Transient(
-                f"run {keys.run_id_of(run_item)} is created but its run_created event did not land yet; "
-                "a reader of the run puts it",
-                retry_after=0.1,
-            ) from None
+        self._seq.land_committed(event_item, f"run {keys.run_id_of(run_item)}: its run_created event")
 
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """run_started / run_completed / run_failed / run_cancelled (and the creating run_started)."""

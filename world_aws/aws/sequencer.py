@@ -543,6 +543,18 @@ class Sequencer:
             item = items.noop_item(run_id, position, now)
         return self.land(item)
 
+    def land_committed(self, item: Item, what: str) -> None:
+        """``land`` an item already committed, ``LAND_ATTEMPTS`` tries; else Transient naming ``what``.
+
+        The commit stands either way: a reader of the log (or of the run) puts it.
+        """
+        try:
+            self.land(item, attempts=LAND_ATTEMPTS)
+        except WorldAwsError:
+            raise Transient(
+                f"{what} is committed but its item did not land yet; a reader puts it", retry_after=0.1
+            ) from None
+
     def land(self, item: Item, *, attempts: int = 1) -> Item:
         """Put an event item if its key is free; the item its key holds afterwards.
 
