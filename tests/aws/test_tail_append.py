@@ -73,16 +73,17 @@ def _stored(world: AwsWorld, run_id: str, position: int) -> dict[str, Any] | Non
     return world.table.get(keys.event_key(run_id, position))
 
 
-def _kept_batch(world: AwsWorld, clock: ManualClock) -> tuple[str, int, str, str]:
+def _kept_batch(world: AwsWorld, clock: ManualClock, *, flush: bool = True) -> tuple[str, int, str, str]:
     """A run whose owned step's outcome and next create were appended to flush later, then
-    flushed (small: kept to carry); with the log's end before them and the two step ids."""
+    (``flush``) flushed, small: kept to carry; with the log's end before them and the two step ids."""
     run_id = create_run(world)
     done, after = _lazy_step(world, clock, run_id)
     nxt = new_id("step")
     assert world.events.append_after(
         run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
     )
-    world.events.flush(run_id)
+    if flush:
+        world.events.flush(run_id)
     return run_id, after, done, nxt
 
 
@@ -469,12 +470,7 @@ def test_a_read_with_the_run_counts_a_tail_whose_item_has_not_landed(
     world: AwsWorld, clock: ManualClock
 ) -> None:
     # GIVEN a batch committed in the run item's tail whose item is not put yet (to flush later)
-    run_id = create_run(world)
-    done, after = _lazy_step(world, clock, run_id)
-    nxt = new_id("step")
-    assert world.events.append_after(
-        run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
-    )
+    run_id, after, done, nxt = _kept_batch(world, clock, flush=False)
     assert _stored(world, run_id, after + 2) is None
     # WHEN the run is read with its log (one read of the run item serves both)
     log = world.events.list_with_run(run_id, after=after)

@@ -12,11 +12,10 @@ last position: nothing took a position in between) and while it is young
 carry would repeat (readers read such a repeat once: ``items.events_from_item``'s
 ``since``, ``Sequencer.committed_items``).
 
-A reader of the log that finds a young tail of a live run (``LogReader``) reads its
-events from the run item and hands it here instead of putting it, when there is room:
-the reading process is usually the one that appends next (the continuation), which then
-carries it, so a run's first event, committed in its creation's tail, is put with the
-first continuation's batch.
+A reader of the log that finds a young tail at a live run's end (``LogReader``) reads
+its events from the run item and hands it here instead of putting it, when there is
+room: its writer's next append carries it, or this World's, when the reading process is
+the one that appends next (a redelivered continuation after its writer died).
 """
 
 from __future__ import annotations
@@ -77,21 +76,13 @@ class Landings:
             self._pending[run_id] = _Pending(tail, self._monotonic() - max(0.0, age))
             return True
 
-    def carriable(self, run_id: str, after: int) -> Item | None:
-        """The unlanded tail an append after ``after`` may carry: it ends at ``after`` and is young."""
+    def young(self, run_id: str) -> Item | None:
+        """The unlanded tail of ``run_id`` if it is younger than ``CARRY_SECONDS``: one to carry."""
         with self._lock:
             held = self._pending.get(run_id)
-        if held is None or items.item_span(held.tail)[1] != after:
-            return None
-        if self._monotonic() - held.since >= CARRY_SECONDS:
+        if held is None or self._monotonic() - held.since >= CARRY_SECONDS:
             return None
         return held.tail
-
-    def small(self, run_id: str, fits: Callable[[Item], bool]) -> bool:
-        """Whether the unlanded tail of ``run_id`` is young and ``fits`` (the caller's carry test)."""
-        with self._lock:
-            held = self._pending.get(run_id)
-        return held is not None and self._monotonic() - held.since < CARRY_SECONDS and fits(held.tail)
 
     def settle(self, run_id: str) -> None:
         """Put this World's unlanded tail of ``run_id``, if any; Transient if it still cannot."""

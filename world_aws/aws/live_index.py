@@ -26,6 +26,7 @@ from datetime import datetime
 
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.sequencer import TERMINAL_STATUSES
 from world_aws.contract.records import RunStatus
 from world_aws.contract.world import LiveRun, Sweep
 from world_aws.errors import BadInput
@@ -73,7 +74,7 @@ def mark_live(table: Table, run_id: str, *, mark: datetime) -> bool:
             values={
                 ":live": keys.LIVE_GSI_PK,
                 ":sk": keys.live_sk(items.iso(mark), run_id),
-                **_TERMINAL_VALUES,
+                **TERMINAL_STATUSES,
             },
             return_values="NONE",
         )
@@ -82,7 +83,6 @@ def mark_live(table: Table, run_id: str, *, mark: datetime) -> bool:
     return True
 
 
-_TERMINAL_VALUES = {f":{status.value}": status.value for status in RunStatus if status.terminal}
 _CURSOR = "last_read"  # the sweep cursor item's attribute: the last runs-index key read
 
 

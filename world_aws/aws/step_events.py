@@ -236,9 +236,11 @@ class StepEvents:
             Transient: this batch, or this World's last tail of the run before it, is
                 committed but its item could not be put.
         """
-        # Never replace a tail whose item is missing (Transient): carry it or put it first.
-        carried = self._landings.carriable(run_id, after)
-        if carried is None:
+        # Never replace a tail whose item is missing (Transient): carry it (a young one this
+        # append follows directly) or put it first.
+        carried = self._landings.young(run_id)
+        if carried is None or items.item_span(carried)[1] != after:
+            carried = None
             self._landings.settle(run_id)
         start, steps, end = rules.split_batch(requests)
         first = after + (1 if start is not None else 0)  # the position before the first step write
@@ -360,8 +362,8 @@ class StepEvents:
         then holds both (``_carry``); the caller appends next. One that does not land
         stays kept too: the run's next append puts it first.
         """
-        budget = self._carry_budget(run_id)
-        if self._landings.small(run_id, lambda tail: 2 * _tail_bytes(tail) <= budget):
+        kept = self._landings.young(run_id)
+        if kept is not None and 2 * _tail_bytes(kept) <= self._carry_budget(run_id):
             return
         try:
             self._landings.settle(run_id)
