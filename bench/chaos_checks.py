@@ -14,7 +14,15 @@ from typing import Any
 
 from bench.chaos_children import check_children
 from bench.chaos_workload import FAIL_MESSAGE, STREAM, expected_output, narrated
-from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus, StepStatus
+from world_aws.contract.records import (
+    Event,
+    EventType,
+    ResolveData,
+    Run,
+    RunStatus,
+    StepCreatedData,
+    StepStatus,
+)
 from world_aws.contract.world import World
 from world_aws.runtime.serde import Serializer, decode_error
 from world_aws.runtime.stream_reader import StreamCursor
@@ -174,7 +182,7 @@ def _after_terminal(events: list[Event], end: int) -> list[tuple[str, str]]:
 
 
 def _owned_create(event: Event) -> bool:
-    return event.type is EventType.STEP_CREATED and event.data.owner is not None
+    return isinstance(event.data, StepCreatedData) and event.data.owner is not None
 
 
 def step_checks(world: World, run_id: str, events: list[Event]) -> list[tuple[str, str]]:

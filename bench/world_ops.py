@@ -23,7 +23,16 @@ from typing import Any
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import Clock, ManualClock
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import EventData, EventType
+from world_aws.contract.records import (
+    EventType,
+    RunCreatedData,
+    RunStartedData,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    WaitCreatedData,
+)
 from world_aws.errors import WorldAwsError
 from world_aws.testing.aws_factory import aws_world
 from world_aws.testing.conformance.support import (
@@ -107,7 +116,7 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     out.append(
         (
             "run_created",
-            lambda: write(world, run_id, EventType.RUN_CREATED, data=EventData(creation=creation())),
+            lambda: write(world, run_id, EventType.RUN_CREATED, data=RunCreatedData(creation=creation())),
         )
     )
     pending = create_run(world, started=False)
@@ -118,7 +127,7 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     out.append(
         (
             "run_started with creation data, run missing",
-            lambda: write(world, missing, EventType.RUN_STARTED, data=EventData(creation=creation())),
+            lambda: write(world, missing, EventType.RUN_STARTED, data=RunStartedData(creation=creation())),
         )
     )
 
@@ -127,7 +136,7 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     out.append(("step_created, input > 128 KiB", lambda: create_step(world, step_run, input=big)))
     duplicate = create_step(world, step_run)
     out.append(("step_created duplicate (Conflict)", lambda: create_step(world, step_run, step_id=duplicate)))
-    re_ensure = EventData(step_name=STEP, input=b"step-input", via_step_dispatch=True)
+    re_ensure = StepCreatedData(step_name=STEP, input=b"step-input", via_step_dispatch=True)
     out.append(
         (
             "step_created re-ensure by a step consumer (Conflict)",
@@ -138,16 +147,16 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     out.append(("step_started", lambda: start_step(world, step_run, pending_step)))
     retrying = running_step(world, step_run)
     retry_at = clock.now() + timedelta(seconds=5)
-    retry_data = EventData(error=b"boom", retry_after=retry_at)
+    retry_data = StepRetryingData(error=b"boom", retry_after=retry_at)
     out.append(
         ("step_retrying", lambda: write(world, step_run, EventType.STEP_RETRYING, retrying, retry_data))
     )
     out.append(("step_started before retry_after (TooEarly)", lambda: start_step(world, step_run, retrying)))
     completing = running_step(world, step_run)
-    done = EventData(output=b"result")
+    done = StepCompletedData(output=b"result")
     out.append(("step_completed", lambda: write(world, step_run, EventType.STEP_COMPLETED, completing, done)))
     failing = running_step(world, step_run)
-    failed = EventData(error=b"boom")
+    failed = StepFailedData(error=b"boom")
     out.append(("step_failed", lambda: write(world, step_run, EventType.STEP_FAILED, failing, failed)))
 
     hook_run = create_run(world)
@@ -170,7 +179,7 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     out.append(("hook_disposed", lambda: write(world, hook_run, EventType.HOOK_DISPOSED, "hook_bench")))
 
     wait_run = create_run(world)
-    resume_at = EventData(resume_at=clock.now())
+    resume_at = WaitCreatedData(resume_at=clock.now())
     out.append(
         ("wait_created", lambda: write(world, wait_run, EventType.WAIT_CREATED, "wait_bench", resume_at))
     )

@@ -28,7 +28,17 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.metrics import EphemeralMetrics
 
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run, RunLog
+from world_aws.contract.records import (
+    Event,
+    EventRequest,
+    EventResult,
+    EventType,
+    ResolveData,
+    Run,
+    RunFailedData,
+    RunLog,
+    creation_of,
+)
 from world_aws.contract.world import EventStore, ForwardingWorld, RunStore, World
 
 if TYPE_CHECKING:
@@ -145,15 +155,16 @@ class CountingEventStore:
         self._counts = counts
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
-        if request.data.creation is not None:
-            self._counts.learn(run_id, request.data.creation.workflow_name)
+        creation = creation_of(request.data)
+        if creation is not None:
+            self._counts.learn(run_id, creation.workflow_name)
         result = self._inner.create(run_id, request)
         if result.run is not None:
             self._counts.learn(run_id, result.run.workflow_name)
         if result.event is None:
             return result  # run_started on a running run: accepted, nothing changed
         self._count(run_id, result.event)
-        if request.type is EventType.RUN_FAILED and request.data.error_code == _OVER_DELIVERY_CAP:
+        if isinstance(request.data, RunFailedData) and request.data.error_code == _OVER_DELIVERY_CAP:
             self._counts.add(DELIVERIES_DEAD_LETTERED)
         return result
 

@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 import pytest
 
-from world_aws.contract.records import EventType, ResolveData, RunStatus
+from world_aws.contract.records import EventType, ResolveData, RunCancelledData, RunStatus
 
 from .conftest import Api
 
@@ -18,7 +18,10 @@ def test_cancel_stops_a_waiting_run_and_records_the_reason(api: Api) -> None:
     assert answer.status == 200
     assert answer.body == {"run_id": run_id, "status": "cancelled"}
     events = api.world.events.list(run_id, resolve_data=ResolveData.NONE)
-    assert events[-1].type is EventType.RUN_CANCELLED and events[-1].data.reason == "duplicate order"
+    assert (
+        events[-1].type is EventType.RUN_CANCELLED
+        and events[-1].data_as(RunCancelledData).reason == "duplicate order"
+    )
 
 
 def test_cancel_takes_an_empty_body(api: Api) -> None:

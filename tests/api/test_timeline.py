@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.contract.records import EventRequest, EventType, StepStartedData, owner_of
 
 from .apps import app, flaky
 from .conftest import Api
@@ -84,7 +84,7 @@ def test_an_attempt_open_when_the_run_is_cancelled_is_abandoned(api: Api) -> Non
     api.clock.advance(2)
     (step,) = api.world.steps.list(run_id)
     # attempt 2 starts (its consumer is still at work) when the run is cancelled
-    started = EventRequest(EventType.STEP_STARTED, step.step_id, EventData(step_name=step.step_name))
+    started = EventRequest(EventType.STEP_STARTED, step.step_id, StepStartedData(step_name=step.step_name))
     api.world.events.create(run_id, started)
     api.clock.advance(1)
     assert api.call("POST", f"/runs/{run_id}/cancel", body={}).status == 200
@@ -153,7 +153,7 @@ def test_an_inline_steps_create_is_its_first_attempts_start(api: Api) -> None:
     created = next(e for e in events if e.type is EventType.STEP_CREATED)
     first_start = next(e for e in events if e.type is EventType.STEP_STARTED)
     retried = next(e for e in events if e.type is EventType.STEP_RETRYING)
-    assert created.data.owner and first_start.position > retried.position
+    assert owner_of(created.data) and first_start.position > retried.position
     # WHEN its timeline is read THEN attempt 1 ran from the create to the retry, attempt 2 from the start
     (step,) = [s for s in _spans(api, run_id)["spans"] if s["kind"] == "step"]
     first, second = step["attempts"]

@@ -10,7 +10,15 @@ from typing import Any
 from world_aws.aws import items, keys
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import Event, EventData, EventRequest, EventType
+from world_aws.contract.records import (
+    Event,
+    EventRequest,
+    EventType,
+    RunCompletedData,
+    StepCompletedData,
+    StepCreatedData,
+    owner_of,
+)
 from world_aws.testing.conformance.appended import OWNER, owned_create, owned_outcome, running_owned
 from world_aws.testing.conformance.support import create_run, create_step, new_id
 from world_aws.testing.fake_time import FakeMonotonic
@@ -34,10 +42,11 @@ def _append(world: AwsWorld, run_id: str, creates: int, **create_data: Any) -> t
     nexts = [new_id("step") for _ in range(creates)]
     requests = [owned_outcome(done)]
     for step_id in nexts:
-        data = EventData(**{"owner": OWNER, **create_data})
-        requests.append(
-            EventRequest(EventType.STEP_CREATED, step_id, data) if create_data else owned_create(step_id)
-        )
+        if create_data:
+            data = StepCreatedData(**{"owner": OWNER, **create_data})
+            requests.append(EventRequest(EventType.STEP_CREATED, step_id, data))
+        else:
+            requests.append(owned_create(step_id))
     assert world.events.append_after(run_id, after, requests, at=world.clock.now()) is not None
     return after, nexts
 
@@ -90,7 +99,7 @@ def test_a_batch_a_query_missed_is_found_at_the_hole_without_sealing(
     writer = PayloadWriter(world.blobs)
 
     def event(position: int, step_id: str) -> dict[str, Any]:
-        data = EventData(step_name="s", input=b"in", owner=OWNER)
+        data = StepCreatedData(step_name="s", input=b"in", owner=OWNER)
         return items.event_item(Event(run_id, position, EventType.STEP_CREATED, step_id, now, data), writer)
 
     world.table.put(event(5, "step_late"))
@@ -134,7 +143,7 @@ def test_large_payloads_split_a_batch_into_items_under_dynamodbs_limit(world: Aw
     # ... and read back whole, from the start and from inside
     listed = world.events.list(run_id, after=after)
     assert [e.correlation_id for e in listed[1:]] == nexts
-    assert all(e.data.input == payload for e in listed[1:])
+    assert all(e.data_as(StepCreatedData).input == payload for e in listed[1:])
     assert world.events.list(run_id, after=after + 5) == listed[5:]
     assert all(world.steps.get(run_id, step_id).input == payload for step_id in nexts)
 
@@ -145,10 +154,10 @@ def test_a_batch_keeps_a_shared_owner_and_time_once_and_unbatches_to_its_events(
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     t1 = t0 + timedelta(seconds=3)
     specs = [
-        (EventType.STEP_COMPLETED, "s1", t0, EventData(output=b"1", owner=OWNER)),
-        (EventType.STEP_CREATED, "s2", t0, EventData(input=b"2", step_name="n", owner=OWNER)),
-        (EventType.STEP_COMPLETED, "s2", t1, EventData(output=b"3", owner=OWNER)),
-        (EventType.RUN_COMPLETED, None, t1, EventData(output=b"4")),
+        (EventType.STEP_COMPLETED, "s1", t0, StepCompletedData(output=b"1", owner=OWNER)),
+        (EventType.STEP_CREATED, "s2", t0, StepCreatedData(input=b"2", step_name="n", owner=OWNER)),
+        (EventType.STEP_COMPLETED, "s2", t1, StepCompletedData(output=b"3", owner=OWNER)),
+        (EventType.RUN_COMPLETED, None, t1, RunCompletedData(output=b"4")),
     ]
     singles = [
         items.event_item(Event("wrun_x", 10 + i, etype, cid, at, data), writer)
@@ -162,8 +171,8 @@ def test_a_batch_keeps_a_shared_owner_and_time_once_and_unbatches_to_its_events(
     assert sum(str(e).count(OWNER) for e in batch["evts"]) == 0
     # AND a reader gets each event back as it was written, from any position
     events = items.events_from_item("wrun_x", batch, PayloadReader(world.blobs))
-    assert [(e.position, e.type, e.correlation_id, e.created_at, e.data.owner) for e in events] == [
-        (10 + i, etype, cid, at, data.owner) for i, (etype, cid, at, data) in enumerate(specs)
+    assert [(e.position, e.type, e.correlation_id, e.created_at, owner_of(e.data)) for e in events] == [
+        (10 + i, etype, cid, at, owner_of(data)) for i, (etype, cid, at, data) in enumerate(specs)
     ]
     assert [e.data.output for e in events if e.type is not EventType.STEP_CREATED] == [b"1", b"3", b"4"]
     assert [

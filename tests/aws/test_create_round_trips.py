@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventType
+from world_aws.contract.records import EventType, StepCreatedData
 from world_aws.errors import Conflict
 from world_aws.testing.conformance.support import STEP, create_run, create_step, write
 
@@ -34,7 +34,7 @@ def test_a_consumer_re_ensure_is_refused_by_its_read_without_a_position(world: A
     step_id = create_step(world, run_id, input=b"first")
     before = world.events.list(run_id)[-1].position
     with pytest.raises(Conflict):
-        data = EventData(step_name=STEP, input=b"first", via_step_dispatch=True)
+        data = StepCreatedData(step_name=STEP, input=b"first", via_step_dispatch=True)
         write(world, run_id, EventType.STEP_CREATED, step_id, data)
     # THEN no position was taken: the log stays dense
     assert _next_position(world, run_id) == before + 1

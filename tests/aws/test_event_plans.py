@@ -26,7 +26,7 @@ from world_aws.aws import plans
 from world_aws.aws.dynamo import Cancelled, CancelReason
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import SystemClock
-from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.contract.records import EventRequest, EventType, RunStartedData, StepCreatedData
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
 from world_aws.testing.conformance.support import STEP, create_run, new_id
 
@@ -119,7 +119,7 @@ def test_an_appends_calls_and_write_units_are_its_plans(metered: Metered) -> Non
     at = datetime.now(UTC)
     shapes = {
         "append_after: run_started + the first owned create": [
-            EventRequest(EventType.RUN_STARTED, None, EventData()),
+            EventRequest(EventType.RUN_STARTED, None, RunStartedData()),
             owned_create(first),
         ],
         "append_after: an owned outcome + the next owned create (a sequential inline step)": [
@@ -128,7 +128,9 @@ def test_an_appends_calls_and_write_units_are_its_plans(metered: Metered) -> Non
         ],
         "append_after: an owned outcome + a dispatched create": [
             owned_outcome(second),
-            EventRequest(EventType.STEP_CREATED, new_id("step"), EventData(step_name=STEP, input=b"in")),
+            EventRequest(
+                EventType.STEP_CREATED, new_id("step"), StepCreatedData(step_name=STEP, input=b"in")
+            ),
         ],
     }
     rows = {label: (batch_items, entity_actions) for label, batch_items, entity_actions in plans.APPEND_ROWS}

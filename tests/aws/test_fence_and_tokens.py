@@ -6,7 +6,7 @@ from functools import partial
 
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, HookConflictData, RunStatus
 from world_aws.errors import NotFound, RunExpired
 from world_aws.testing.conformance.support import (
     Racer,
@@ -87,7 +87,11 @@ def test_a_live_holder_keeps_its_token(world: AwsWorld) -> None:
     result = create_hook(world, other, token, metadata=None)
     # THEN it gets a hook_conflict naming the holder, at its own next position, and no hook
     assert result.event is not None and result.hook is None
-    assert (result.event.type, result.event.data.conflicting_run_id, result.event.position) == (
+    assert (
+        result.event.type,
+        result.event.data_as(HookConflictData).conflicting_run_id,
+        result.event.position,
+    ) == (
         EventType.HOOK_CONFLICT,
         holder,
         3,

@@ -10,7 +10,16 @@ from botocore.exceptions import ClientError
 from world_aws.aws import items, keys
 from world_aws.aws.payloads import PayloadWriter
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import Event, EventData, EventType, RunStatus
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    EventType,
+    RunCompletedData,
+    RunStatus,
+    StepCompletedData,
+    StepCreatedData,
+    WaitCreatedData,
+)
 from world_aws.errors import Transient, WorldAwsError
 from world_aws.testing.conformance.support import create_run, create_step, running_step, write
 from world_aws.testing.fake_time import FakeMonotonic
@@ -127,7 +136,14 @@ def test_reader_waits_for_a_writer_in_flight_instead_of_sealing(
 ) -> None:
     # GIVEN a writer that reserved 3 and is slow to commit, and a step created at 4
     run_id, position = _hole_before_a_step(world)
-    late = Event(run_id, position, EventType.WAIT_CREATED, "wait_late", world.clock.now(), EventData())
+    late = Event(
+        run_id,
+        position,
+        EventType.WAIT_CREATED,
+        "wait_late",
+        world.clock.now(),
+        WaitCreatedData(resume_at=world.clock.now()),
+    )
 
     def slow_writer_commits() -> None:
         fake_time.on_sleep = None
@@ -157,7 +173,7 @@ def test_dead_run_completed_writer_is_repaired_with_the_real_event(world: AwsWor
 
     world.clients.dynamodb.meta.events.register("before-parameter-build.dynamodb.PutItem", lose_event_puts)
     try:
-        write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"the-output"))
+        write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=b"the-output"))
         raise AssertionError("the event put should have failed")
     except WorldAwsError:
         pass
@@ -167,7 +183,7 @@ def test_dead_run_completed_writer_is_repaired_with_the_real_event(world: AwsWor
         )
     assert world.runs.get(run_id).status is RunStatus.COMPLETED
     # ... and the running step then reported its outcome (accepted after the end, SPEC §3.1)
-    outcome = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"late"))
+    outcome = write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"late"))
     # WHEN the log is read
     events = world.events.list(run_id)
     # THEN the hole before step_completed holds the real run_completed, rebuilt from the run item
@@ -244,8 +260,8 @@ def _dead_tail_writer(world: AwsWorld, run_id: str, types: list[EventType]) -> l
 
 def _data_of(etype: EventType) -> EventData:
     if etype is EventType.STEP_CREATED:
-        return EventData(step_name="step_tail", input=b"in", owner="m#1#h")
-    return EventData(output=b"out", owner="m#1#h")
+        return StepCreatedData(step_name="step_tail", input=b"in", owner="m#1#h")
+    return StepCompletedData(output=b"out", owner="m#1#h")
 
 
 def test_a_hole_the_run_items_tail_covers_is_sealed_with_that_batch_not_a_noop(

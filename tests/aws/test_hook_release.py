@@ -19,7 +19,7 @@ import pytest
 
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.contract.records import EventRequest, EventType, RunCompletedData
 from world_aws.errors import Conflict
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome, running_owned
 from world_aws.testing.conformance.support import create_hook, create_run, end_run, new_id, write
@@ -56,14 +56,14 @@ def _end_by_tail_append(world: AwsWorld, run_id: str, now: datetime) -> None:
     step_id = new_id("step")
     after = last_position(world, run_id)
     assert world.events.append_after(run_id, after, [owned_create(step_id)], at=now) is not None
-    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"done"))
+    end = EventRequest(EventType.RUN_COMPLETED, None, RunCompletedData(output=b"done"))
     assert world.events.append_after(run_id, after + 1, [owned_outcome(step_id), end], at=now) is not None
 
 
 def _end_by_transaction_append(world: AwsWorld, run_id: str, now: datetime) -> None:
     """An end appended in a transaction (the outcome updates a step item): no run image comes back."""
     step_id = running_owned(world, run_id)  # created one by one: with its item
-    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"done"))
+    end = EventRequest(EventType.RUN_COMPLETED, None, RunCompletedData(output=b"done"))
     after = last_position(world, run_id)
     assert world.events.append_after(run_id, after, [owned_outcome(step_id), end], at=now) is not None
 

@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError, NoCredentialsError
 
 from world_aws.aws.errors import translate
 from world_aws.aws.world import AwsWorld, create_aws_world
-from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.contract.records import EventRequest, EventType, RunCreatedData
 from world_aws.contract.world import BlobRef, QueueName
 from world_aws.errors import Misconfigured, NotFound, RetryLater, Transient
 from world_aws.testing.conformance.support import create_run, creation, new_id
@@ -72,7 +72,7 @@ def test_missing_table_is_misconfigured_naming_it_on_reads_and_writes(world: Aws
         assert "workflow-tabel" in str(raised.value) and raised.value.operation.startswith("DynamoDB ")
     with pytest.raises(Misconfigured, match="workflow-tabel"):
         typo.events.create(
-            new_id("wrun"), EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation()))
+            new_id("wrun"), EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=creation()))
         )
     # AND the real run is untouched
     assert [e.type for e in world.events.list(run_id)] == [EventType.RUN_CREATED, EventType.RUN_STARTED]

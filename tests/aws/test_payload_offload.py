@@ -14,7 +14,15 @@ from world_aws.aws import keys
 from world_aws.aws.payloads import COMPRESS_MIN_BYTES, RUN_INPUT_INLINE_LIMIT, PayloadReader
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import EventData, EventType, ResolveData
+from world_aws.contract.records import (
+    EventType,
+    ResolveData,
+    RunCompletedData,
+    RunCreatedData,
+    StepCompletedData,
+    StepCreatedData,
+    StepRetryingData,
+)
 from world_aws.errors import BadInput
 from world_aws.testing.conformance.support import create_run, create_step, running_step, write
 
@@ -79,7 +87,7 @@ def test_payloads_round_trip_byte_for_byte_through_run_step_and_log(world: AwsWo
     # GIVEN a run whose input, a step's input and the step's output are the payload
     run_id = create_run(world, input=payload)
     step_id = running_step(world, run_id, input=payload)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=payload))
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=payload))
     # WHEN everything is read back
     run = world.runs.get(run_id)
     step = world.steps.get(run_id, step_id)
@@ -87,8 +95,11 @@ def test_payloads_round_trip_byte_for_byte_through_run_step_and_log(world: AwsWo
     # THEN every copy is the exact bytes
     assert run.input == payload
     assert (step.input, step.output) == (payload, payload)
-    assert events[0].data.creation is not None and events[0].data.creation.input == payload
-    assert events[2].data.input == payload
+    assert (
+        events[0].data_as(RunCreatedData).creation is not None
+        and events[0].data_as(RunCreatedData).creation.input == payload
+    )
+    assert events[2].data_as(StepCreatedData).input == payload
     assert events[-1].data.output == payload
 
 
@@ -119,10 +130,10 @@ def test_items_stay_far_below_the_dynamodb_item_limit(world: AwsWorld) -> None:
     run_id = create_run(world, input=b"i" * MAX_INLINE_PAYLOAD_BYTES)
     big = b"p" * MAX_INLINE_PAYLOAD_BYTES
     step_id = running_step(world, run_id, input=big)
-    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=big[:-1] + b"e"))
+    write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=big[:-1] + b"e"))
     write(world, run_id, EventType.STEP_STARTED, step_id)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=big[:-1] + b"o"))
-    write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=big[:-1] + b"r"))
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=big[:-1] + b"o"))
+    write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=big[:-1] + b"r"))
     # WHEN the raw items are measured
     found = world.table.query_all("pk = :pk", {":pk": keys.run_pk(run_id)})
     sizes = {str(item[keys.SK]): _item_size(item) for item in found}
@@ -146,8 +157,11 @@ def test_resolve_data_none_never_touches_s3(world: AwsWorld) -> None:
     # THEN no S3 call was made and the payloads are left out
     assert calls == []
     assert (run.input, step.input, steps[0].input) == (None, None, None)
-    assert events[0].data.creation is not None and events[0].data.creation.input == b""
-    assert events[2].data.input is None
+    assert (
+        events[0].data_as(RunCreatedData).creation is not None
+        and events[0].data_as(RunCreatedData).creation.input == b""
+    )
+    assert events[2].data_as(StepCreatedData).input is None
     # ... while a full read resolves them
     with counting_s3_calls(world) as calls:
         assert world.runs.get(run_id).input == big
@@ -173,7 +187,7 @@ def test_compressible_payloads_are_stored_compressed_inline_and_read_back_whole(
     run_id = create_run(world)
     with counting_s3_calls(world) as calls:
         step_id = running_step(world, run_id, input=payload)
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=payload))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=payload))
     # WHEN the stored items are inspected
     event = world.table.get(keys.event_key(run_id, 3))
     step_item = world.table.get(keys.step_key(run_id, step_id))
@@ -187,7 +201,7 @@ def test_compressible_payloads_are_stored_compressed_inline_and_read_back_whole(
     # ... and every reader gets the exact bytes back
     assert world.steps.get(run_id, step_id).input == payload
     assert world.steps.get(run_id, step_id).output == payload
-    assert world.events.list(run_id)[2].data.input == payload
+    assert world.events.list(run_id)[2].data_as(StepCreatedData).input == payload
 
 
 def test_a_payload_its_entity_sent_to_s3_is_not_also_inline_in_the_event(world: AwsWorld) -> None:
@@ -206,7 +220,7 @@ def test_a_payload_its_entity_sent_to_s3_is_not_also_inline_in_the_event(world: 
     assert event["data"]["input"]["ref"] == step_item["input"]["ref"]
     assert _item_size(event) < 1024
     assert [c for c in calls if c.endswith("PutObject")] == ["before-call.s3.PutObject"]
-    assert world.events.list(run_id)[2].data.input == payload
+    assert world.events.list(run_id)[2].data_as(StepCreatedData).input == payload
     assert world.steps.get(run_id, step_id).input == payload
 
 
@@ -265,5 +279,5 @@ def test_a_run_input_that_stays_over_8_kib_once_compressed_is_kept_in_s3(
     assert calls.count("before-call.s3.PutObject") == (1 if stored_as == "s3" else 0)
     # AND the run and its log read it back whole
     assert world.runs.get(run_id).input == payload
-    created = world.events.list(run_id)[0].data.creation
+    created = world.events.list(run_id)[0].data_as(RunCreatedData).creation
     assert created is not None and created.input == payload

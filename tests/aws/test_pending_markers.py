@@ -6,7 +6,12 @@ import pytest
 
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventType
+from world_aws.contract.records import (
+    EventType,
+    StepCompletedData,
+    StepFailedData,
+    StepRetryingData,
+)
 from world_aws.errors import Conflict
 from world_aws.testing.conformance.support import create_run, create_step, running_step, write
 
@@ -24,9 +29,9 @@ def test_a_marker_lives_from_the_steps_creation_to_its_outcome(world: AwsWorld) 
     done, failed, retrying = (running_step(world, run_id) for _ in range(3))
     pending = create_step(world, run_id)
     assert _markers(world, run_id) == {done, failed, retrying, pending}
-    write(world, run_id, EventType.STEP_COMPLETED, done, EventData(output=b"1"))
-    write(world, run_id, EventType.STEP_FAILED, failed, EventData(error=b"x"))
-    write(world, run_id, EventType.STEP_RETRYING, retrying, EventData(error=b"y"))
+    write(world, run_id, EventType.STEP_COMPLETED, done, StepCompletedData(output=b"1"))
+    write(world, run_id, EventType.STEP_FAILED, failed, StepFailedData(error=b"x"))
+    write(world, run_id, EventType.STEP_RETRYING, retrying, StepRetryingData(error=b"y"))
     assert _markers(world, run_id) == {retrying, pending}
     # Markers are not steps: steps.list still returns the four steps and nothing else.
     assert {s.step_id for s in world.steps.list(run_id)} == {done, failed, retrying, pending}
@@ -35,11 +40,11 @@ def test_a_marker_lives_from_the_steps_creation_to_its_outcome(world: AwsWorld) 
 def test_a_refused_create_or_outcome_leaves_the_markers_alone(world: AwsWorld) -> None:
     run_id = create_run(world)
     step_id = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"1"))
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"1"))
     with pytest.raises(Conflict):
         create_step(world, run_id, step_id=step_id)  # a duplicate create must not bring the marker back
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"2"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"2"))
     assert _markers(world, run_id) == set()
     assert world.steps.any_pending(run_id) is False
 

@@ -17,7 +17,13 @@ import pytest
 from bench.billing import item_size
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    ResolveData,
+    RunCompletedData,
+    StepCompletedData,
+)
 from world_aws.testing.conformance.appended import OWNER, owned_create
 from world_aws.testing.conformance.support import create_run, new_id, running_step, write
 
@@ -61,7 +67,9 @@ def _run_with_a_finished_step(world: AwsWorld, run_input: bytes) -> str:
     step_id = new_id("step")
     first = [EventRequest(EventType.RUN_STARTED), owned_create(step_id)]
     assert world.events.append_after(run_id, 1, first, at=world.clock.now()) is not None
-    done = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"out", owner=OWNER))
+    done = write(
+        world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"out", owner=OWNER)
+    )
     assert done.event is not None
     assert world.runs.claim_continuation(run_id, after=done.event.position, claimer=step_id) is not None
     return run_id
@@ -115,11 +123,11 @@ def test_claims_and_transitions_return_the_run_without_its_input_but_with_its_ou
     # GIVEN a run with a 60 KB input and a finished step
     run_id = create_run(world, input=INPUTS["60-kb"])
     step_id = running_step(world, run_id)
-    done = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"out"))
+    done = write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"out"))
     assert done.event is not None
     # WHEN its continuation is claimed and the run completes
     claimed = world.runs.claim_continuation(run_id, after=done.event.position, claimer=step_id)
-    ended = write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"run-output"))
+    ended = write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=b"run-output"))
     # THEN neither read the input (None), the terminal one carries the output, and get has both
     assert claimed is not None and claimed.input is None and claimed.workflow_name == "wf_conformance"
     assert ended.run is not None and (ended.run.input, ended.run.output) == (None, b"run-output")

@@ -18,7 +18,7 @@ import pytest
 
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventType, StepStatus
+from world_aws.contract.records import EventType, StepStartedData, StepStatus
 from world_aws.errors import Conflict
 from world_aws.testing.conformance.support import STEP, create_run, create_step, start_step, types_of, write
 
@@ -42,7 +42,7 @@ def dynamodb_calls(world: AwsWorld) -> Iterator[Counter[str]]:
 
 
 def _stale_start(world: AwsWorld, run_id: str, step_id: str) -> None:
-    write(world, run_id, EventType.STEP_STARTED, step_id, EventData(step_name=OTHER))
+    write(world, run_id, EventType.STEP_STARTED, step_id, StepStartedData(step_name=OTHER))
 
 
 def _next_position(world: AwsWorld, run_id: str) -> int:

@@ -22,7 +22,16 @@ from world_aws.aws.landings import CARRY_SECONDS, READER_KEEPS_SECONDS
 from world_aws.aws.sequencer import TAIL_SLOT
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus, StepStatus
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    RunCompletedData,
+    RunCreatedData,
+    RunStartedData,
+    RunStatus,
+    StepCreatedData,
+    StepStatus,
+)
 from world_aws.errors import Conflict, Transient, WorldAwsError
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
 from world_aws.testing.conformance.support import STEP, create_run, creation, new_id, write
@@ -113,7 +122,9 @@ def test_a_sequential_append_commits_in_the_run_item_and_lands_its_batch(
     tail = _run_item(world, run_id)[TAIL_SLOT]
     assert tail == {k: v for k, v in stored.items() if k != keys.PK}
     # AND a later append that writes items (a dispatched create) removes the tail
-    dispatched = EventRequest(EventType.STEP_CREATED, new_id("step"), EventData(step_name=STEP, input=b"x"))
+    dispatched = EventRequest(
+        EventType.STEP_CREATED, new_id("step"), StepCreatedData(step_name=STEP, input=b"x")
+    )
     landed = world.events.append_after(run_id, after + 2, [owned_outcome(nxt), dispatched], at=clock.now())
     assert landed is not None
     assert TAIL_SLOT not in _run_item(world, run_id)
@@ -288,7 +299,7 @@ def test_a_run_ended_in_a_batch_whose_put_failed_gets_its_terminal_event_whole(
     # GIVEN the owner's last outcome and the run's end, committed, whose batch put failed
     run_id = create_run(world)
     done, after = _lazy_step(world, clock, run_id)
-    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"result"))
+    end = EventRequest(EventType.RUN_COMPLETED, None, RunCompletedData(output=b"result"))
     with event_puts_fail(world), pytest.raises(Transient):
         world.events.append_after(run_id, after, [owned_outcome(done), end], at=clock.now())
     assert world.runs.get(run_id).status is RunStatus.COMPLETED
@@ -345,7 +356,7 @@ def test_a_batch_too_large_for_one_write_unit_is_the_tail_while_the_run_item_sta
     assert world.events.append_after(run_id, after + 2, [owned_outcome(nxt)], at=clock.now())
     assert sizes.item_size(dynamo.to_item(_run_item(world, run_id))) <= sizes.WRITE_UNIT_BYTES
     events = world.events.list(run_id)
-    assert [(e.correlation_id, e.data.output) for e in events[-3:]] == [
+    assert [(e.correlation_id, getattr(e.data, "output", None)) for e in events[-3:]] == [
         (done, output),
         (nxt, None),
         (nxt, b"out"),
@@ -373,7 +384,7 @@ def test_a_run_created_whose_event_put_fails_is_created_and_read_whole(world: Aw
     run_id = new_id("wrun")
     made = creation(b"the-input")
     with event_puts_fail(world) as refused, pytest.raises(Transient, match="did not land"):
-        world.events.create(run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=made)))
+        world.events.create(run_id, EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=made)))
     assert len(refused) == 3 and _stored(world, run_id, 1) is None
     # WHEN the run is read, and listed
     run = world.runs.get(run_id)
@@ -382,16 +393,21 @@ def test_a_run_created_whose_event_put_fails_is_created_and_read_whole(world: Aw
     assert (run.status, run.input) == (RunStatus.PENDING, b"the-input")
     assert listed[run_id] == b"the-input"
     # AND a second create of the same run is a Conflict that changes nothing
-    again = EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation(b"x")))
+    again = EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=creation(b"x")))
     with pytest.raises(Conflict):
         world.events.create(run_id, again)
     # AND the first message's creating run_started (the resilient start) finds the run
-    started = world.events.create(run_id, EventRequest(EventType.RUN_STARTED, data=EventData(creation=made)))
+    started = world.events.create(
+        run_id, EventRequest(EventType.RUN_STARTED, data=RunStartedData(creation=made))
+    )
     assert started.event is not None and started.event.position == 2
     # AND the log reads run_created first, and its item is in the table
     events = world.events.list(run_id)
     assert [(e.position, e.type) for e in events] == [(1, EventType.RUN_CREATED), (2, EventType.RUN_STARTED)]
-    assert events[0].data.creation is not None and events[0].data.creation.input == b"the-input"
+    assert (
+        events[0].data_as(RunCreatedData).creation is not None
+        and events[0].data_as(RunCreatedData).creation.input == b"the-input"
+    )
     assert _stored(world, run_id, 1) is not None
 
 
@@ -411,7 +427,7 @@ def test_a_run_end_whose_event_put_failed_is_put_by_the_next_read(world: AwsWorl
     # GIVEN a run_completed written on its own whose reservation landed and whose event
     # put kept failing (nothing written after it: no later position shows a hole)
     run_id = create_run(world)
-    end = EventRequest(EventType.RUN_COMPLETED, None, EventData(output=b"result"))
+    end = EventRequest(EventType.RUN_COMPLETED, None, RunCompletedData(output=b"result"))
     with event_puts_fail(world), pytest.raises(WorldAwsError):
         world.events.create(run_id, end)
     assert world.runs.get(run_id).status is RunStatus.COMPLETED

@@ -19,7 +19,13 @@ from botocore.exceptions import EndpointConnectionError
 
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
-from world_aws.contract.records import EventData, EventType, RunStatus
+from world_aws.contract.records import (
+    EventType,
+    RunCancelledData,
+    RunCompletedData,
+    RunStartedData,
+    RunStatus,
+)
 from world_aws.errors import Conflict, NotFound, WorldAwsError
 from world_aws.testing.conformance.support import create_hook, create_run, new_id, types_of, write
 
@@ -55,16 +61,16 @@ def test_a_refused_transition_puts_the_missing_terminal_event_and_releases_hooks
     token = new_id("tok")
     create_hook(world, run_id, token)
     with event_puts_fail(world, EventType.RUN_COMPLETED), pytest.raises(WorldAwsError):
-        write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"the-output"))
+        write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=b"the-output"))
     run_item = world.table.get(keys.run_key(run_id))
     assert run_item is not None and run_item["status"] == RunStatus.COMPLETED.value
     final_position = int(run_item["rev_final_pos"])
     assert world.table.get(keys.event_key(run_id, final_position)) is None
     # WHEN a later transition of the run is refused because it ended
     data = {
-        EventType.RUN_STARTED: EventData(),
-        EventType.RUN_COMPLETED: EventData(output=b"x"),
-        EventType.RUN_CANCELLED: EventData(reason="late"),
+        EventType.RUN_STARTED: RunStartedData(),
+        EventType.RUN_COMPLETED: RunCompletedData(output=b"x"),
+        EventType.RUN_CANCELLED: RunCancelledData(reason="late"),
     }[second]
     with pytest.raises(Conflict):
         write(world, run_id, second, data=data)
@@ -82,7 +88,7 @@ def test_a_refused_transition_puts_the_missing_terminal_event_and_releases_hooks
 def test_a_refused_transition_of_a_whole_terminal_run_changes_nothing(world: AwsWorld) -> None:
     # GIVEN a run that completed normally
     run_id = create_run(world)
-    write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"done"))
+    write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=b"done"))
     before = world.events.list(run_id)
     # WHEN its continuation is redelivered
     with pytest.raises(Conflict):

@@ -14,7 +14,7 @@ from typing import Any
 from world_aws.aws import keys, step_events
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, StepStatus
+from world_aws.contract.records import EventType, StepCompletedData, StepStartedData, StepStatus
 from world_aws.testing.conformance.appended import (
     OWNER,
     appended_alone,
@@ -110,7 +110,7 @@ def test_another_process_reads_the_step_and_writes_its_outcome_one_by_one(
         assert other.events.append_after(run_id, after, [owned_outcome(alone)], at=clock.now()) is None
         assert last_position(world, run_id) == after
         # AND it writes the outcome one by one, as the runtime then does
-        write(other, run_id, EventType.STEP_COMPLETED, alone, EventData(output=b"late", owner=OWNER))
+        write(other, run_id, EventType.STEP_COMPLETED, alone, StepCompletedData(output=b"late", owner=OWNER))
     finally:
         other.close()
     # THEN the item was materialised and completed, and the entry is gone
@@ -129,7 +129,9 @@ def test_a_takeover_materialises_the_item_and_the_owners_outcome_still_lands(
     # GIVEN an owned step appended alone, taken over by another delivery
     run_id = create_run(world)
     alone = appended_alone(world, run_id)
-    taken = write(world, run_id, EventType.STEP_STARTED, alone, EventData(step_name=STEP, owner="m-2#1#h"))
+    taken = write(
+        world, run_id, EventType.STEP_STARTED, alone, StepStartedData(step_name=STEP, owner="m-2#1#h")
+    )
     assert taken.step is not None and taken.step.attempt == 2
     # THEN it has its item (attempt 2, running) and no entry
     item = _step_item(world, run_id, alone)

@@ -20,7 +20,7 @@ from bench.model import ModelBench
 from bench.opcosts import LatencyCharge, OpCost, OpCosts
 from bench.report import model_table, samples_from_json, summarise
 from bench.world import BenchWorld, RunTimeline
-from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.contract.records import EventRequest, EventType, RunCancelledData, RunCreatedData
 from world_aws.local.memory import create_memory_world
 from world_aws.testing.conformance.support import creation, new_id
 
@@ -59,9 +59,9 @@ def test_the_latency_proxy_charges_an_op_its_measured_round_trips() -> None:
         create_memory_world(), RunTimeline(), CallRecorder(), legacy_producer=False, charge=charge
     )
     run_id = new_id("wrun")
-    world.events.create(run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation())))
+    world.events.create(run_id, EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=creation())))
     world.runs.get(run_id)
-    world.events.create(run_id, EventRequest(EventType.RUN_CANCELLED, data=EventData(reason="test")))
+    world.events.create(run_id, EventRequest(EventType.RUN_CANCELLED, data=RunCancelledData(reason="test")))
     world.hooks.list(run_id)
     # THEN each op slept its round trips: run_created 1 transaction, runs.get 1 GetItem, and
     # run_cancelled (never measured) the mean of every measured event: 9 calls over 4 invocations

@@ -19,7 +19,7 @@ from examples.approval import app
 from world_aws.api.server import ApiServer, serve_api
 from world_aws.cli import main
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType
+from world_aws.contract.records import EventType, StepCompletedData, StepRetryingData
 from world_aws.contract.world import World
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.conformance.support import STEP, create_run, create_step, end_run, running_step, write
@@ -52,13 +52,13 @@ def _ended_run_with_a_step_in_each_state(world: World) -> tuple[str, dict[str, t
     """A cancelled run, and step id → (the status the API must show, attempts) of its steps."""
     run_id = create_run(world)
     completed = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, completed, EventData(output=b"done"))
+    write(world, run_id, EventType.STEP_COMPLETED, completed, StepCompletedData(output=b"done"))
     pending = create_step(world, run_id)
     running = running_step(world, run_id)
     retried = running_step(world, run_id)
     end_run(world, run_id, EventType.RUN_CANCELLED)
     # The body that was running when the run ended failed, and its retry was accepted.
-    write(world, run_id, EventType.STEP_RETRYING, retried, EventData(error=b"late"))
+    write(world, run_id, EventType.STEP_RETRYING, retried, StepRetryingData(error=b"late"))
     return run_id, {
         completed: ("completed", 1),
         pending: ("abandoned", 0),

@@ -44,10 +44,23 @@ from world_aws.contract.records import (
     EventRequest,
     EventType,
     Hook,
+    HookCreatedData,
+    HookReceivedData,
+    RunCancelledData,
+    RunCompletedData,
+    RunCreatedData,
     RunCreation,
+    RunFailedData,
+    RunStartedData,
     Step,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
     StepStatus,
     Wait,
+    WaitCreatedData,
 )
 from world_aws.contract.world import SPEC_VERSION_CURRENT, World
 from world_aws.errors import Conflict, NotFound, RunExpired, TooEarly
@@ -172,7 +185,7 @@ class DifferentialMachine(RuleBasedStateMachine):
     ) -> None:
         self.applied += 1
         run_id = self.run_ids[run]
-        request = EventRequest(etype, cid, data or EventData())
+        request = EventRequest(etype, cid, data)
         memory, aws = (_outcome(world, run_id, request) for world in self.worlds)
         assert memory == aws, f"{etype.value} {cid} on {run_id}: memory {memory} != aws {aws}"
         tally(f"{etype.value}: {memory[0]} {memory[1]}")
@@ -198,12 +211,14 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     @rule(run=RUNS)
     def run_created(self, run: int) -> None:
-        self._apply(run, EventType.RUN_CREATED, data=EventData(creation=self._creation()))
+        self._apply(run, EventType.RUN_CREATED, data=RunCreatedData(creation=self._creation()))
 
     @rule(run=RUNS, with_creation=st.booleans())
     def run_started(self, run: int, with_creation: bool) -> None:
         self._apply(
-            run, EventType.RUN_STARTED, data=EventData(creation=self._creation() if with_creation else None)
+            run,
+            EventType.RUN_STARTED,
+            data=RunStartedData(creation=self._creation() if with_creation else None),
         )
 
     @precondition(lambda self: self.applied >= RUN_LIFETIME)
@@ -213,38 +228,40 @@ class DifferentialMachine(RuleBasedStateMachine):
         # ended early, runs would refuse everything else, and the fence (SPEC §3.1)
         # has most to judge when the run ends with steps, hooks and waits in flight.
         if how == "completed":
-            self._apply(run, EventType.RUN_COMPLETED, data=EventData(output=self._payload("run-output")))
+            self._apply(
+                run, EventType.RUN_COMPLETED, data=RunCompletedData(output=self._payload("run-output"))
+            )
         elif how == "failed":
-            data = EventData(error=self._payload("run-error"), error_code="E_DIFF")
+            data = RunFailedData(error=self._payload("run-error"), error_code="E_DIFF")
             self._apply(run, EventType.RUN_FAILED, data=data)
         else:
-            self._apply(run, EventType.RUN_CANCELLED, data=EventData(reason="differential"))
+            self._apply(run, EventType.RUN_CANCELLED, data=RunCancelledData(reason="differential"))
 
     # ------------------------------------------------------------------------- steps
 
     @rule(run=RUNS, step=STEPS)
     def step_created(self, run: int, step: str) -> None:
-        data = EventData(step_name="step_diff", input=self._payload("step-input"))
+        data = StepCreatedData(step_name="step_diff", input=self._payload("step-input"))
         self._apply(run, EventType.STEP_CREATED, step, data)
 
     @rule(draw=st.data())
     def step_started(self, draw: st.DataObject) -> None:
         run, step = self._target(draw, "step", StepStatus.PENDING)
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
 
     @rule(draw=st.data())
     def step_started_naming_another_step(self, draw: st.DataObject) -> None:
         # A stale start of another step under the same id (SPEC §3: the step-name fence):
         # Conflict on both, after the fence and before TooEarly, whatever state the step is in.
         run, step = self._target(draw, "step")
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_other"))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_other"))
 
     @rule(draw=st.data(), delay=st.none() | OFFSETS)
     def step_retrying(self, draw: st.DataObject, delay: int | None) -> None:
         # Of a running step also after its run ended: accepted, as the outcomes are (SPEC §3.1).
         run, step = self._target(draw, "step", StepStatus.RUNNING)
         retry_after = None if delay is None else self.memory_clock.now() + timedelta(seconds=delay)
-        data = EventData(error=self._payload("step-error"), retry_after=retry_after)
+        data = StepRetryingData(error=self._payload("step-error"), retry_after=retry_after)
         self._apply(run, EventType.STEP_RETRYING, step, data)
 
     def _backing_off(self) -> list[tuple[int, str]]:
@@ -263,7 +280,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         # A redelivery that comes back before the step's backoff ran out: both Worlds must
         # refuse it with TooEarly and the same seconds left (or RunExpired, the fence first).
         run, step = draw.draw(st.sampled_from(self._backing_off()), label="backing off")
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
 
     @rule(run=RUNS, step=STEPS, delay=OFFSETS)
     def step_backs_off(self, run: int, step: str, delay: int) -> None:
@@ -272,11 +289,11 @@ class DifferentialMachine(RuleBasedStateMachine):
         # is the only road to TooEarly. Refusals on the way (a finished step, an ended run)
         # are compared just the same.
         self.step_created(run, step)
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
         retry_after = self.memory_clock.now() + timedelta(seconds=delay)
-        data = EventData(error=self._payload("step-error"), retry_after=retry_after)
+        data = StepRetryingData(error=self._payload("step-error"), retry_after=retry_after)
         self._apply(run, EventType.STEP_RETRYING, step, data)
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
 
     @precondition(lambda self: self.applied >= RUN_LIFETIME)
     @rule(run=RUNS, step=STEPS, how=st.sampled_from(["completed", "failed", "cancelled"]))
@@ -285,31 +302,33 @@ class DifferentialMachine(RuleBasedStateMachine):
         # (SPEC §3.1, as an outcome would be) and the redelivered start meets the fence.
         # Drawn one by one, this sequence almost never happens.
         self.step_created(run, step)
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
         self.run_ended(run, how)
-        self._apply(run, EventType.STEP_RETRYING, step, EventData(error=self._payload("step-error")))
-        self._apply(run, EventType.STEP_STARTED, step, EventData(step_name="step_diff"))
+        self._apply(run, EventType.STEP_RETRYING, step, StepRetryingData(error=self._payload("step-error")))
+        self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
 
     @rule(draw=st.data(), completed=st.booleans())
     def step_finished(self, draw: st.DataObject, completed: bool) -> None:
         run, step = self._target(draw, "step", StepStatus.RUNNING)
         if completed:
-            self._apply(run, EventType.STEP_COMPLETED, step, EventData(output=self._payload("result")))
+            self._apply(
+                run, EventType.STEP_COMPLETED, step, StepCompletedData(output=self._payload("result"))
+            )
         else:
-            self._apply(run, EventType.STEP_FAILED, step, EventData(error=self._payload("step-error")))
+            self._apply(run, EventType.STEP_FAILED, step, StepFailedData(error=self._payload("step-error")))
 
     # ------------------------------------------------------------------------- hooks
 
     @rule(run=RUNS, hook=HOOKS, token=TOKENS)
     def hook_created(self, run: int, hook: str, token: int) -> None:
-        data = EventData(token=self.tokens[token], metadata=self._payload("meta"))
+        data = HookCreatedData(token=self.tokens[token], metadata=self._payload("meta"))
         self._apply(run, EventType.HOOK_CREATED, hook, data)
 
     @rule(draw=st.data(), resume=RESUMES)
     def hook_received(self, draw: st.DataObject, resume: int) -> None:
         # resume ids come from a pool of three, so repeats (deduplicated, SPEC §6.2) happen.
         run, hook = self._target(draw, "hook")
-        data = EventData(payload=self._payload("hook-payload"), resume_id=f"resume_{resume}")
+        data = HookReceivedData(payload=self._payload("hook-payload"), resume_id=f"resume_{resume}")
         self._apply(run, EventType.HOOK_RECEIVED, hook, data)
 
     @rule(draw=st.data())
@@ -321,7 +340,7 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     @rule(run=RUNS, wait=WAITS, delay=OFFSETS)
     def wait_created(self, run: int, wait: str, delay: int) -> None:
-        data = EventData(resume_at=self.memory_clock.now() + timedelta(seconds=delay))
+        data = WaitCreatedData(resume_at=self.memory_clock.now() + timedelta(seconds=delay))
         self._apply(run, EventType.WAIT_CREATED, wait, data)
 
     @rule(draw=st.data())

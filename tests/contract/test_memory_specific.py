@@ -12,7 +12,14 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock, SystemClock
-from world_aws.contract.records import EventData, EventType, ResolveData
+from world_aws.contract.records import (
+    EventType,
+    ResolveData,
+    RunCreatedData,
+    RunStartedData,
+    StepCompletedData,
+    StepCreatedData,
+)
 from world_aws.contract.world import (
     Ack,
     Delivery,
@@ -292,7 +299,7 @@ def test_stats_count_operations_by_kind(mem: MemoryWorld) -> None:
     run_id = create_run(mem)
     step_id = running_step(mem, run_id)
     with pytest.raises(Conflict):
-        write(mem, run_id, EventType.STEP_CREATED, step_id, EventData(step_name="s", input=b""))
+        write(mem, run_id, EventType.STEP_CREATED, step_id, StepCreatedData(step_name="s", input=b""))
     mem.events.list(run_id)
     mem.events.list(run_id, after=3)
     mem.runs.get(run_id)
@@ -343,9 +350,12 @@ def test_repeated_resume_returns_the_first_event_even_after_dispose(mem: MemoryW
 
 def test_creating_run_started_keeps_creation_data_on_run_created_only(mem: MemoryWorld) -> None:
     run_id = new_id("wrun")
-    write(mem, run_id, EventType.RUN_STARTED, data=EventData(creation=creation(b"in")))
+    write(mem, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=creation(b"in")))
     created, started = mem.events.list(run_id, resolve_data=ResolveData.ALL)
-    assert created.data.creation is not None and started.data.creation is None
+    assert (
+        created.data_as(RunCreatedData).creation is not None
+        and started.data_as(RunStartedData).creation is None
+    )
 
 
 def test_runs_list_rejects_a_foreign_cursor_and_a_bad_limit(mem: MemoryWorld) -> None:
@@ -361,6 +371,6 @@ def test_memory_log_stays_dense_through_refused_writes(mem: MemoryWorld) -> None
     step_id = running_step(mem, run_id)
     for _ in range(3):
         with pytest.raises(Conflict):
-            write(mem, run_id, EventType.STEP_CREATED, step_id, EventData(step_name="s", input=b""))
-    write(mem, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+            write(mem, run_id, EventType.STEP_CREATED, step_id, StepCreatedData(step_name="s", input=b""))
+    write(mem, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"x"))
     assert [e.position for e in mem.events.list(run_id)] == [1, 2, 3, 4, 5]

@@ -10,7 +10,7 @@ import pytest
 from bench.chaos_aws import BotocoreFaults
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventRequest, EventType, RunCreation
+from world_aws.contract.records import EventRequest, EventType, RunCreatedData, RunCreation
 from world_aws.contract.world import Ack, Delivery, QueueName, World
 from world_aws.errors import Conflict, Throttled, Transient
 from world_aws.local.memory import MemoryWorld, create_memory_world
@@ -24,7 +24,7 @@ RUN = "wrun_01CHAOSMACHINERY000000000"
 
 def created(run_id: str = RUN) -> EventRequest:
     creation = RunCreation(workflow_name="wf", deployment_id="dpl_local", spec_version=3, input=b"\x80")
-    return EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation))
+    return EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=creation))
 
 
 @pytest.fixture

@@ -19,7 +19,15 @@ from functions._metrics import EventCounts, ObservedWorld
 from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, RunCreation
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    ResolveData,
+    RunCreation,
+    RunStartedData,
+    StepCreatedData,
+    StepStartedData,
+)
 from world_aws.contract.transport import decode_body
 from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
@@ -107,15 +115,15 @@ def test_a_delivery_that_reads_its_run_counts_its_events_under_the_workflow(
     # know nothing of it (a wake-up message names no workflow)
     inner = create_memory_world(clock=ManualClock())
     creation = RunCreation(workflow_name="checkout", deployment_id="d", spec_version=1, input=b"i")
-    inner.events.create("wrun_1", EventRequest(EventType.RUN_STARTED, data=EventData(creation=creation)))
-    step = EventData(step_name="charge", input=b"x")
+    inner.events.create("wrun_1", EventRequest(EventType.RUN_STARTED, data=RunStartedData(creation=creation)))
+    step = StepCreatedData(step_name="charge", input=b"x")
     inner.events.create("wrun_1", EventRequest(EventType.STEP_CREATED, "step_1", step))
     counts = EventCounts()
     world = ObservedWorld(inner, counts)
     # WHEN its continuation reads the run (it writes no run_started) and starts the step
     world.runs.get("wrun_1", resolve_data=ResolveData.NONE)
     world.events.create(
-        "wrun_1", EventRequest(EventType.STEP_STARTED, "step_1", EventData(step_name="charge"))
+        "wrun_1", EventRequest(EventType.STEP_STARTED, "step_1", StepStartedData(step_name="charge"))
     )
     metrics = Metrics(namespace="WorldAws", service="test")
     counts.publish(metrics)

@@ -18,7 +18,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from world_aws.contract.records import Event, EventData, EventType, Run, RunCreation, RunStatus
+from world_aws.contract.records import (
+    DATA_RECORDS,
+    Event,
+    EventType,
+    Run,
+    RunCreatedData,
+    RunCreation,
+    RunStatus,
+    empty_data,
+)
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import Outcome, Replay
 
@@ -50,7 +59,7 @@ def _decode(value: Any) -> Any:
 
 
 def event_to_json(event: Event) -> dict[str, Any]:
-    defaults = EventData()
+    defaults = empty_data(event.type)
     data = {
         f.name: _encode(getattr(event.data, f.name))
         for f in dataclasses.fields(event.data)
@@ -72,7 +81,7 @@ def event_from_json(run_id: str, raw: dict[str, Any]) -> Event:
         type=EventType(raw["type"]),
         correlation_id=raw["correlation_id"],
         created_at=datetime.fromisoformat(raw["created_at"]),
-        data=EventData(**{k: _decode(v) for k, v in raw["data"].items()}),
+        data=DATA_RECORDS[EventType(raw["type"])](**{k: _decode(v) for k, v in raw["data"].items()}),
     )
 
 
@@ -96,7 +105,7 @@ def load_log(path: Path) -> tuple[Run, list[Event]]:
 def run_from_log(run_id: str, events: list[Event]) -> Run:
     created = next(e for e in events if e.type is EventType.RUN_CREATED)
     started = next((e for e in events if e.type is EventType.RUN_STARTED), None)
-    creation = created.data.creation
+    creation = created.data_as(RunCreatedData).creation
     assert creation is not None, "run_created without its creation data"
     return Run(
         run_id=run_id,

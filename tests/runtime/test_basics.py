@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from world_aws import BadInput, RuntimeConfig, WorkflowFailedError, Workflows
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, RunStatus, owner_of
 from world_aws.errors import SerializationError, UnknownWorkflow
 from world_aws.testing.harness import Harness
 
@@ -94,7 +94,7 @@ def test_step_that_keeps_raising_fails_the_run_with_its_error_kept(
     # AND the step ran its 3 attempts before failing (an inline first attempt starts in its create)
     events = harness.events(handle.run_id)
     types = [e.type for e in events]
-    owned_creates = [e for e in events if e.type is EventType.STEP_CREATED and e.data.owner is not None]
+    owned_creates = [e for e in events if e.type is EventType.STEP_CREATED and owner_of(e.data) is not None]
     assert types.count(EventType.STEP_STARTED) + len(owned_creates) == 3
     assert types.count(EventType.STEP_RETRYING) == 2
     assert types.count(EventType.STEP_FAILED) == 1

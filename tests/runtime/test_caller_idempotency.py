@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from world_aws import Workflows, create_hook
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, HookReceivedData, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.errors import BadInput, Conflict, Transient
 
@@ -42,7 +42,11 @@ def wakes(call: Call) -> bool:
 
 
 def received_payloads(harness: Harness, run_id: str) -> list[bytes | None]:
-    return [e.data.payload for e in harness.events(run_id) if e.type is EventType.HOOK_RECEIVED]
+    return [
+        e.data_as(HookReceivedData).payload
+        for e in harness.events(run_id)
+        if e.type is EventType.HOOK_RECEIVED
+    ]
 
 
 def test_a_resume_retried_after_its_wake_up_failed_delivers_once_and_wakes_the_run(

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from world_aws import NotFound, SerializationError, Workflows, create_hook
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, RunCancelledData, RunStatus
 from world_aws.errors import ResultTimeout
 from world_aws.testing.harness import Harness
 
@@ -56,7 +56,7 @@ def test_cancel_records_the_reason_given(harness: Harness) -> None:
     # THEN the run_cancelled event keeps the reason, and the hook's token is free again
     cancelled = harness.events(handle.run_id)[-1]
     assert cancelled.type is EventType.RUN_CANCELLED
-    assert cancelled.data.reason == "customer asked"
+    assert cancelled.data_as(RunCancelledData).reason == "customer asked"
     with pytest.raises(NotFound):
         runtime.resume_hook("ok:c", "too late")
 

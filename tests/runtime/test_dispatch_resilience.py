@@ -17,7 +17,7 @@ import pytest
 
 from world_aws import RuntimeConfig, Workflows
 from world_aws.contract.payload import InlineStepInput, InvokePayload
-from world_aws.contract.records import EventType, RunStatus, StepStatus
+from world_aws.contract.records import EventType, RunStatus, StepCreatedData, StepStatus
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     Ack,
@@ -100,7 +100,7 @@ def test_step_message_that_beats_its_create_runs_in_the_same_delivery(
     # AND "transform" was created exactly once, by its consumer, from the message
     events = harness.events(handle.run_id)
     creates = [e for e in events if e.type is EventType.STEP_CREATED]
-    assert [(e.data.step_name, e.data.via_step_dispatch) for e in creates] == [
+    assert [(e.data.step_name, e.data_as(StepCreatedData).via_step_dispatch) for e in creates] == [
         ("pipeline.extract", False),
         ("pipeline.transform", True),
         ("pipeline.load", False),
@@ -240,7 +240,7 @@ def test_resilient_dispatch_messages_carry_the_step_input(harness: Harness) -> N
     assert harness.settle(handle) is RunStatus.COMPLETED
     # THEN each step message carried exactly the input its step was created with
     inputs = {
-        e.correlation_id: e.data.input
+        e.correlation_id: e.data_as(StepCreatedData).input
         for e in harness.events(handle.run_id)
         if e.type is EventType.STEP_CREATED
     }
@@ -277,7 +277,7 @@ def test_consumer_that_cannot_create_the_missing_step_redelivers_instead_of_runn
     assert isinstance(deliveries[0].error, Transient)
     assert ran == ["extract", "transform", "load"]
     created = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_CREATED]
-    assert [e.data.via_step_dispatch for e in created] == [False, True, False]
+    assert [e.data_as(StepCreatedData).via_step_dispatch for e in created] == [False, True, False]
 
 
 def test_sequential_dispatch_redoes_the_pass_when_a_create_fails(harness: Harness) -> None:

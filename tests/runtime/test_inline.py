@@ -16,7 +16,7 @@ from datetime import timedelta
 import pytest
 
 from world_aws import Workflows
-from world_aws.contract.records import EventType, RunStatus, StepStatus
+from world_aws.contract.records import EventType, RunStatus, StepStatus, owner_of
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import BadInput, Transient, WorkflowFailedError
 from world_aws.runtime.config import RuntimeConfig
@@ -47,7 +47,7 @@ def test_sequential_run_completes_in_its_first_workflow_delivery_without_step_me
     # AND each step was created owned by that delivery (started in its create), then completed
     events = harness.events(handle.run_id)
     created = [e for e in events if e.type is EventType.STEP_CREATED]
-    owners = {str(e.data.owner).rsplit("#", 1)[0] for e in created}
+    owners = {str(owner_of(e.data)).rsplit("#", 1)[0] for e in created}
     assert owners == {f"{workflow[0].message_id}#1"}
     assert EventType.STEP_STARTED not in [e.type for e in events]
     steps = [harness.world.steps.get(handle.run_id, str(e.correlation_id)) for e in created]
@@ -67,7 +67,7 @@ def test_fan_out_runs_max_inline_steps_branches_inline_and_dispatches_the_rest(h
     assert sorted(ran) == sorted(f"square {i}" for i in range(5))
     created = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_CREATED]
     assert len(created) == 5
-    assert len([e for e in created if e.data.owner is not None]) == 3
+    assert len([e for e in created if owner_of(e.data) is not None]) == 3
     assert len({d.step_id for d in harness.step_deliveries()}) == 2
 
 
@@ -86,7 +86,7 @@ def test_a_fan_out_of_fast_steps_runs_inline_in_rounds_twice_as_wide_each_time(h
     assert harness.step_deliveries() == []
     events = harness.events(handle.run_id)
     created = [e for e in events if e.type is EventType.STEP_CREATED]
-    assert len(created) == 25 and all(e.data.owner is not None for e in created)
+    assert len(created) == 25 and all(owner_of(e.data) is not None for e in created)
     # AND the rounds were 3, 6, 12 and the 4 left: each round's creates come after the
     # previous round's outcomes
     rounds: list[int] = []
@@ -116,7 +116,7 @@ def test_a_slow_round_dispatches_the_steps_it_held_and_the_run_completes(harness
     assert sorted({d.step_id for d in harness.step_deliveries()}) == sorted(
         e.correlation_id
         for e in harness.events(handle.run_id)
-        if e.type is EventType.STEP_CREATED and e.data.owner is None
+        if e.type is EventType.STEP_CREATED and owner_of(e.data) is None
     )
     assert len({d.step_id for d in harness.step_deliveries()}) == 3
 
@@ -230,7 +230,7 @@ def test_kill_switch_dispatches_every_step_by_message(harness: Harness) -> None:
     assert handle.result(timeout=0) == 3
     assert len(harness.step_deliveries()) == 3
     events = harness.events(handle.run_id)
-    assert all(e.data.owner is None for e in events)
+    assert all(owner_of(e.data) is None for e in events)
     assert [e.type for e in events].count(EventType.STEP_STARTED) == 3
 
 
@@ -250,7 +250,7 @@ def test_crash_inside_an_inline_step_is_taken_over_by_the_owners_redelivery(harn
     assert [d.attempt for d in workflow] == [1, 2]
     assert workflow[0].message_id == workflow[1].message_id
     restarts = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_STARTED]
-    assert [str(e.data.owner).rsplit("#", 1)[0] for e in restarts] == [f"{workflow[0].message_id}#2"]
+    assert [str(owner_of(e.data)).rsplit("#", 1)[0] for e in restarts] == [f"{workflow[0].message_id}#2"]
     assert harness.step_deliveries() == []
 
 
@@ -373,7 +373,7 @@ def test_a_continuation_that_fails_after_progress_hands_the_run_on_to_a_fresh_me
     assert [d.attempt for d in workflow] == [1] * 5
     assert len({d.message_id for d in workflow}) == 5
     restarts = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_STARTED]
-    assert [str(e.data.owner).rsplit("#", 2)[0] for e in restarts] == [d.message_id for d in workflow[1:]]
+    assert [str(owner_of(e.data)).rsplit("#", 2)[0] for e in restarts] == [d.message_id for d in workflow[1:]]
     # AND only the four steps whose outcome was lost ran twice
     assert ran == [f"add {sum(range(i))}+{i}" for i in range(8) for _ in range(2 if 1 <= i <= 4 else 1)]
     assert harness.step_deliveries() == []

@@ -16,7 +16,7 @@ import pytest
 from world_aws import Workflows
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InlineStepInput, InvokePayload, StepInputRef
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, RunCreatedData, RunStatus, StepCreatedData
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, QueueName, Redeliver
 from world_aws.errors import Transient
@@ -88,7 +88,7 @@ def test_large_inputs_travel_by_claim_check(harness: Harness, create_fails: bool
     assert isinstance(small.step_input, InlineStepInput)
     assert isinstance(big.step_input, StepInputRef) and big.step_input.size > MAX_INLINE_PAYLOAD_BYTES
     created = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_CREATED]
-    assert [e.data.via_step_dispatch for e in created] == [False, create_fails]
+    assert [e.data_as(StepCreatedData).via_step_dispatch for e in created] == [False, create_fails]
 
 
 def test_step_runs_with_its_committed_input_not_the_message_copy(harness: Harness) -> None:
@@ -124,7 +124,10 @@ def test_start_survives_a_failed_run_created_and_the_first_delivery_creates_the_
     # THEN the first run_started, carrying the creation data, created the run
     events = harness.events(handle.run_id)
     assert [e.type for e in events[:2]] == [EventType.RUN_CREATED, EventType.RUN_STARTED]
-    assert events[0].data.creation is not None and events[0].data.creation.workflow_name == "checksum"
+    assert (
+        events[0].data_as(RunCreatedData).creation is not None
+        and events[0].data_as(RunCreatedData).creation.workflow_name == "checksum"
+    )
     assert handle.run().workflow_name == "checksum"
 
 

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from world_aws import FatalError, RetryableError, StepFailedError, Workflows, get_step_metadata
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, RunStatus, StepRetryingData
 from world_aws.contract.world import QueueName, Redeliver
 from world_aws.errors import Transient, WorkflowFailedError
 from world_aws.testing.harness import Harness
@@ -146,7 +146,7 @@ def test_retryable_error_retry_after_is_honoured_even_against_an_early_delivery(
     assert len(starts) == 2
     assert starts[1].created_at - retrying.created_at >= timedelta(seconds=5)
     assert retrying.created_at == retried_at
-    assert retrying.data.retry_after == retried_at + timedelta(seconds=5)
+    assert retrying.data_as(StepRetryingData).retry_after == retried_at + timedelta(seconds=5)
 
 
 def test_failure_to_record_a_completion_is_retried_without_rerunning_the_step(harness: Harness) -> None:

@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 
 from world_aws import NotFound, RunCancelledError, Workflows, create_hook, sleep
-from world_aws.contract.records import EventData, EventRequest, EventType, RunStatus
+from world_aws.contract.records import EventRequest, EventType, HookReceivedData, RunStatus, WaitCreatedData
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.testing.harness import Harness
 
@@ -61,7 +61,7 @@ def test_three_day_sleep_runs_on_the_injected_clock(memory_harness: Harness) -> 
     events = h.events(handle.run_id)
     created = next(e for e in events if e.type is EventType.WAIT_CREATED)
     completed = next(e for e in events if e.type is EventType.WAIT_COMPLETED)
-    assert created.data.resume_at == started + timedelta(days=3)
+    assert created.data_as(WaitCreatedData).resume_at == started + timedelta(days=3)
     assert completed.created_at - created.created_at == timedelta(days=3)
 
 
@@ -122,11 +122,13 @@ def test_hook_resumed_three_times_delivers_each_payload_once_in_order(harness: H
             EventRequest(
                 EventType.HOOK_RECEIVED,
                 hook.hook_id,
-                EventData(token=token, payload=runtime.app.serializer.dumps(payload), resume_id=resume_id),
+                HookReceivedData(
+                    token=token, payload=runtime.app.serializer.dumps(payload), resume_id=resume_id
+                ),
             ),
         )
         # THEN each retry returned the first event instead of appending a new one
-        assert retried.event is not None and retried.event.data.resume_id == resume_id
+        assert retried.event is not None and retried.event.data_as(HookReceivedData).resume_id == resume_id
         if n == 0:
             harness.settle(handle)  # the run consumes the first payload before the others arrive
     # AND the run completes with the three payloads in resume order, one event each
@@ -134,7 +136,7 @@ def test_hook_resumed_three_times_delivers_each_payload_once_in_order(harness: H
     assert handle.result(timeout=0) == ["legal", "finance", "ceo"]
     received = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]
     assert len(received) == 3
-    assert len({e.data.resume_id for e in received}) == 3
+    assert len({e.data_as(HookReceivedData).resume_id for e in received}) == 3
     # AND once the run ended its token is free: a late resume is NotFound
     with pytest.raises(NotFound):
         runtime.resume_hook(token, "late")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from world_aws import RetryableError, StepFailedError, Workflows, get_step_metadata
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, RunStatus, StepRetryingData
 from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
 from world_aws.runtime.config import RuntimeConfig
@@ -217,11 +217,15 @@ def test_retry_delays_follow_the_backoff_and_retry_after_wins(memory_harness: Ha
     events = memory_harness.events(handle.run_id)
     retrying = [e for e in events if e.type is EventType.STEP_RETRYING]
     starts = [e for e in events if e.type is EventType.STEP_STARTED]
-    delays = [(e.data.retry_after - e.created_at).total_seconds() for e in retrying if e.data.retry_after]
+    delays = [
+        (e.data_as(StepRetryingData).retry_after - e.created_at).total_seconds()
+        for e in retrying
+        if e.data_as(StepRetryingData).retry_after
+    ]
     assert delays == [2, 4, 8, 30, 10]
     for retry, next_start in zip(retrying, starts[1:], strict=True):
-        assert retry.data.retry_after is not None
-        assert next_start.created_at >= retry.data.retry_after
+        assert retry.data_as(StepRetryingData).retry_after is not None
+        assert next_start.created_at >= retry.data_as(StepRetryingData).retry_after
 
 
 def test_backoff_jitter_stays_within_its_band() -> None:

@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from world_aws import BadInput, Hook, Workflows
-from world_aws.contract.records import EventType, RunStatus
+from world_aws.contract.records import EventType, HookReceivedData, RunStatus
 from world_aws.testing.harness import Harness
 
 
@@ -127,7 +127,7 @@ def test_a_pydantic_hook_yields_each_payload_as_a_model(harness: Harness) -> Non
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == [4, 5]
     received = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]
-    assert [runtime.app.serializer.loads(e.data.payload or b"") for e in received] == [
+    assert [runtime.app.serializer.loads(e.data_as(HookReceivedData).payload or b"") for e in received] == [
         {"score": 4, "note": "fine"},
         {"score": 5, "note": None},
     ]
@@ -170,7 +170,7 @@ def test_enum_and_datetime_fields_are_recorded_as_plain_data_and_come_back_typed
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == [True, at, ["a"]]
     [received] = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]
-    assert Workflows().serializer.loads(received.data.payload or b"") == {
+    assert Workflows().serializer.loads(received.data_as(HookReceivedData).payload or b"") == {
         "level": "high",
         "at": at,
         "tags": ["a"],

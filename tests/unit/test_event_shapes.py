@@ -1,18 +1,35 @@
-"""The per-type data shapes (``contract.shapes``): complete, and applied field by field."""
+"""The per-type data records (``records.DATA_RECORDS``) and their check (``contract.shapes``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
-from world_aws.contract import rules, shapes
-from world_aws.contract.records import EventData, EventRequest, EventType
+from world_aws.contract import rules
+from world_aws.contract.records import (
+    DATA_RECORDS,
+    EventData,
+    EventRequest,
+    EventType,
+    RunCreation,
+    StepCompletedData,
+    StepCreatedData,
+    data_as,
+    data_fields,
+    empty_data,
+    owner_of,
+    required_fields,
+    without_payloads,
+)
 from world_aws.errors import BadInput
 
-# One legal value per field, to set a field that a type does not take.
-SAMPLE = {
-    "creation": None,  # needs a RunCreation; covered by the run tests
+CREATION = RunCreation(workflow_name="wf", deployment_id="dpl", spec_version=1, input=b"in")
+# One legal value per field name any record has.
+SAMPLE: dict[str, Any] = {
+    "creation": CREATION,
     "output": b"o",
     "error": b"e",
     "error_code": "E",
@@ -31,40 +48,81 @@ SAMPLE = {
 }
 
 
-def test_every_type_has_a_shape_and_every_shape_names_real_fields() -> None:
-    assert set(shapes.SHAPES) == set(EventType)
-    assert set(SAMPLE) == set(shapes.DATA_FIELDS)
-    for shape in shapes.SHAPES.values():
-        assert shape.required <= shape.allowed <= set(shapes.DATA_FIELDS)
+def _full(etype: EventType) -> EventData:
+    record = DATA_RECORDS[etype]
+    return record(**{name: SAMPLE[name] for name in data_fields(record)})
 
 
-def _request(etype: EventType, **fields: object) -> EventRequest:
+def _request(etype: EventType, data: EventData | None = None) -> EventRequest:
     cid = None if etype.is_run_event else "cid_1"
-    return EventRequest(etype, cid, EventData(**fields))  # type: ignore[arg-type]
+    return EventRequest(etype, cid) if data is None else EventRequest(etype, cid, data)
 
 
-@pytest.mark.parametrize("etype", sorted(rules.CLIENT_EVENT_TYPES - {EventType.RUN_CREATED}))
-def test_each_field_a_type_does_not_take_is_refused_by_name(etype: EventType) -> None:
-    shape = shapes.SHAPES[etype]
-    required = {name: SAMPLE[name] for name in shape.required}
-    rules.validate_request(_request(etype, **required))  # its required fields alone: accepted
-    for name, value in SAMPLE.items():
-        if value is None:
-            continue
-        request = _request(etype, **{**required, name: value})
-        if name in shape.allowed:
-            rules.validate_request(request)
-        else:
-            with pytest.raises(BadInput, match=f"{etype.value} takes no {name}"):
-                rules.validate_request(request)
+def test_every_type_has_one_record_named_by_it_with_sampled_fields() -> None:
+    assert set(DATA_RECORDS) == set(EventType)
+    assert len(set(DATA_RECORDS.values())) == len(EventType)
+    for etype, record in DATA_RECORDS.items():
+        assert record.TYPE is etype
+        assert set(data_fields(record)) <= set(SAMPLE)
 
 
-@pytest.mark.parametrize("etype", sorted(t for t in rules.CLIENT_EVENT_TYPES if shapes.SHAPES[t].required))
+@pytest.mark.parametrize("etype", sorted(rules.CLIENT_EVENT_TYPES))
+def test_each_type_takes_its_record_with_every_field_set(etype: EventType) -> None:
+    rules.validate_request(_request(etype, _full(etype)))
+
+
+@pytest.mark.parametrize("etype", sorted(rules.CLIENT_EVENT_TYPES))
+def test_another_types_record_is_refused_naming_the_record_it_takes(etype: EventType) -> None:
+    record = DATA_RECORDS[etype]
+    for other in rules.CLIENT_EVENT_TYPES - {etype}:
+        with pytest.raises(BadInput, match=rf"{etype.value} takes {record.__name__}\(.*\), not "):
+            rules.validate_request(_request(etype, _full(other)))
+
+
+@pytest.mark.parametrize(
+    "etype", sorted(t for t in rules.CLIENT_EVENT_TYPES if required_fields(DATA_RECORDS[t]))
+)
 def test_each_required_field_missing_is_named(etype: EventType) -> None:
-    shape = shapes.SHAPES[etype]
-    if "creation" in shape.required:
-        pytest.skip("run_created's creation data: tests/contract runs")
-    for missing in shape.required:
-        fields = {name: SAMPLE[name] for name in shape.required if name != missing}
+    full = _full(etype)
+    for missing in required_fields(DATA_RECORDS[etype]):
         with pytest.raises(BadInput, match=f"{etype.value} needs {missing}"):
-            rules.validate_request(_request(etype, **fields))
+            rules.validate_request(_request(etype, replace(full, **{missing: None})))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("etype", sorted(rules.CLIENT_EVENT_TYPES))
+def test_a_request_without_data_has_its_records_defaults(etype: EventType) -> None:
+    request = _request(etype)
+    assert type(request.data) is DATA_RECORDS[etype]
+    assert request.data == empty_data(etype)
+    if required_fields(DATA_RECORDS[etype]):
+        with pytest.raises(BadInput, match="needs"):
+            rules.validate_request(request)
+    else:
+        rules.validate_request(request)
+
+
+def test_a_field_of_the_wrong_type_is_named() -> None:
+    wrong = StepCreatedData(step_name="s", input="text, not bytes")  # type: ignore[arg-type]
+    with pytest.raises(BadInput, match="step_created's input is a bytes, not str"):
+        rules.validate_request(_request(EventType.STEP_CREATED, wrong))
+
+
+def test_data_as_narrows_or_names_both_types() -> None:
+    data = _full(EventType.STEP_COMPLETED)
+    assert data_as(data, StepCompletedData) is data
+    with pytest.raises(TypeError, match="step_completed's data, not step_created's"):
+        data_as(data, StepCreatedData)
+
+
+def test_owner_is_a_step_events_and_without_payloads_leaves_out_every_payload() -> None:
+    for etype in EventType:
+        data = _full(etype)
+        assert owner_of(data) == (SAMPLE["owner"] if "owner" in data_fields(type(data)) else None)
+        bare = without_payloads(data)
+        for name in data_fields(type(data)):
+            if name in ("output", "error", "input", "metadata", "payload"):
+                assert getattr(bare, name) is None
+            elif name == "creation":
+                assert getattr(bare, name) == replace(CREATION, input=b"")
+            else:
+                assert getattr(bare, name) == getattr(data, name)

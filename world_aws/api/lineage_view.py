@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from world_aws.api.models import RunLinks
-from world_aws.contract.records import Event, EventType, Run
+from world_aws.contract.records import Event, HookCreatedData, Run
 from world_aws.errors import BadInput
 from world_aws.runtime.chain import CONTINUED_FROM, ContinuedAsNew
 from world_aws.runtime.children import PARENT_RUN_ID, child_of_token
@@ -15,7 +15,7 @@ def run_links(run: Run, events: list[Event], serializer: Serializer) -> RunLinks
     kids = [
         kid
         for e in events
-        if e.type is EventType.HOOK_CREATED and (kid := child_of_token(e.data.token or "")) is not None
+        if isinstance(e.data, HookCreatedData) and (kid := child_of_token(e.data.token)) is not None
     ]
     links = RunLinks(
         root_run_id=run.root_run_id,

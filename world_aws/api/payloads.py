@@ -14,7 +14,7 @@ from typing import Any
 
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import ErrorView
-from world_aws.contract.records import Event
+from world_aws.contract.records import Event, creation_of
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde import ErrorInfo, Serializer, decode_error
 
@@ -35,9 +35,10 @@ def error_view(info: ErrorInfo, *, code: str | None = None) -> ErrorView:
 def payload_fields(event: Event) -> dict[str, bytes]:
     """The event's payload fields that are present: name → encoded bytes."""
     data = event.data
-    fields = {name: getattr(data, name) for name in (*_VALUE_FIELDS, "error")}
-    if data.creation is not None and data.creation.input:
-        fields["input"] = data.creation.input
+    fields = {name: getattr(data, name, None) for name in (*_VALUE_FIELDS, "error")}
+    creation = creation_of(data)
+    if creation is not None and creation.input:
+        fields["input"] = creation.input
     return {name: bytes(value) for name, value in fields.items() if value}
 
 
@@ -64,9 +65,9 @@ def decoded_payloads(event: Event, serializer: Serializer) -> dict[str, Any]:
             shown[name] = f"<undecodable {name}: {exc}>"
     data = event.data
     for name in ("reason", "error_code", "token", "resume_id"):
-        if getattr(data, name):
-            shown[name] = getattr(data, name)
+        if value := getattr(data, name, None):  # the fields this event's record has
+            shown[name] = value
     for name in ("resume_at", "retry_after"):
-        if getattr(data, name) is not None:
-            shown[name] = getattr(data, name).isoformat()
+        if (moment := getattr(data, name, None)) is not None:
+            shown[name] = moment.isoformat()
     return shown

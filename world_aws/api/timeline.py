@@ -18,7 +18,15 @@ from datetime import datetime
 
 from world_aws.api.models import AttemptView, RunStats, SpanView, Timeline
 from world_aws.api.views import event_error, step_names
-from world_aws.contract.records import Event, EventType, Run
+from world_aws.contract.records import (
+    Event,
+    EventType,
+    HookCreatedData,
+    Run,
+    StepRetryingData,
+    WaitCreatedData,
+    owner_of,
+)
 
 _STEP_ENDS = {
     EventType.STEP_COMPLETED: "completed",
@@ -83,15 +91,15 @@ def _spans(events: list[Event]) -> list[SpanView]:
             spans[cid] = SpanView(
                 kind="step", id=cid, name=names.get(cid, ""), status="pending", created_at=at
             )
-            if event.data.owner:  # an inline step: its create is also its first start
+            if owner_of(event.data):  # an inline step: its create is also its first start
                 _start_attempt(spans[cid], at)
         elif kind is EventType.WAIT_CREATED:
-            resume_at = event.data.resume_at
+            resume_at: datetime = event.data_as(WaitCreatedData).resume_at
             spans[cid] = SpanView(
                 kind="wait", id=cid, name="sleep", status="waiting", created_at=at, resume_at=resume_at
             )
         elif kind is EventType.HOOK_CREATED:
-            token = event.data.token or ""
+            token: str = event.data_as(HookCreatedData).token
             spans[cid] = SpanView(kind="hook", id=cid, name=token, status="waiting", created_at=at)
         elif span is None:
             continue  # an event of an entity this log never created (not expected)
@@ -126,7 +134,7 @@ def _end_attempt(span: SpanView, event: Event) -> None:
         "outcome": outcome,
         "ended_at": event.created_at,
         "error": event_error(event),
-        "retry_after": event.data.retry_after,
+        "retry_after": event.data.retry_after if isinstance(event.data, StepRetryingData) else None,
     }
     span.attempts[-1] = span.attempts[-1].model_copy(update=update)
     span.status = outcome

@@ -23,7 +23,19 @@ from world_aws.api.models import (
     WorkflowView,
 )
 from world_aws.api.payloads import error_view
-from world_aws.contract.records import Event, EventType, Run, RunStatus, Step
+from world_aws.contract.records import (
+    Event,
+    Run,
+    RunCancelledData,
+    RunStatus,
+    Step,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
+    TokenData,
+    owner_of,
+)
 from world_aws.errors import SerializationError
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.serde import Serializer, decode_error
@@ -119,10 +131,11 @@ def _error(run: Run) -> ErrorView:
 
 
 def event_error(event: Event) -> ErrorView | None:
-    if event.type not in (EventType.STEP_RETRYING, EventType.STEP_FAILED) or not event.data.error:
+    data = event.data
+    if not isinstance(data, StepRetryingData | StepFailedData) or not data.error:
         return None
     try:
-        return error_view(decode_error(event.data.error))
+        return error_view(decode_error(data.error))
     except SerializationError:
         return None
 
@@ -130,7 +143,7 @@ def event_error(event: Event) -> ErrorView | None:
 def cancel_reason(events: list[Event]) -> str | None:
     """The reason on the log's ``run_cancelled`` event, if any."""
     for event in reversed(events):
-        if event.type is EventType.RUN_CANCELLED:
+        if isinstance(event.data, RunCancelledData):
             return event.data.reason
     return None
 
@@ -139,7 +152,11 @@ def step_names(events: list[Event]) -> dict[str, str]:
     """correlation id → step name, from the step events that carry it."""
     names: dict[str, str] = {}
     for event in events:
-        if event.correlation_id and event.data.step_name:
+        if (
+            event.correlation_id
+            and isinstance(event.data, StepCreatedData | StepStartedData)
+            and event.data.step_name
+        ):
             names.setdefault(event.correlation_id, event.data.step_name)
     return names
 
@@ -163,8 +180,8 @@ def event_rows(
             type=event.type.value,
             correlation_id=event.correlation_id,
             step_name=names.get(event.correlation_id or ""),
-            token=event.data.token if event.type.is_hook_event else None,
-            owner=event.data.owner,
+            token=event.data.token if isinstance(event.data, TokenData) else None,
+            owner=owner_of(event.data),
             created_at=event.created_at,
             error=event_error(event),
             payload_bytes=payloads.payload_size(event),

@@ -39,11 +39,13 @@ from world_aws.aws.sequencer import MAX_RESERVATIONS, EventCommit, PositionTaken
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
-    EventData,
     EventRequest,
     EventResult,
     EventType,
     Hook,
+    HookConflictData,
+    HookCreatedData,
+    HookReceivedData,
     ResolveData,
     Run,
 )
@@ -155,7 +157,8 @@ class HookEvents:
     def _conflict(
         self, run_id: str, request: EventRequest, position: int, holder: Item, now: datetime
     ) -> EventResult:
-        data = EventData(token=request.data.token, conflicting_run_id=str(holder["run_id"]))
+        token = request.data_as(HookCreatedData).token
+        data = HookConflictData(token=token, conflicting_run_id=str(holder["run_id"]))
         event = Event(run_id, position, EventType.HOOK_CONFLICT, request.correlation_id, now, data)
         action = self._seq.item_put(items.event_item(event, PayloadWriter(self._blobs)))
         if self._seq.commit(run_id, position, [action], now) is not None:
@@ -173,7 +176,7 @@ class HookEvents:
     def _try_receive(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
         hook_key = keys.hook_key(run_id, request.correlation_id)
-        resume_id = request.data.resume_id
+        resume_id: str | None = request.data_as(HookReceivedData).resume_id
         resume_key = keys.resume_key(run_id, resume_id) if resume_id is not None else None
         wanted = [keys.run_key(run_id), hook_key] + ([resume_key] if resume_key else [])
         found = {str(i[keys.SK]): i for i in self._table.batch_get(wanted)}

@@ -30,6 +30,8 @@ from world_aws.aws.payloads import (
     PayloadWriter,
 )
 from world_aws.contract.records import (
+    DATA_RECORDS,
+    PAYLOAD_FIELDS,
     Event,
     EventData,
     EventType,
@@ -41,6 +43,7 @@ from world_aws.contract.records import (
     StepStatus,
     Wait,
     WaitStatus,
+    data_fields,
 )
 from world_aws.contract.world import LiveRun
 
@@ -268,59 +271,72 @@ def wait_from_item(run_id: str, item: Item) -> Wait:
 
 # ----------------------------------------------------------------------------- events
 
-_PAYLOAD_FIELDS = ("output", "error", "input", "metadata", "payload")
-_TEXT_FIELDS = ("error_code", "reason", "step_name", "token", "resume_id", "conflicting_run_id", "owner")
+_TIME_FIELDS = ("retry_after", "resume_at")
 
 
-def encode_data(data: EventData, writer: PayloadWriter, *, limit: int = EVENT_INLINE_LIMIT) -> dict[str, Any]:
-    """The non-empty fields of ``data`` as a map attribute, large payloads offloaded."""
+def encode_data(
+    data: EventData,
+    writer: PayloadWriter,
+    *,
+    limit: int = EVENT_INLINE_LIMIT,
+    leave_out: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The set fields of ``data`` (but ``leave_out``) as a map attribute, large payloads offloaded."""
     out: dict[str, Any] = {}
-    for name in _PAYLOAD_FIELDS:
-        value = writer.encode(getattr(data, name), limit)
-        if value is not None:
+    for name in data_fields(type(data)):
+        value = getattr(data, name)
+        if value is None or value is False or name in leave_out:
+            continue
+        if name in PAYLOAD_FIELDS:
+            encoded = writer.encode(value, limit)
+            if encoded is not None:
+                out[name] = encoded
+        elif name in _TIME_FIELDS:
+            out[name] = iso(value)
+        elif isinstance(value, RunCreation):
+            out[name] = {
+                "workflow_name": value.workflow_name,
+                "deployment_id": value.deployment_id,
+                "spec_version": value.spec_version,
+                "input": writer.encode(value.input, min(limit, RUN_INPUT_INLINE_LIMIT)),
+            }
+            if value.attributes:  # none: left out, as the run item does (every byte is billed)
+                out[name]["attributes"] = dict(value.attributes)
+        else:  # a name, a token, an id, or via_step_dispatch's True
             out[name] = value
-    for name in _TEXT_FIELDS:
-        if getattr(data, name) is not None:
-            out[name] = getattr(data, name)
-    if data.via_step_dispatch:
-        out["via_step_dispatch"] = True
-    if data.retry_after is not None:
-        out["retry_after"] = iso(data.retry_after)
-    if data.resume_at is not None:
-        out["resume_at"] = iso(data.resume_at)
-    if data.creation is not None:
-        creation = data.creation
-        out["creation"] = {
-            "workflow_name": creation.workflow_name,
-            "deployment_id": creation.deployment_id,
-            "spec_version": creation.spec_version,
-            "input": writer.encode(creation.input, min(limit, RUN_INPUT_INLINE_LIMIT)),
-        }
-        if creation.attributes:  # none: left out, as the run item does (every byte is billed)
-            out["creation"]["attributes"] = dict(creation.attributes)
     return out
 
 
-def decode_data(stored: dict[str, Any] | None, reader: PayloadReader) -> EventData:
-    """The event data of a map attribute; payloads ``None`` (creation input ``b""``) when not wanted."""
+def decode_data(etype: EventType, stored: dict[str, Any] | None, reader: PayloadReader) -> EventData:
+    """``etype``'s record of a map attribute; payloads ``None`` (creation input ``b""``) when not wanted.
+
+    Only the record's fields are read: anything else the map holds is not this type's.
+    """
+    record = DATA_RECORDS[etype]
     stored = stored or {}
-    fields: dict[str, Any] = {name: reader.decode(stored.get(name)) for name in _PAYLOAD_FIELDS}
-    fields.update({name: stored.get(name) for name in _TEXT_FIELDS})
-    creation = stored.get("creation")
-    return EventData(
-        **fields,
-        via_step_dispatch=bool(stored.get("via_step_dispatch", False)),
-        retry_after=parse_iso(stored.get("retry_after")),
-        resume_at=parse_iso(stored.get("resume_at")),
-        creation=None
-        if creation is None
-        else RunCreation(
-            workflow_name=str(creation["workflow_name"]),
-            deployment_id=str(creation["deployment_id"]),
-            spec_version=int(creation["spec_version"]),
-            input=reader.decode(creation.get("input")) or b"",
-            attributes={str(k): str(v) for k, v in (creation.get("attributes") or {}).items()},
-        ),
+    values: dict[str, Any] = {}
+    for name in data_fields(record):
+        raw = stored.get(name)
+        if name in PAYLOAD_FIELDS:
+            values[name] = reader.decode(raw)
+        elif name in _TIME_FIELDS:
+            values[name] = parse_iso(raw)
+        elif name == "creation":
+            values[name] = None if raw is None else _creation(raw, reader)
+        elif name == "via_step_dispatch":
+            values[name] = bool(raw)
+        else:
+            values[name] = None if raw is None else str(raw)
+    return record(**values)
+
+
+def _creation(stored: dict[str, Any], reader: PayloadReader) -> RunCreation:
+    return RunCreation(
+        workflow_name=str(stored["workflow_name"]),
+        deployment_id=str(stored["deployment_id"]),
+        spec_version=int(stored["spec_version"]),
+        input=reader.decode(stored.get("input")) or b"",
+        attributes={str(k): str(v) for k, v in (stored.get("attributes") or {}).items()},
     )
 
 
@@ -357,13 +373,14 @@ def _event_of(
 ) -> Event:
     """``at``, ``owner``: what a batch's events share (``BATCH_AT``, ``BATCH_OWNER``), kept once for all."""
     shared = from_epoch_us(at) if at is not None and "created_at" not in stored else None
+    etype = EventType(stored["type"])
     return Event(
         run_id=run_id,
         position=position,
-        type=EventType(stored["type"]),
+        type=etype,
         correlation_id=stored.get("cid"),
         created_at=shared if shared is not None else _required_time(stored, "created_at"),
-        data=decode_data(_with_owner(stored.get("data"), owner), reader),
+        data=decode_data(etype, _with_owner(stored.get("data"), owner), reader),
     )
 
 

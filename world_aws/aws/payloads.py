@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import EventData, ResolveData
+from world_aws.contract.records import PAYLOAD_FIELDS, EventData, ResolveData
 from world_aws.contract.world import BlobRef, BlobStore
 from world_aws.errors import BadInput
 
@@ -117,11 +117,12 @@ class PayloadWriter:
                 lower entity limit).
         """
         entity = set(entity_fields)
-        for name in ("output", "error", "input", "metadata", "payload"):
+        for name in PAYLOAD_FIELDS:
             limit = ENTITY_INLINE_LIMIT if name in entity else EVENT_INLINE_LIMIT
-            self.encode(getattr(data, name), limit)
-        if data.creation is not None:
-            self.encode(data.creation.input, RUN_INPUT_INLINE_LIMIT)
+            self.encode(getattr(data, name, None), limit)
+        creation = getattr(data, "creation", None)
+        if creation is not None:
+            self.encode(creation.input, RUN_INPUT_INLINE_LIMIT)
 
 
 def _reference(ref: BlobRef) -> dict[str, object]:

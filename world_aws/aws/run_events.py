@@ -33,7 +33,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from world_aws.aws import items, keys, plans, sizes
@@ -60,7 +59,12 @@ from world_aws.contract.records import (
     EventResult,
     EventType,
     Run,
+    RunCompletedData,
+    RunCreatedData,
+    RunFailedData,
+    RunStartedData,
     RunStatus,
+    creation_of,
 )
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Conflict, Transient, WorldAwsError
@@ -90,7 +94,7 @@ class RunEvents:
     def run_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         run = rules.new_run(run_id, request, now)
         writer = PayloadWriter(self._blobs)
-        event = Event(run_id, 1, EventType.RUN_CREATED, None, now, EventData(creation=request.data.creation))
+        event = Event(run_id, 1, EventType.RUN_CREATED, None, now, request.data_as(RunCreatedData))
         event_item = items.event_item(event, writer)
         run_item = items.run_item(run, seq=1)
         with_tail = {**run_item, TAIL_SLOT: tail_copy(event_item)}
@@ -131,13 +135,13 @@ class RunEvents:
         """run_started / run_completed / run_failed / run_cancelled (and the creating run_started)."""
         etype = request.type
         # Creation data on run_started is bootstrap-only: run_created keeps it (as every World does).
-        logged = replace(request.data, creation=None) if etype is EventType.RUN_STARTED else request.data
+        logged = RunStartedData() if isinstance(request.data, RunStartedData) else request.data
         for _ in range(MAX_RESERVATIONS):
             writer = PayloadWriter(self._blobs)
             try:
                 run_item = self._reserve_transition(run_id, etype, logged, now, writer)
             except ConditionFailed as refused:
-                if refused.item is None and etype is EventType.RUN_STARTED and request.data.creation:
+                if refused.item is None and creation_of(request.data) is not None:
                     created = self._create_started(run_id, request, logged, now)
                     if created is not None:
                         return created
@@ -183,9 +187,9 @@ class RunEvents:
         """Create a missing run already running (resilient start, SPEC §6.1); None if it exists."""
         run = rules.apply_run_event(request, rules.new_run(run_id, request, now), now)
         writer = PayloadWriter(self._blobs)
-        created = Event(
-            run_id, 1, EventType.RUN_CREATED, None, now, EventData(creation=request.data.creation)
-        )
+        creation = creation_of(request.data)
+        assert creation is not None  # the caller's condition
+        created = Event(run_id, 1, EventType.RUN_CREATED, None, now, RunCreatedData(creation=creation))
         started = Event(run_id, 2, EventType.RUN_STARTED, None, now, logged)
         run_item = items.run_item(run, seq=2)
         run_item[run_event_slot(EventType.RUN_STARTED)] = {
@@ -315,7 +319,7 @@ def transition_changes(
     copy = {
         "type": etype.value,
         "created_at": items.iso(now),
-        "data": items.encode_data(replace(data, output=None, error=None), writer, limit=ENTITY_INLINE_LIMIT),
+        "data": items.encode_data(data, writer, limit=ENTITY_INLINE_LIMIT, leave_out=("output", "error")),
     }
     sets = ["#status = :new"]  # the run's updated_at is its start's or end's (items.run_from_item)
     allowed = _ALLOWED_FROM[etype]
@@ -333,11 +337,11 @@ def transition_changes(
     else:
         sets.append("completed_at = :now")
     names = {"#status": "status"}
-    if etype is EventType.RUN_COMPLETED and data.output is not None:
+    if isinstance(data, RunCompletedData) and data.output is not None:
         sets.append("#output = :output")
         names["#output"] = "output"
         values[":output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
-    if etype is EventType.RUN_FAILED:
+    if isinstance(data, RunFailedData):
         sets.append("#error = :error")
         names["#error"] = "error"
         values[":error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)

@@ -76,7 +76,14 @@ from world_aws.contract.records import (
     ResolveData,
     Run,
     Step,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
     StepStatus,
+    data_as,
+    owner_of,
 )
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Conflict, Transient
@@ -198,7 +205,8 @@ class StepEvents:
         step = rules.new_step(run_id, request, now)
         entity_actions = self._create_actions(run_id, request, step)
         # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
-        likely_duplicate = keys.step_key(run_id, step.step_id) if request.data.via_step_dispatch else None
+        via_dispatch = request.data_as(StepCreatedData).via_step_dispatch
+        likely_duplicate = keys.step_key(run_id, step.step_id) if via_dispatch else None
         event = self._seq.create_child(
             run_id,
             request,
@@ -250,7 +258,7 @@ class StepEvents:
         # Only owned creates may go without their item: a dispatched step's consumer claims it.
         creates = sum(request.type is EventType.STEP_CREATED for request in steps)
         itemless = creates <= LAZY_CREATES and all(
-            r.data.owner is not None for r in steps if r.type is EventType.STEP_CREATED
+            r.data.owner is not None for r in steps if isinstance(r.data, StepCreatedData)
         )
         made: dict[str, _Unwritten] = {}  # the owned steps this append creates without their item
         settled: dict[str, _Unwritten] = {}  # such steps whose outcome puts their item now
@@ -409,11 +417,12 @@ class StepEvents:
             # and an outcome): only the writer that saw the current version applies.
             condition = "ver = :ver"
             values[":ver"] = version
-            if request.data.step_name is not None:
+            named = request.data_as(StepStartedData).step_name
+            if named is not None:
                 # The step-name fence in the condition too, so the commit alone encodes
                 # the rule (the read judged it already: a step's name never changes).
                 condition += " AND step_name = :name"
-                values[":name"] = request.data.step_name
+                values[":name"] = named
             return [
                 self._table.update_action(
                     step_key, update, condition=condition, names=names, values=values, name=plans.ENTITY
@@ -594,7 +603,7 @@ class StepEvents:
                     name=plans.ENTITY,
                 ),
             ]
-            if status.terminal and request.data.owner is None:
+            if status.terminal and owner_of(request.data) is None:
                 # In the same transaction as the outcome: a last-completer check that
                 # follows this commit cannot see the step as pending. An owned (inline)
                 # step never had a marker.
@@ -761,18 +770,17 @@ def _settled_changes(
     data = request.data
     sets: dict[str, object] = {"status": status.value, "ver": position}
     removes: list[str] = []
-    etype = request.type
-    if etype is EventType.STEP_RETRYING:
+    if isinstance(data, StepRetryingData):
         sets["error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
         if data.retry_after is not None:
             sets["retry_after_us"] = items.epoch_us(data.retry_after)
         else:
             removes.append("retry_after_us")
-    elif etype is EventType.STEP_COMPLETED:
+    elif isinstance(data, StepCompletedData):
         sets["completed_at"] = items.iso(now)
         if data.output is not None:
             sets["output"] = writer.encode(data.output, ENTITY_INLINE_LIMIT)
-    else:  # STEP_FAILED
+    else:
         sets["completed_at"] = items.iso(now)
-        sets["error"] = writer.encode(data.error, ENTITY_INLINE_LIMIT)
+        sets["error"] = writer.encode(data_as(data, StepFailedData).error, ENTITY_INLINE_LIMIT)
     return sets, removes

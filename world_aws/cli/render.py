@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.views import event_rows, step_names
-from world_aws.contract.records import Event, EventType
+from world_aws.contract.records import Event, EventType, StepFailedData, StepRetryingData, TokenData
 from world_aws.runtime.serde import decode_error
 
 __all__ = [
@@ -60,10 +60,12 @@ def short_name(name: str) -> str:
 
 def progress_line(event: Event, names: dict[str, str]) -> str:
     """One event as it happens; a failed attempt (read with its data) shows its error."""
-    label = short_name(names.get(event.correlation_id or "", "")) or event.data.token or ""
+    data = event.data
+    token = data.token if isinstance(data, TokenData) else None
+    label = short_name(names.get(event.correlation_id or "", "")) or token or ""
     line = f"  {event.position:>4}  {event.type.value:<15} {label}".rstrip()
-    if event.type in (EventType.STEP_RETRYING, EventType.STEP_FAILED) and event.data.error:
-        info = decode_error(event.data.error)
+    if isinstance(data, StepRetryingData | StepFailedData) and data.error:
+        info = decode_error(data.error)
         line += f"  {info.type}: {_first_line(info.message)}"
     return line
 

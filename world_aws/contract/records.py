@@ -8,9 +8,11 @@ when they were read with ``ResolveData.NONE``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import builtins
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any, ClassVar, TypeVar, get_args
 
 
 class RunStatus(StrEnum):
@@ -108,50 +110,215 @@ class RunCreation:
     attributes: dict[str, str] = field(default_factory=dict)
 
 
+# ----------------------------------------------------------------------------- event data
+#
+# One record per event type with exactly the fields that type takes (SPEC §3's
+# table); ``TYPE`` names it and ``DATA_RECORDS`` maps each type to its record. A
+# field without a default is required (``contract.shapes`` refuses a request
+# without it); payload fields are typed ``bytes | None`` because a read with
+# ``ResolveData.NONE`` leaves them out. ``owner`` on a step event is the delivery
+# that runs an inline step's body ("<message id>#<receive count>#<handling>",
+# runtime/inline.py): an owned ``step_created`` also starts the step (attempt 1)
+# and, having no message of its own, never counts for the last completer; an owned
+# outcome has no marker to clear.
+
+
 @dataclass(frozen=True, slots=True)
-class EventData:
-    """The data of one event. Which fields are set depends on the event type (SPEC §3 table).
+class RunCreatedData:
+    TYPE: ClassVar[EventType] = EventType.RUN_CREATED
+    creation: RunCreation
 
-    Payload fields are ``bytes``; ``None`` means absent (or left out by
-    ``ResolveData.NONE``).
-    """
 
-    # run_created / run_started (resilient start)
-    creation: RunCreation | None = None
-    # run_completed: output; step_completed: result (both in ``output``)
+@dataclass(frozen=True, slots=True)
+class RunStartedData:
+    TYPE: ClassVar[EventType] = EventType.RUN_STARTED
+    creation: RunCreation | None = None  # the resilient start: creates the run if missing (SPEC §6.1)
+
+
+@dataclass(frozen=True, slots=True)
+class RunCompletedData:
+    TYPE: ClassVar[EventType] = EventType.RUN_COMPLETED
     output: bytes | None = None
-    # run_failed, step_failed, step_retrying
-    error: bytes | None = None
-    error_code: str | None = None
-    # run_cancelled
-    reason: str | None = None
-    # step events
-    step_name: str | None = None
-    input: bytes | None = None
-    via_step_dispatch: bool = False
-    retry_after: datetime | None = None
-    # Step events of an inline step: the delivery that runs its body ("<message id>#<receive
-    # count>#<handling>", runtime/inline.py). An owned step_created also starts the step
-    # (attempt 1) and, having no message of its own, never counts for the last completer;
-    # an owned outcome has no marker to clear.
-    owner: str | None = None
-    # hooks
-    token: str | None = None
-    metadata: bytes | None = None
-    payload: bytes | None = None
-    resume_id: str | None = None
-    conflicting_run_id: str | None = None
-    # waits
-    resume_at: datetime | None = None
 
-    def without_payloads(self) -> EventData:
-        """This data with every opaque payload left out (``ResolveData.NONE``)."""
-        creation = self.creation
-        if creation is not None:
-            creation = replace(creation, input=b"")
-        return replace(
-            self, creation=creation, output=None, error=None, input=None, metadata=None, payload=None
-        )
+
+@dataclass(frozen=True, slots=True)
+class RunFailedData:
+    TYPE: ClassVar[EventType] = EventType.RUN_FAILED
+    error: bytes | None
+    error_code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunCancelledData:
+    TYPE: ClassVar[EventType] = EventType.RUN_CANCELLED
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepCreatedData:
+    TYPE: ClassVar[EventType] = EventType.STEP_CREATED
+    step_name: str
+    input: bytes | None
+    via_step_dispatch: bool = False  # a consumer's re-ensure of a step its message names (SPEC §4.3)
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepStartedData:
+    TYPE: ClassVar[EventType] = EventType.STEP_STARTED
+    step_name: str | None = None  # the step the start is for: a stale message's start is refused
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepRetryingData:
+    TYPE: ClassVar[EventType] = EventType.STEP_RETRYING
+    error: bytes | None
+    retry_after: datetime | None = None
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepCompletedData:
+    TYPE: ClassVar[EventType] = EventType.STEP_COMPLETED
+    output: bytes | None = None
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepFailedData:
+    TYPE: ClassVar[EventType] = EventType.STEP_FAILED
+    error: bytes | None
+    owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HookCreatedData:
+    TYPE: ClassVar[EventType] = EventType.HOOK_CREATED
+    token: str
+    metadata: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HookConflictData:
+    """The World's own: a ``hook_created`` whose token another run holds."""
+
+    TYPE: ClassVar[EventType] = EventType.HOOK_CONFLICT
+    token: str
+    conflicting_run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HookReceivedData:
+    TYPE: ClassVar[EventType] = EventType.HOOK_RECEIVED
+    payload: bytes | None
+    resume_id: str | None = None  # a resume with an id is recorded once (SPEC §5.2)
+    token: str | None = None  # the runtime names the hook it resumes by it (the World keys by hook id)
+
+
+@dataclass(frozen=True, slots=True)
+class HookDisposedData:
+    TYPE: ClassVar[EventType] = EventType.HOOK_DISPOSED
+
+
+@dataclass(frozen=True, slots=True)
+class WaitCreatedData:
+    TYPE: ClassVar[EventType] = EventType.WAIT_CREATED
+    resume_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class WaitCompletedData:
+    TYPE: ClassVar[EventType] = EventType.WAIT_COMPLETED
+
+
+@dataclass(frozen=True, slots=True)
+class NoopData:
+    """The World's own: a sealed position (SPEC §3.2)."""
+
+    TYPE: ClassVar[EventType] = EventType.NOOP
+
+
+EventData = (
+    RunCreatedData
+    | RunStartedData
+    | RunCompletedData
+    | RunFailedData
+    | RunCancelledData
+    | StepCreatedData
+    | StepStartedData
+    | StepRetryingData
+    | StepCompletedData
+    | StepFailedData
+    | HookCreatedData
+    | HookConflictData
+    | HookReceivedData
+    | HookDisposedData
+    | WaitCreatedData
+    | WaitCompletedData
+    | NoopData
+)
+DATA_RECORDS: dict[EventType, type[EventData]] = {record.TYPE: record for record in get_args(EventData)}
+# The step events' records: each may name its owner.
+StepData = StepCreatedData | StepStartedData | StepRetryingData | StepCompletedData | StepFailedData
+STEP_RECORDS: tuple[type[StepData], ...] = get_args(StepData)
+PAYLOAD_FIELDS = ("output", "error", "input", "metadata", "payload")
+
+
+def data_fields(record: type[EventData]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(record))
+
+
+def required_fields(record: type[EventData]) -> tuple[str, ...]:
+    """The fields ``record`` must be given: those without a default."""
+    return tuple(f.name for f in fields(record) if f.default is MISSING and f.default_factory is MISSING)
+
+
+def empty_data(etype: EventType) -> EventData:
+    """``etype``'s record with its defaults, the data of a request that gives none.
+
+    A required field is ``None`` then: ``contract.shapes`` refuses such a request
+    ("<type> needs <field>") before anything is read or written.
+    """
+    record = DATA_RECORDS[etype]
+    return record(**dict.fromkeys(required_fields(record)))  # type: ignore[arg-type]
+
+
+D = TypeVar("D", bound=EventData)
+
+
+def data_as(data: EventData, record: type[D]) -> D:
+    """``data`` as ``record``, narrowed for the type checker.
+
+    Raises:
+        TypeError: ``data`` is another type's record.
+    """
+    if not isinstance(data, record):
+        raise TypeError(f"{type(data).__name__} is {data.TYPE.value}'s data, not {record.TYPE.value}'s")
+    return data
+
+
+# The records that carry an error, and those that may name a hook's token.
+ErrorData = RunFailedData | StepRetryingData | StepFailedData
+TokenData = HookCreatedData | HookConflictData | HookReceivedData
+
+
+def creation_of(data: EventData) -> RunCreation | None:
+    """The creation data of a ``run_created``, or of a creating ``run_started``; None for any other."""
+    return data.creation if isinstance(data, RunCreatedData | RunStartedData) else None
+
+
+def owner_of(data: EventData) -> str | None:
+    """The delivery that owns the inline step this event is of; None for any other event."""
+    return data.owner if isinstance(data, STEP_RECORDS) else None
+
+
+def without_payloads(data: EventData) -> EventData:
+    """``data`` with every opaque payload left out (``ResolveData.NONE``); a creation keeps ``b""``."""
+    changes: dict[str, Any] = {name: None for name in data_fields(type(data)) if name in PAYLOAD_FIELDS}
+    if isinstance(data, RunCreatedData | RunStartedData) and data.creation is not None:
+        changes["creation"] = replace(data.creation, input=b"")
+    return replace(data, **changes) if changes else data
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +327,16 @@ class EventRequest:
 
     type: EventType
     correlation_id: str | None = None
-    data: EventData = field(default_factory=EventData)
+    # None: the type's record with its defaults (``empty_data``).
+    data: EventData = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.data is None:
+            object.__setattr__(self, "data", empty_data(self.type))
+
+    def data_as(self, record: builtins.type[D]) -> D:
+        """This request's data as ``record`` (``data_as``)."""
+        return data_as(self.data, record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,14 +348,23 @@ class Event:
     type: EventType
     correlation_id: str | None
     created_at: datetime
-    data: EventData = field(default_factory=EventData)
+    # None: the type's record with its defaults (``empty_data``).
+    data: EventData = None  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.data is None:
+            object.__setattr__(self, "data", empty_data(self.type))
+
+    def data_as(self, record: builtins.type[D]) -> D:
+        """This event's data as ``record`` (``data_as``)."""
+        return data_as(self.data, record)
 
     @property
     def starts_attempt(self) -> bool:
         """Whether this event starts an attempt of its step: a ``step_started``, or an owned
         (inline) ``step_created``, which is also its step's first start."""
         return self.type is EventType.STEP_STARTED or (
-            self.type is EventType.STEP_CREATED and self.data.owner is not None
+            isinstance(self.data, StepCreatedData) and self.data.owner is not None
         )
 
 

@@ -22,12 +22,25 @@ from world_aws.contract.records import (
     EventRequest,
     EventType,
     Hook,
+    HookCreatedData,
     Run,
+    RunCancelledData,
+    RunCompletedData,
+    RunCreatedData,
+    RunFailedData,
+    RunStartedData,
     RunStatus,
     Step,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
     StepStatus,
     Wait,
+    WaitCreatedData,
     WaitStatus,
+    owner_of,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 
@@ -90,7 +103,7 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
     run_event = batch.start or batch.end
     if run_event is not None and not batch.steps:
         raise BadInput(f"{run_event.type.value} in a batch comes with a step write")
-    if batch.start is not None and batch.start.data.creation is not None:
+    if batch.start is not None and isinstance(batch.start.data, RunStartedData) and batch.start.data.creation:
         raise BadInput("run_started in a batch carries no creation data (the run must exist)")
     seen: set[str] = set()
     for request in batch.steps:
@@ -99,11 +112,11 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
                 f"{request.type.value} cannot be appended in a batch "
                 "(step creates and owned outcomes only, run_started first or run_completed / run_failed last)"
             )
-        if request.data.owner is None and request.type is not EventType.STEP_CREATED:
+        if owner_of(request.data) is None and request.type is not EventType.STEP_CREATED:
             # A create may be a dispatched step's (a fan-out's wave past the inline ones);
             # an outcome in a batch is its owner's.
             raise BadInput(f"{request.type.value} {request.correlation_id} in a batch needs an owner")
-        if request.data.via_step_dispatch:
+        if isinstance(request.data, StepCreatedData) and request.data.via_step_dispatch:
             raise BadInput(f"step {request.correlation_id}: a consumer's re-ensure is written one by one")
         assert request.correlation_id is not None
         if request.correlation_id in seen:
@@ -114,11 +127,12 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
 def validate_request(request: EventRequest) -> None:
     """Reject a request whose shape is wrong before anything is read or written.
 
-    The data fields are checked against the type's shape (``shapes.SHAPES``): a
-    required one missing or one the type does not take is refused, not ignored.
+    The data is checked against the type's record (``records.DATA_RECORDS``,
+    ``shapes.shape_errors``): another type's record, a required field missing or a
+    field of the wrong type is refused, not ignored.
 
     Raises:
-        BadInput: naming the missing or forbidden field.
+        BadInput: naming the record it takes, or the missing or mistyped field.
     """
     etype = request.type
     data = request.data
@@ -153,7 +167,7 @@ def judge_run_event(request: EventRequest, run: Run | None) -> bool:
             raise Conflict(f"run {run.run_id} already exists")
         return True
     if run is None:
-        if etype is EventType.RUN_STARTED and request.data.creation is not None:
+        if isinstance(request.data, RunStartedData) and request.data.creation is not None:
             return True
         raise NotFound("run not found")
     if run.status.terminal:
@@ -169,8 +183,9 @@ def judge_run_event(request: EventRequest, run: Run | None) -> bool:
 
 def new_run(run_id: str, request: EventRequest, now: datetime) -> Run:
     """The run that ``run_created`` (or a creating ``run_started``) makes, still pending."""
+    assert isinstance(request.data, RunCreatedData | RunStartedData)  # judge_run_event guarantees it
     creation = request.data.creation
-    assert creation is not None  # validate_request / judge_run_event guarantee it
+    assert creation is not None
     return Run(
         run_id=run_id,
         workflow_name=creation.workflow_name,
@@ -186,13 +201,12 @@ def new_run(run_id: str, request: EventRequest, now: datetime) -> Run:
 
 def apply_run_event(request: EventRequest, run: Run, now: datetime) -> Run:
     """The run after an accepted run-level transition."""
-    etype = request.type
     data = request.data
-    if etype is EventType.RUN_STARTED:
+    if isinstance(data, RunStartedData):
         return replace(run, status=RunStatus.RUNNING, started_at=run.started_at or now, updated_at=now)
-    if etype is EventType.RUN_COMPLETED:
+    if isinstance(data, RunCompletedData):
         return replace(run, status=RunStatus.COMPLETED, output=data.output, completed_at=now, updated_at=now)
-    if etype is EventType.RUN_FAILED:
+    if isinstance(data, RunFailedData):
         return replace(
             run,
             status=RunStatus.FAILED,
@@ -201,9 +215,9 @@ def apply_run_event(request: EventRequest, run: Run, now: datetime) -> Run:
             completed_at=now,
             updated_at=now,
         )
-    if etype is EventType.RUN_CANCELLED:
+    if isinstance(data, RunCancelledData):
         return replace(run, status=RunStatus.CANCELLED, completed_at=now, updated_at=now)
-    raise BadInput(f"{etype.value} is not a run transition")
+    raise BadInput(f"{request.type.value} is not a run transition")
 
 
 # ----------------------------------------------------------------------------- children
@@ -255,7 +269,7 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
     if step.status.terminal:
         raise Conflict(f"step {step.step_id} is already {step.status.value}")
     if etype is EventType.STEP_STARTED:
-        named = request.data.step_name
+        named = request.data.step_name if isinstance(request.data, StepStartedData) else None
         if named is not None and named != step.step_name:
             raise Conflict(f"step {step.step_id} is {step.step_name!r}: a start of {named!r} is stale")
         if step.retry_after is not None and step.retry_after > now:
@@ -273,7 +287,7 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
 def new_step(run_id: str, request: EventRequest, now: datetime) -> Step:
     """The step a ``step_created`` makes: pending, or running at attempt 1 when owned (an inline step)."""
     data = request.data
-    assert request.correlation_id is not None and data.step_name is not None
+    assert isinstance(data, StepCreatedData) and request.correlation_id is not None
     owned = data.owner is not None
     return Step(
         run_id=run_id,
@@ -293,14 +307,13 @@ def counts_as_pending(request: EventRequest) -> bool:
     An owned (inline) step is not: the delivery that owns it continues the run itself
     after recording its outcome, so no other branch needs to wait for it.
     """
-    return request.type is EventType.STEP_CREATED and request.data.owner is None
+    return isinstance(request.data, StepCreatedData) and request.data.owner is None
 
 
 def apply_step_event(request: EventRequest, step: Step, now: datetime) -> Step:
     """The step after an accepted transition (SPEC §2.2)."""
-    etype = request.type
     data = request.data
-    if etype is EventType.STEP_STARTED:
+    if isinstance(data, StepStartedData):
         return replace(
             step,
             status=StepStatus.RUNNING,
@@ -308,13 +321,13 @@ def apply_step_event(request: EventRequest, step: Step, now: datetime) -> Step:
             started_at=step.started_at or now,
             retry_after=None,
         )
-    if etype is EventType.STEP_RETRYING:
+    if isinstance(data, StepRetryingData):
         return replace(step, status=StepStatus.PENDING, error=data.error, retry_after=data.retry_after)
-    if etype is EventType.STEP_COMPLETED:
+    if isinstance(data, StepCompletedData):
         return replace(step, status=StepStatus.COMPLETED, output=data.output, completed_at=now)
-    if etype is EventType.STEP_FAILED:
+    if isinstance(data, StepFailedData):
         return replace(step, status=StepStatus.FAILED, error=data.error, completed_at=now)
-    raise BadInput(f"{etype.value} is not a step transition")
+    raise BadInput(f"{request.type.value} is not a step transition")
 
 
 # ----------------------------------------------------------------------------- hooks
@@ -336,12 +349,13 @@ def judge_hook_event(request: EventRequest, run: Run | None, hook: Hook | None) 
 
 
 def new_hook(run_id: str, request: EventRequest, now: datetime) -> Hook:
-    assert request.correlation_id is not None and request.data.token is not None
+    data = request.data
+    assert isinstance(data, HookCreatedData) and request.correlation_id is not None
     return Hook(
         run_id=run_id,
         hook_id=request.correlation_id,
-        token=request.data.token,
-        metadata=request.data.metadata,
+        token=data.token,
+        metadata=data.metadata,
         created_at=now,
     )
 
@@ -370,12 +384,13 @@ def judge_wait_completed(request: EventRequest, run: Run | None, wait: Wait | No
 
 
 def new_wait(run_id: str, request: EventRequest, now: datetime) -> Wait:
-    assert request.correlation_id is not None and request.data.resume_at is not None
+    data = request.data
+    assert isinstance(data, WaitCreatedData) and request.correlation_id is not None
     return Wait(
         run_id=run_id,
         wait_id=request.correlation_id,
         status=WaitStatus.WAITING,
-        resume_at=request.data.resume_at,
+        resume_at=data.resume_at,
         created_at=now,
     )
 

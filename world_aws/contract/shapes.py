@@ -1,73 +1,48 @@
-"""Which data fields each event type takes (SPEC §3's table): one definition per type, both Worlds.
+"""Whether a request's data is its type's record, complete and well typed (SPEC §3's table).
 
-``validate_request`` (``rules``) checks a request against its type's shape before
-anything is read or written: a required field missing, or a field the type does
-not take, is ``BadInput`` naming it. A field is *set* when it is not ``None``
-(``via_step_dispatch``: when it is true); a required one must also not be empty.
+Each event type's data is one record with exactly its fields
+(``records.DATA_RECORDS``). ``validate_request`` (``rules``) checks a request
+against it before anything is read or written, so a field a type does not take
+cannot be given, and what is wrong is named: another type's record, a required
+field missing (``None``, or an empty name or token), or a field of the wrong type.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import fields, is_dataclass
+from functools import cache
+from typing import Any, get_type_hints
 
-from world_aws.contract.records import EventData, EventType
-
-DATA_FIELDS = tuple(f.name for f in fields(EventData))
-
-
-@dataclass(frozen=True, slots=True)
-class EventShape:
-    """The data fields of one event type: ``required`` must be set, the rest of ``allowed`` may be."""
-
-    required: frozenset[str]
-    allowed: frozenset[str]
+from world_aws.contract.records import DATA_RECORDS, EventData, EventType, data_fields, required_fields
 
 
-def _shape(required: tuple[str, ...] = (), optional: tuple[str, ...] = ()) -> EventShape:
-    return EventShape(frozenset(required), frozenset(required + optional))
+@cache
+def _field_types(record: type) -> dict[str, Any]:
+    hints = get_type_hints(record)
+    return {f.name: hints[f.name] for f in fields(record)}
 
 
-# The owner of an inline step (runtime/inline.py) may be named by each of its events.
-_OWNED = ("owner",)
-
-SHAPES: dict[EventType, EventShape] = {
-    EventType.RUN_CREATED: _shape(("creation",)),
-    EventType.RUN_STARTED: _shape(optional=("creation",)),  # creation data: the resilient start (§6.1)
-    EventType.RUN_COMPLETED: _shape(optional=("output",)),
-    EventType.RUN_FAILED: _shape(("error",), ("error_code",)),
-    EventType.RUN_CANCELLED: _shape(optional=("reason",)),
-    EventType.STEP_CREATED: _shape(("step_name", "input"), ("via_step_dispatch", *_OWNED)),
-    EventType.STEP_STARTED: _shape(optional=("step_name", *_OWNED)),
-    EventType.STEP_RETRYING: _shape(("error",), ("retry_after", *_OWNED)),
-    EventType.STEP_COMPLETED: _shape(optional=("output", *_OWNED)),
-    EventType.STEP_FAILED: _shape(("error",), _OWNED),
-    EventType.HOOK_CREATED: _shape(("token",), ("metadata",)),
-    EventType.HOOK_CONFLICT: _shape(("token", "conflicting_run_id")),  # the World's own
-    # The token: the runtime names the hook it resumes by it (the World keys by hook id).
-    EventType.HOOK_RECEIVED: _shape(("payload",), ("resume_id", "token")),
-    EventType.HOOK_DISPOSED: _shape(),
-    EventType.WAIT_CREATED: _shape(("resume_at",)),
-    EventType.WAIT_COMPLETED: _shape(),
-    EventType.NOOP: _shape(),  # the World's own: a sealed position
-}
+def record_name(record: type[EventData]) -> str:
+    """``StepCreatedData(step_name, input, via_step_dispatch, owner)``: a record and its fields."""
+    return f"{record.__name__}({', '.join(data_fields(record))})"
 
 
-def set_fields(data: EventData) -> list[str]:
-    """The data fields that ``data`` sets, in declaration order."""
-    return [
-        name
-        for name in DATA_FIELDS
-        if (getattr(data, name) is True if name == "via_step_dispatch" else getattr(data, name) is not None)
+def shape_errors(etype: EventType, data: object) -> list[str]:
+    """What is wrong with ``data`` as ``etype``'s data; empty when nothing is."""
+    record = DATA_RECORDS[etype]
+    if type(data) is not record:
+        return [f"{etype.value} takes {record_name(record)}, not {type(data).__name__}"]
+    assert is_dataclass(data)
+    errors = [
+        f"{etype.value} needs {name}" for name in required_fields(record) if getattr(data, name) in (None, "")
     ]
-
-
-def shape_errors(etype: EventType, data: EventData) -> list[str]:
-    """What is wrong with ``data`` as ``etype``'s data: missing fields, then fields it does not take."""
-    shape = SHAPES[etype]
-    present = set_fields(data)
-    # An empty name or token is as good as none.
-    missing = sorted(name for name in shape.required if getattr(data, name) in (None, ""))
-    extra = [name for name in present if name not in shape.allowed]
-    errors = [f"{etype.value} needs {name}" for name in missing]
-    errors += [f"{etype.value} takes no {name}" for name in extra]
+    for name, expected in _field_types(record).items():  # type: ignore[arg-type]
+        value = getattr(data, name)
+        if value is not None and not isinstance(value, expected):
+            errors.append(f"{etype.value}'s {name} is a {_type_name(expected)}, not {type(value).__name__}")
     return errors
+
+
+def _type_name(expected: Any) -> str:
+    names = [t.__name__ for t in getattr(expected, "__args__", (expected,)) if t is not type(None)]
+    return " or ".join(names)

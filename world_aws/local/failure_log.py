@@ -12,13 +12,19 @@ import logging
 from collections.abc import Sequence
 from datetime import datetime
 
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
+from world_aws.contract.records import (
+    ErrorData,
+    Event,
+    EventRequest,
+    EventResult,
+    ResolveData,
+    RunLog,
+)
 from world_aws.contract.world import EventStore, ForwardingWorld, World
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde import decode_error
 
 LOG = logging.getLogger("world_aws.failures")
-_FAILURES = frozenset({EventType.STEP_RETRYING, EventType.STEP_FAILED, EventType.RUN_FAILED})
 
 
 class FailureLog(ForwardingWorld):
@@ -67,10 +73,11 @@ class _LoggedEvents:
 
 
 def _log_failure(run_id: str, request: EventRequest) -> None:
-    if request.type not in _FAILURES or not request.data.error:
+    data = request.data
+    if not isinstance(data, ErrorData) or not data.error:
         return
     try:
-        info = decode_error(request.data.error or b"")
+        info = decode_error(data.error)
     except SerializationError:
         return
     innermost = info

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import NoReturn
 
@@ -34,9 +33,15 @@ from world_aws.contract.records import (
     EventRequest,
     EventResult,
     EventType,
+    HookConflictData,
+    HookCreatedData,
+    HookReceivedData,
     ResolveData,
+    RunCreatedData,
     RunLog,
+    RunStartedData,
     Step,
+    creation_of,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
@@ -194,14 +199,16 @@ class MemoryEventStore:
             # run_created, or run_started carrying creation data on a missing run (SPEC §6.1).
             record = RunRecord(run=rules.new_run(run_id, request, now), seq=self._state.next_seq())
             self._state.runs[run_id] = record
+            creation = creation_of(request.data)
+            assert creation is not None  # judge_run_event guarantees it
             created = self._append(
-                record, EventType.RUN_CREATED, None, EventData(creation=request.data.creation), now
+                record, EventType.RUN_CREATED, None, RunCreatedData(creation=creation), now
             )
             if request.type is EventType.RUN_CREATED:
                 return EventResult(event=created, run=run_out(record.run))
         record.run = rules.apply_run_event(request, record.run, now)
         # Creation data on run_started is bootstrap-only: the run_created event keeps it.
-        data = replace(request.data, creation=None)
+        data = RunStartedData() if isinstance(request.data, RunStartedData) else request.data
         event = self._append(record, request.type, None, data, now)
         if record.run.status.terminal:
             record.mark = None  # out of the live index in the same step that ends the run
@@ -236,7 +243,7 @@ class MemoryEventStore:
         if request.type is EventType.HOOK_CREATED:
             return self._hook_created(record, request, now)
         if request.type is EventType.HOOK_RECEIVED:
-            resume_id = request.data.resume_id
+            resume_id: str | None = request.data_as(HookReceivedData).resume_id
             first = record.resumes.get(resume_id) if resume_id is not None else None
             if first is not None:
                 return EventResult(event=event_out(first, ResolveData.ALL), hook=hook)
@@ -258,11 +265,10 @@ class MemoryEventStore:
         hook_id = _correlation(request)
         seen = record.hooks.get(hook_id) or (hook_id if hook_id in record.hook_ids else None)
         rules.judge_child_create(request, record.run, seen)
-        token = request.data.token
-        assert token is not None  # validate_request guarantees it
+        token: str = request.data_as(HookCreatedData).token
         holder = self._state.tokens.get(token)
         if holder is not None:
-            conflict = EventData(token=token, conflicting_run_id=holder[0])
+            conflict = HookConflictData(token=token, conflicting_run_id=holder[0])
             return EventResult(event=self._append(record, EventType.HOOK_CONFLICT, hook_id, conflict, now))
         hook = rules.new_hook(record.run.run_id, request, now)
         record.hooks[hook_id] = hook

@@ -16,7 +16,17 @@ import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from world_aws.contract.records import Event, EventData, Hook, ResolveData, Run, Step, Wait
+from world_aws.contract.records import (
+    Event,
+    EventData,
+    Hook,
+    ResolveData,
+    Run,
+    Step,
+    Wait,
+    creation_of,
+    without_payloads,
+)
 
 
 @dataclass(eq=False)
@@ -67,14 +77,15 @@ class MemoryState:
 
 def own_data(data: EventData) -> EventData:
     """``data`` with its mutable parts copied, safe to keep or hand out."""
-    if data.creation is None:
+    creation = creation_of(data)
+    if creation is None:
         return data
-    return replace(data, creation=replace(data.creation, attributes=dict(data.creation.attributes)))
+    return replace(data, creation=replace(creation, attributes=dict(creation.attributes)))  # type: ignore[arg-type]
 
 
 def event_out(event: Event, resolve_data: ResolveData) -> Event:
     """A detached copy of a stored event, payloads left out for ``ResolveData.NONE``."""
-    data = event.data.without_payloads() if resolve_data is ResolveData.NONE else event.data
+    data = without_payloads(event.data) if resolve_data is ResolveData.NONE else event.data
     return replace(event, data=own_data(data))
 
 

@@ -35,7 +35,7 @@ from typing import Any
 from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InlineStepInput, InvokePayload, RunContext, StepInputRef
-from world_aws.contract.records import EventData, EventRequest, EventType, Run
+from world_aws.contract.records import EventRequest, EventType, Run, StepCreatedData
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import SPEC_VERSION_BINARY_TRANSPORT, BlobRef, QueueName, World
 from world_aws.errors import Conflict, RetryLater
@@ -225,7 +225,7 @@ class StepDispatcher:
 def _create_request(step: StepRequest) -> EventRequest:
     """The producer's ``step_created`` of a dispatched step."""
     return EventRequest(
-        EventType.STEP_CREATED, step.step_id, EventData(step_name=step.step_name, input=step.input)
+        EventType.STEP_CREATED, step.step_id, StepCreatedData(step_name=step.step_name, input=step.input)
     )
 
 

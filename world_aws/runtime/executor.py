@@ -24,7 +24,15 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from world_aws.contract.payload import InvokePayload, RunContext
-from world_aws.contract.records import EventData, EventRequest, EventType, ResolveData, Step, StepStatus
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    ResolveData,
+    Step,
+    StepCreatedData,
+    StepStartedData,
+    StepStatus,
+)
 from world_aws.contract.world import Ack, Delivery, HandlerResult, Redeliver, World
 from world_aws.errors import (
     Conflict,
@@ -132,7 +140,7 @@ class StepExecutor:
     def _claim(self, payload: InvokePayload) -> Step:
         assert payload.step_id is not None
         request = EventRequest(
-            EventType.STEP_STARTED, payload.step_id, EventData(step_name=payload.step_name)
+            EventType.STEP_STARTED, payload.step_id, StepStartedData(step_name=payload.step_name)
         )
         try:
             result = self._world.events.create(payload.run_id, request)
@@ -154,7 +162,7 @@ class StepExecutor:
         request = EventRequest(
             EventType.STEP_CREATED,
             payload.step_id,
-            EventData(step_name=payload.step_name, input=data, via_step_dispatch=True),
+            StepCreatedData(step_name=payload.step_name, input=data, via_step_dispatch=True),
         )
         try:
             self._world.events.create(payload.run_id, request)

@@ -45,12 +45,13 @@ from typing import Any
 
 from world_aws.contract.records import (
     Event,
-    EventData,
     EventRequest,
     EventType,
     ResolveData,
     Run,
     Step,
+    StepCreatedData,
+    StepStartedData,
     StepStatus,
 )
 from world_aws.contract.world import Delivery, World
@@ -469,7 +470,7 @@ class InlineSteps:
         return claims, creates[len(results) :], started
 
     def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
-        data = EventData(step_name=request.step_name, owner=owner.tag)
+        data = StepStartedData(step_name=request.step_name, owner=owner.tag)
         try:
             result = self._world.events.create(
                 run.run_id, EventRequest(EventType.STEP_STARTED, request.step_id, data)
@@ -674,7 +675,7 @@ def start_run(world: World, run_id: str, start: EventRequest) -> int | None:
 
 def owned_create(step: StepRequest, owner: Owner) -> EventRequest:
     """The ``step_created`` of an inline step: owned (and so started) by ``owner``'s delivery."""
-    data = EventData(step_name=step.step_name, input=step.input, owner=owner.tag)
+    data = StepCreatedData(step_name=step.step_name, input=step.input, owner=owner.tag)
     return EventRequest(EventType.STEP_CREATED, step.step_id, data)
 
 

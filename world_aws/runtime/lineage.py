@@ -30,13 +30,18 @@ from typing import Any
 
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import (
-    EventData,
     EventRequest,
     EventType,
+    HookCreatedData,
+    HookReceivedData,
     ResolveData,
     Run,
+    RunCancelledData,
+    RunCompletedData,
     RunCreation,
+    RunFailedData,
     RunStatus,
+    data_as,
 )
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import SPEC_VERSION_CURRENT, QueueName, World
@@ -110,7 +115,7 @@ class Lineage:
         try:
             self._world.events.create(
                 parent_run_id,
-                EventRequest(EventType.HOOK_CREATED, request.call_id, EventData(token=request.token)),
+                EventRequest(EventType.HOOK_CREATED, request.call_id, HookCreatedData(token=request.token)),
             )
         except Conflict:
             pass  # the child's first delivery (or an earlier pass) wrote it
@@ -153,9 +158,12 @@ class Lineage:
                 return
         if PARENT_RUN_ID not in run.attributes or run.status.terminal:
             return  # no parent; or already ended, and whatever ended it told the parent
-        status = children.COMPLETED if request.type is EventType.RUN_COMPLETED else children.FAILED
         data = request.data
-        self._tell_parent(run, status, data.output, data.error, data.error_code)
+        if isinstance(data, RunCompletedData):
+            self._tell_parent(run, children.COMPLETED, data.output, None, None)
+        else:
+            failed = data_as(data, RunFailedData)
+            self._tell_parent(run, children.FAILED, None, failed.error, failed.error_code)
 
     def after_end(self, run: Run | None) -> None:
         """After a cancel (or on a reconciler wake of the parent): tell ``run``'s parent how it ended.
@@ -182,7 +190,9 @@ class Lineage:
         request = EventRequest(
             EventType.HOOK_RECEIVED,
             call_id,
-            EventData(token=children.child_token(run.run_id), payload=payload, resume_id=f"{run.run_id}:end"),
+            HookReceivedData(
+                token=children.child_token(run.run_id), payload=payload, resume_id=f"{run.run_id}:end"
+            ),
         )
         try:
             self._retry(lambda: self._world.events.create(parent_run_id, request))
@@ -219,7 +229,7 @@ class Lineage:
         """
         try:
             result = self._world.events.create(
-                run_id, EventRequest(EventType.RUN_CANCELLED, data=EventData(reason=reason))
+                run_id, EventRequest(EventType.RUN_CANCELLED, data=RunCancelledData(reason=reason))
             )
         except Conflict:
             run = self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
@@ -236,8 +246,8 @@ class Lineage:
         done: set[str] = set()
         for event in self._world.events.list(run_id, resolve_data=ResolveData.NONE):
             cid = event.correlation_id or ""
-            if event.type is EventType.HOOK_CREATED and (
-                child := children.child_of_token(event.data.token or "")
+            if isinstance(event.data, HookCreatedData) and (
+                child := children.child_of_token(event.data.token)
             ):
                 started[cid] = child
             elif event.type is EventType.HOOK_RECEIVED:

@@ -19,7 +19,16 @@ from functools import partial
 from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import EventData, EventRequest, EventType, Run, RunStatus
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    HookCreatedData,
+    Run,
+    RunCompletedData,
+    RunFailedData,
+    RunStatus,
+    WaitCreatedData,
+)
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
 from world_aws.errors import Conflict, Misconfigured, NotFound, RunExpired, UnknownWorkflow
@@ -129,7 +138,7 @@ class Orchestrator:
                     start = None
                 if isinstance(outcome, Continued):
                     output = self.lineage.continue_as_new(run, outcome.input)
-                    completed = EventRequest(EventType.RUN_COMPLETED, data=EventData(output=output))
+                    completed = EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=output))
                     self._end(run.run_id, completed, tell_parent=False)  # the chain's last run tells it
                     return Ack()
                 if isinstance(outcome, Completed | Failed):
@@ -250,7 +259,7 @@ class Orchestrator:
                 return  # it ended before it started, or it does not exist: nothing to fail
         self._end(
             run_id,
-            EventRequest(EventType.RUN_FAILED, data=EventData(error=error, error_code=error_code)),
+            EventRequest(EventType.RUN_FAILED, data=RunFailedData(error=error, error_code=error_code)),
             run,
         )
 
@@ -368,7 +377,7 @@ class Orchestrator:
                     EventRequest(
                         EventType.HOOK_CREATED,
                         hook.hook_id,
-                        EventData(token=hook.token, metadata=hook.metadata),
+                        HookCreatedData(token=hook.token, metadata=hook.metadata),
                     ),
                 )
                 again = again or (result.event is not None and result.event.type is EventType.HOOK_CONFLICT)
@@ -386,7 +395,9 @@ class Orchestrator:
             with contextlib.suppress(Conflict):
                 events.create(
                     run.run_id,
-                    EventRequest(EventType.WAIT_CREATED, wait.wait_id, EventData(resume_at=wait.resume_at)),
+                    EventRequest(
+                        EventType.WAIT_CREATED, wait.wait_id, WaitCreatedData(resume_at=wait.resume_at)
+                    ),
                 )
         due = [w for w in outcome.pending_waits if w.resume_at <= now]
         for wait in due:

@@ -16,7 +16,14 @@ from functools import partial
 from typing import Any
 
 from world_aws.contract import rules
-from world_aws.contract.records import Event, EventData, EventRequest, EventType, Run
+from world_aws.contract.records import (
+    Event,
+    EventRequest,
+    EventType,
+    Run,
+    RunCompletedData,
+    RunFailedData,
+)
 from world_aws.contract.world import World
 from world_aws.runtime import stepbody
 from world_aws.runtime.children import PARENT_RUN_ID
@@ -125,7 +132,7 @@ class OutcomePipeline:
 def run_end(outcome: Completed | Failed) -> EventRequest:
     """The event that records a workflow's return or failure."""
     if isinstance(outcome, Completed):
-        return EventRequest(EventType.RUN_COMPLETED, data=EventData(output=outcome.output))
+        return EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=outcome.output))
     return EventRequest(
-        EventType.RUN_FAILED, data=EventData(error=outcome.error, error_code=outcome.error_code)
+        EventType.RUN_FAILED, data=RunFailedData(error=outcome.error, error_code=outcome.error_code)
     )

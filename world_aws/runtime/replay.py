@@ -24,7 +24,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from world_aws.contract.limits import MAX_DELAY_SECONDS
-from world_aws.contract.records import Event, EventType, Run
+from world_aws.contract.records import (
+    Event,
+    EventType,
+    HookConflictData,
+    HookCreatedData,
+    HookReceivedData,
+    Run,
+    RunCreatedData,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    WaitCreatedData,
+    owner_of,
+)
 from world_aws.errors import (
     BadInput,
     HookConflictError,
@@ -157,19 +170,19 @@ class _LogIndex:
         etype = event.type
         if etype.is_step_event:
             self._add_step_event(event, cid)
-        elif etype in (EventType.HOOK_CREATED, EventType.HOOK_CONFLICT):
+        elif isinstance(event.data, HookCreatedData | HookConflictData):
             self.hooks.setdefault(cid, event.data.token or "")
         elif etype is EventType.HOOK_DISPOSED:
             self.hooks_disposed.add(cid)
-        elif etype is EventType.WAIT_CREATED and event.data.resume_at is not None:
+        elif isinstance(event.data, WaitCreatedData) and event.data.resume_at is not None:
             self.waits.setdefault(cid, event.data.resume_at)
         elif etype is EventType.WAIT_COMPLETED:
             self.waits_done.add(cid)
 
     def _add_step_event(self, event: Event, cid: str) -> None:
         etype = event.type
-        owner = event.data.owner
-        if etype is EventType.STEP_CREATED:
+        owner = owner_of(event.data)
+        if isinstance(event.data, StepCreatedData):
             self.step_names.setdefault(cid, event.data.step_name or "")
             self.step_inputs.setdefault(cid, event.data.input)
             if owner is None:
@@ -229,10 +242,14 @@ class Replay:
         """
         for event in events:
             self._index.add(event)
-            if self._input is None and event.type is EventType.RUN_CREATED and event.data.creation:
+            if self._input is None and isinstance(event.data, RunCreatedData) and event.data.creation:
                 self._input = event.data.creation.input
             hook = self._hooks.get(event.correlation_id or "")
-            if hook is not None and event.type is EventType.HOOK_CREATED and event.data.token != hook.token:
+            if (
+                hook is not None
+                and isinstance(event.data, HookCreatedData)
+                and event.data.token != hook.token
+            ):
                 raise Transient(f"hook {hook.hook_id} was recorded by another handler first; replaying anew")
         if self._task is None:
             self._start()
@@ -428,7 +445,8 @@ class Replay:
             if child is None:
                 self._early.setdefault(cid, []).append(event)
             else:
-                children.settle(child, self._serializer, self._load(event.data.payload, f"outcome of {cid}"))
+                payload: bytes | None = event.data_as(HookReceivedData).payload
+                children.settle(child, self._serializer, self._load(payload, f"outcome of {cid}"))
         elif etype in (EventType.HOOK_RECEIVED, EventType.HOOK_CONFLICT):
             hook = self._hooks.get(cid)
             if hook is None:
@@ -437,7 +455,9 @@ class Replay:
                 # The holder's run id is not the workflow's to know (the log keeps it for operators).
                 hook.conflict(HookConflictError(hook.token, None))
             else:
-                hook.deliver(self._load(event.data.payload, f"payload of hook {hook.token!r}"))
+                hook.deliver(
+                    self._load(event.data_as(HookReceivedData).payload, f"payload of hook {hook.token!r}")
+                )
         elif etype is EventType.WAIT_COMPLETED:
             timer = self._timers.get(cid)
             if timer is None:
@@ -447,13 +467,13 @@ class Replay:
                 self.loop.fire(timer.handle)
 
     def _settle_step(self, call: _StepCall, event: Event) -> None:
-        if event.type is EventType.STEP_COMPLETED:
+        if isinstance(event.data, StepCompletedData):
             try:
                 call.future.set_result(self._load(event.data.output, f"result of step {call.name!r}"))
             except SerializationError as err:
                 call.future.set_exception(err)
             return
-        info = decode_error(event.data.error or b"")
+        info = decode_error(event.data_as(StepFailedData).error or b"")
         failure = StepFailedError(call.name, info.type, info.message)
         failure.__cause__ = RecordedError(info)  # the run's error, if it ends so, keeps the step's
         call.future.set_exception(failure)

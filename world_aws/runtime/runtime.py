@@ -16,12 +16,13 @@ from typing import Any
 
 from world_aws.contract.payload import HealthCheck, InvokePayload, RunInput
 from world_aws.contract.records import (
-    EventData,
     EventRequest,
     EventType,
+    HookReceivedData,
     ResolveData,
     Run,
     RunCreation,
+    RunStartedData,
     RunStatus,
 )
 from world_aws.contract.transport import decode_payload
@@ -218,7 +219,7 @@ class Runtime:
             EventRequest(
                 EventType.HOOK_RECEIVED,
                 hook.hook_id,
-                EventData(token=token, payload=data, resume_id=resume_id),
+                HookReceivedData(token=token, payload=data, resume_id=resume_id),
             ),
         )
         # The payload is recorded: the run must hear of it. Retry the wake-up here
@@ -291,7 +292,7 @@ class Runtime:
         creation = self._creation(payload.run_input) if payload.run_input is not None else None
         try:
             result = self.world.events.create(
-                payload.run_id, EventRequest(EventType.RUN_STARTED, data=EventData(creation=creation))
+                payload.run_id, EventRequest(EventType.RUN_STARTED, data=RunStartedData(creation=creation))
             )
         except Conflict:
             return Ack()  # terminal

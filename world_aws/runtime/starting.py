@@ -14,7 +14,13 @@ from typing import Any
 
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InvokePayload, RunInput, StepInputRef
-from world_aws.contract.records import EventData, EventRequest, EventResult, EventType, RunCreation
+from world_aws.contract.records import (
+    EventRequest,
+    EventResult,
+    EventType,
+    RunCreatedData,
+    RunCreation,
+)
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import QueueName, World
 from world_aws.errors import Conflict, RetryLater
@@ -71,7 +77,7 @@ def start_calls(
     )
     return [
         lambda: world.events.create(
-            run_id, EventRequest(EventType.RUN_CREATED, data=EventData(creation=creation))
+            run_id, EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=creation))
         ),
         lambda: world.queue.publish(
             QueueName.WORKFLOW, encode_payload(message), idempotency_key=f"{run_id}:start" if keyed else None

@@ -12,7 +12,15 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from world_aws.contract.records import Event, EventData, EventRequest, EventType, Step
+from world_aws.contract.records import (
+    Event,
+    EventRequest,
+    EventType,
+    Step,
+    StepCompletedData,
+    StepFailedData,
+    StepRetryingData,
+)
 from world_aws.contract.world import World
 from world_aws.errors import Conflict, FatalError, RetryableError, RunExpired, SerializationError
 from world_aws.runtime import context
@@ -105,13 +113,17 @@ def retrying_request(
     """The ``step_retrying`` of a failed attempt whose next one is due in ``delay`` seconds."""
     assert outcome.failure is not None
     retry_after = world.clock.now() + timedelta(seconds=delay)
-    data = EventData(error=encode_error(outcome.failure), retry_after=retry_after, owner=owner)
+    data = StepRetryingData(error=encode_error(outcome.failure), retry_after=retry_after, owner=owner)
     return EventRequest(EventType.STEP_RETRYING, step.step_id, data)
 
 
 def outcome_request(step: Step, outcome: BodyOutcome, owner: str | None) -> EventRequest:
     """The ``step_completed`` / ``step_failed`` of a finished attempt."""
-    data = EventData(output=outcome.output, error=outcome.error, owner=owner)
+    data: StepCompletedData | StepFailedData
+    if outcome.etype is EventType.STEP_COMPLETED:
+        data = StepCompletedData(output=outcome.output, owner=owner)
+    else:
+        data = StepFailedData(error=outcome.error, owner=owner)
     return EventRequest(outcome.etype, step.step_id, data)
 
 

@@ -10,7 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus, StepStatus
+from world_aws.contract.records import (
+    STEP_RECORDS,
+    Event,
+    EventType,
+    HookCreatedData,
+    ResolveData,
+    Run,
+    RunStatus,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
+    StepStatus,
+)
 from world_aws.contract.streams import DEFAULT_STREAM
 from world_aws.runtime.registry import StepFunction
 from world_aws.runtime.serde import Serializer
@@ -123,8 +137,8 @@ class KitRun:
         tokens: dict[str, str] = {}
         for event in self.events():
             cid = event.correlation_id or ""
-            if event.type is EventType.HOOK_CREATED:
-                tokens[cid] = event.data.token or ""
+            if isinstance(event.data, HookCreatedData):
+                tokens[cid] = event.data.token
             elif event.type is EventType.HOOK_DISPOSED:
                 tokens.pop(cid, None)
         return list(tokens.values())
@@ -135,28 +149,30 @@ def step_calls(events: list[Event], serializer: Serializer) -> list[StepCall]:
     calls: dict[str, StepCall] = {}
     for event in events:
         cid = event.correlation_id or ""
-        if not event.type.is_step_event:
+        data = event.data
+        if not isinstance(data, STEP_RECORDS):
             continue
         call = calls.get(cid)
         if call is None:
-            call = calls[cid] = StepCall(step_id=cid, name=event.data.step_name or "")
-        if event.type is EventType.STEP_CREATED and event.data.input is not None:
-            value = serializer.loads(event.data.input)
+            name = data.step_name if isinstance(data, StepCreatedData | StepStartedData) else None
+            call = calls[cid] = StepCall(step_id=cid, name=name or "")
+        if isinstance(data, StepCreatedData) and data.input is not None:
+            value = serializer.loads(data.input)
             call.args, call.kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
         if event.starts_attempt:  # a step_started, or an inline step's create
             call.attempts += 1
             call.status = StepStatus.RUNNING
-        elif event.type is EventType.STEP_RETRYING:
+        elif isinstance(data, StepRetryingData):
             call.status = StepStatus.PENDING
-            if event.data.error is not None:
-                call.errors.append(decode_error(event.data.error))
-        elif event.type is EventType.STEP_COMPLETED:
+            if data.error is not None:
+                call.errors.append(decode_error(data.error))
+        elif isinstance(data, StepCompletedData):
             call.status = StepStatus.COMPLETED
-            call.output = serializer.loads(event.data.output) if event.data.output is not None else None
-        elif event.type is EventType.STEP_FAILED:
+            call.output = serializer.loads(data.output) if data.output is not None else None
+        elif isinstance(data, StepFailedData):
             call.status = StepStatus.FAILED
-            if event.data.error is not None:
-                call.errors.append(decode_error(event.data.error))
+            if data.error is not None:
+                call.errors.append(decode_error(data.error))
     # In the order the workflow made the calls (the n of ``step_<run>_<n>``), not the log's:
     # the creates of a fan-out are written in parallel.
     return sorted(calls.values(), key=lambda call: _call_number(call.step_id))

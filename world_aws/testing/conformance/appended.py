@@ -22,7 +22,15 @@ from world_aws.contract.records import (
     EventRequest,
     EventType,
     ResolveData,
+    RunCancelledData,
+    RunCompletedData,
+    RunFailedData,
     RunStatus,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
     StepStatus,
 )
 from world_aws.contract.world import World
@@ -42,11 +50,13 @@ OWNER = "msg-9#1#h"
 
 
 def owned_create(step_id: str, owner: str = OWNER) -> EventRequest:
-    return EventRequest(EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in", owner=owner))
+    return EventRequest(
+        EventType.STEP_CREATED, step_id, StepCreatedData(step_name=STEP, input=b"in", owner=owner)
+    )
 
 
 def owned_outcome(step_id: str, output: bytes = b"out") -> EventRequest:
-    return EventRequest(EventType.STEP_COMPLETED, step_id, EventData(output=output, owner=OWNER))
+    return EventRequest(EventType.STEP_COMPLETED, step_id, StepCompletedData(output=output, owner=OWNER))
 
 
 def last_position(world: World, run_id: str) -> int:
@@ -136,7 +146,9 @@ def test_a_read_from_inside_an_appended_batch_lists_only_what_follows(
         run_id, after, [owned_outcome(done), *(owned_create(s) for s in nexts)], at=clock.now()
     )
     assert results is not None
-    tail = write(world, run_id, EventType.STEP_COMPLETED, nexts[0], EventData(output=b"x", owner=OWNER))
+    tail = write(
+        world, run_id, EventType.STEP_COMPLETED, nexts[0], StepCompletedData(output=b"x", owner=OWNER)
+    )
     assert tail.event is not None
     everything = world.events.list(run_id)
     # WHEN the log is read after each position the batch covers
@@ -170,7 +182,7 @@ def test_nothing_lands_when_a_rule_refuses_one_request(world: World) -> None:
     # GIVEN an owned step that already completed
     run_id = create_run(world)
     done = running_owned(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, done, EventData(output=b"first", owner=OWNER))
+    write(world, run_id, EventType.STEP_COMPLETED, done, StepCompletedData(output=b"first", owner=OWNER))
     after = last_position(world, run_id)
     # WHEN a batch repeats its outcome beside a create
     nxt = new_id("step")
@@ -197,7 +209,7 @@ def test_a_batch_with_a_create_is_fenced_by_a_terminal_run(world: World) -> None
     # THEN it is refused whole (the outcome alone may still be written one by one)
     assert results is None
     assert world.events.list(run_id)[-1].type is EventType.RUN_COMPLETED
-    write(world, run_id, EventType.STEP_COMPLETED, done, EventData(output=b"late", owner=OWNER))
+    write(world, run_id, EventType.STEP_COMPLETED, done, StepCompletedData(output=b"late", owner=OWNER))
 
 
 def test_a_missing_run_appends_nothing(world: World) -> None:
@@ -211,18 +223,18 @@ def test_a_missing_run_appends_nothing(world: World) -> None:
     ("requests", "message"),
     [
         ([], "1 to"),
-        ([EventRequest(EventType.STEP_COMPLETED, "s1", EventData(output=b"o"))], "owner"),
+        ([EventRequest(EventType.STEP_COMPLETED, "s1", StepCompletedData(output=b"o"))], "owner"),
         (
             [
                 EventRequest(
                     EventType.STEP_CREATED,
                     "s1",
-                    EventData(step_name=STEP, input=b"i", via_step_dispatch=True),
+                    StepCreatedData(step_name=STEP, input=b"i", via_step_dispatch=True),
                 )
             ],
             "re-ensure",
         ),
-        ([EventRequest(EventType.STEP_STARTED, "s1", EventData(owner=OWNER))], "cannot be appended"),
+        ([EventRequest(EventType.STEP_STARTED, "s1", StepStartedData(owner=OWNER))], "cannot be appended"),
         ([owned_create("s1"), owned_outcome("s1")], "twice"),
     ],
     ids=["empty", "outcome-no-owner", "a-re-ensure", "a-start", "one-step-twice"],
@@ -318,7 +330,7 @@ def test_a_step_appended_alone_reads_lists_and_settles_like_any_owned_step(
     after = last_position(world, run_id)
     nxt = new_id("step")
     assert world.events.append_after(run_id, after, [owned_outcome(alone), owned_create(nxt)], at=clock.now())
-    write(world, run_id, EventType.STEP_COMPLETED, nxt, EventData(output=b"next", owner=OWNER))
+    write(world, run_id, EventType.STEP_COMPLETED, nxt, StepCompletedData(output=b"next", owner=OWNER))
     # THEN both are completed with their outputs, in creation order, and nothing is pending but first
     listed = world.steps.list(run_id)
     assert [(s.step_id, s.status, s.output) for s in listed] == [
@@ -337,16 +349,18 @@ def test_a_step_appended_alone_is_taken_over_retried_and_failed_one_by_one(
     run_id = create_run(world)
     alone = appended_alone(world, run_id)
     # WHEN another delivery takes it over, its attempt fails with a retry, and the next fails
-    taken = write(world, run_id, EventType.STEP_STARTED, alone, EventData(step_name=STEP, owner="m-2#1#h"))
+    taken = write(
+        world, run_id, EventType.STEP_STARTED, alone, StepStartedData(step_name=STEP, owner="m-2#1#h")
+    )
     # THEN the takeover is attempt 2 with the step's input; the retry leaves it pending; then failed
     assert taken.step is not None and (taken.step.attempt, taken.step.input) == (2, b"in")
     retry_at = world.clock.now() + timedelta(seconds=30)
-    write(world, run_id, EventType.STEP_RETRYING, alone, EventData(error=b"e1", retry_after=retry_at))
+    write(world, run_id, EventType.STEP_RETRYING, alone, StepRetryingData(error=b"e1", retry_after=retry_at))
     pending = world.steps.get(run_id, alone)
     assert (pending.status, pending.attempt, pending.error) == (StepStatus.PENDING, 2, b"e1")
     clock.advance(31)
     start_step(world, run_id, alone)
-    write(world, run_id, EventType.STEP_FAILED, alone, EventData(error=b"e2"))
+    write(world, run_id, EventType.STEP_FAILED, alone, StepFailedData(error=b"e2"))
     failed = world.steps.get(run_id, alone)
     assert (failed.status, failed.attempt, failed.error) == (StepStatus.FAILED, 3, b"e2")
 
@@ -362,7 +376,7 @@ def test_a_step_appended_alone_cannot_be_created_again(world: World) -> None:
     for step_id in (alone, dispatched):
         with pytest.raises(Conflict):
             create_step(world, run_id, step_id=step_id)
-        again = EventData(step_name=STEP, input=b"in", via_step_dispatch=True)
+        again = StepCreatedData(step_name=STEP, input=b"in", via_step_dispatch=True)
         with pytest.raises(Conflict):
             write(world, run_id, EventType.STEP_CREATED, step_id, again)
     after = last_position(world, run_id)
@@ -386,7 +400,11 @@ def test_a_step_its_owner_settled_in_an_append_is_never_created_started_or_settl
     alone = appended_alone(world, run_id)
     clock.advance(1)
     completed = settled is EventType.STEP_COMPLETED
-    data = EventData(output=b"out", owner=OWNER) if completed else EventData(error=b"bad", owner=OWNER)
+    data = (
+        StepCompletedData(output=b"out", owner=OWNER)
+        if completed
+        else StepFailedData(error=b"bad", owner=OWNER)
+    )
     nxt = new_id("step")
     for batch in ([EventRequest(settled, alone, data), owned_create(nxt)], [owned_outcome(nxt)]):
         assert world.events.append_after(run_id, last_position(world, run_id), batch, at=clock.now())
@@ -394,14 +412,14 @@ def test_a_step_its_owner_settled_in_an_append_is_never_created_started_or_settl
     # WHEN it is created again one by one and as a consumer's re-ensure
     with pytest.raises(Conflict):
         create_step(world, run_id, step_id=alone)
-    again = EventData(step_name=STEP, input=b"in", via_step_dispatch=True)
+    again = StepCreatedData(step_name=STEP, input=b"in", via_step_dispatch=True)
     with pytest.raises(Conflict):
         write(world, run_id, EventType.STEP_CREATED, alone, again)
     # AND started again (a stale takeover), and settled again one by one
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.STEP_STARTED, alone, EventData(step_name=STEP, owner="m-2#1#h"))
+        write(world, run_id, EventType.STEP_STARTED, alone, StepStartedData(step_name=STEP, owner="m-2#1#h"))
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.STEP_COMPLETED, alone, EventData(output=b"late", owner=OWNER))
+        write(world, run_id, EventType.STEP_COMPLETED, alone, StepCompletedData(output=b"late", owner=OWNER))
     # THEN every one is refused, nothing of them is listed, and both steps read as their owner left them
     assert [e.correlation_id for e in world.events.list(run_id, after=after)] == []
     creates = [e.correlation_id for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
@@ -420,9 +438,9 @@ def test_a_step_its_owner_settled_in_an_append_is_never_created_started_or_settl
 
 # --- the run's end closing a batch (the last outcome and run_completed / run_failed) ------
 
-ENDS = {
-    EventType.RUN_COMPLETED: EventData(output=b"run-output"),
-    EventType.RUN_FAILED: EventData(error=b"run-error", error_code="E_TEST"),
+ENDS: dict[EventType, EventData] = {
+    EventType.RUN_COMPLETED: RunCompletedData(output=b"run-output"),
+    EventType.RUN_FAILED: RunFailedData(error=b"run-error", error_code="E_TEST"),
 }
 
 
@@ -469,7 +487,7 @@ def test_the_runs_end_is_not_appended_to_a_run_that_ended(world: World) -> None:
     end_run(world, run_id, EventType.RUN_CANCELLED)
     after = last_position(world, run_id)
     # WHEN the owner appends its outcome and run_completed after the cancel
-    end = EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))
+    end = EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=b"o"))
     results = world.events.append_after(run_id, after, [owned_outcome(done), end], at=world.clock.now())
     # THEN nothing lands: the run stays cancelled, its log ends with the cancel
     assert results is None
@@ -483,7 +501,10 @@ def test_the_runs_end_in_a_batch_racing_a_cancel_ends_the_run_once(world: World)
         run_id = create_run(world)
         done = appended_alone(world, run_id)
         after = last_position(world, run_id)
-        batch = [owned_outcome(done), EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))]
+        batch = [
+            owned_outcome(done),
+            EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=b"o")),
+        ]
 
         def cancel(run_id: str = run_id) -> object:
             with contextlib.suppress(Conflict):
@@ -504,9 +525,9 @@ def test_the_runs_end_in_a_batch_racing_a_cancel_ends_the_run_once(world: World)
 @pytest.mark.parametrize(
     "requests",
     [
-        [EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o"))],
-        [EventRequest(EventType.RUN_COMPLETED, data=EventData(output=b"o")), owned_outcome("s1")],
-        [owned_outcome("s1"), EventRequest(EventType.RUN_CANCELLED, data=EventData(reason="r"))],
+        [EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=b"o"))],
+        [EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=b"o")), owned_outcome("s1")],
+        [owned_outcome("s1"), EventRequest(EventType.RUN_CANCELLED, data=RunCancelledData(reason="r"))],
         [owned_outcome("s1"), EventRequest(EventType.RUN_STARTED)],
     ],
     ids=["end-alone", "end-first", "a-cancel", "a-start"],
@@ -574,7 +595,7 @@ def test_a_start_is_not_appended_to_a_run_cancelled_while_pending(world: World) 
             [
                 EventRequest(EventType.RUN_STARTED),
                 owned_create("s1"),
-                EventRequest(EventType.RUN_FAILED, data=EventData(error=b"e")),
+                EventRequest(EventType.RUN_FAILED, data=RunFailedData(error=b"e")),
             ],
             "not both",
         ),
@@ -594,7 +615,7 @@ def test_a_batch_whose_start_is_out_of_place_is_bad_input(
 
 def dispatched_create(step_id: str) -> EventRequest:
     """The producer's create of a dispatched step (no owner: its consumer will claim it)."""
-    return EventRequest(EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in"))
+    return EventRequest(EventType.STEP_CREATED, step_id, StepCreatedData(step_name=STEP, input=b"in"))
 
 
 @pytest.mark.parametrize("count", [1, 3], ids=["alone", "a-wave"])
@@ -621,13 +642,13 @@ def test_dispatched_creates_appended_are_pending_steps_their_consumers_claim(
     assert world.steps.any_pending(run_id, besides=step_ids[0]) is (count > 1)
     # WHEN a consumer claims the first, and re-ensures the last from its message
     started = start_step(world, run_id, step_ids[0])
-    again = EventData(step_name=STEP, input=b"in", via_step_dispatch=True)
+    again = StepCreatedData(step_name=STEP, input=b"in", via_step_dispatch=True)
     with pytest.raises(Conflict):
         write(world, run_id, EventType.STEP_CREATED, step_ids[-1], again)
     # THEN the claim is attempt 1 with the input; the re-ensure found the step there
     assert started.step is not None and (started.step.status, started.step.attempt) == (StepStatus.RUNNING, 1)
     assert started.step.input == b"in"
-    write(world, run_id, EventType.STEP_COMPLETED, step_ids[0], EventData(output=b"done"))
+    write(world, run_id, EventType.STEP_COMPLETED, step_ids[0], StepCompletedData(output=b"done"))
     assert world.steps.any_pending(run_id, besides=step_ids[0]) is (count > 1)
     creates = [e for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
     assert [e.correlation_id for e in creates] == step_ids

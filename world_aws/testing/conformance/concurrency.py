@@ -14,7 +14,15 @@ from functools import partial
 from itertools import pairwise
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventResult, EventType, RunStatus, StepStatus
+from world_aws.contract.records import (
+    EventResult,
+    EventType,
+    HookConflictData,
+    RunStatus,
+    StepCompletedData,
+    StepCreatedData,
+    StepStatus,
+)
 from world_aws.contract.world import World
 from world_aws.errors import Conflict, RunExpired
 from world_aws.testing.conformance.support import (
@@ -146,7 +154,7 @@ def _race_duplicate_creates(world: World, racer: Racer, *, width: int) -> None:
     run_id = create_run(world)
     step_id = new_id("step")
     inputs = [f"input-{i}".encode() for i in range(width)]
-    requests = [EventData(step_name=STEP, input=data) for data in inputs]
+    requests = [StepCreatedData(step_name=STEP, input=data) for data in inputs]
     outcomes = racer.race(
         [partial(write, world, run_id, EventType.STEP_CREATED, step_id, data) for data in requests]
     )
@@ -174,7 +182,7 @@ def _race_end_against_outcomes(world: World, racer: Racer, *, steps: int) -> Non
     run_id = create_run(world)
     step_ids = [running_step(world, run_id) for _ in range(steps)]
     # WHEN run_completed races the 8 step_completed
-    done = EventData(output=b"ok")
+    done = StepCompletedData(output=b"ok")
     calls: list[Callable[[], EventResult]] = [partial(end_run, world, run_id)]
     calls += [partial(write, world, run_id, EventType.STEP_COMPLETED, s, done) for s in step_ids]
     outcomes = racer.race(calls)
@@ -197,7 +205,7 @@ def _race_last_completers(world: World, racer: Racer, *, steps: int) -> None:
     step_ids = [running_step(world, run_id) for _ in range(steps)]
 
     def complete_then_check(step_id: str) -> bool:
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"ok"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"ok"))
         return world.steps.any_pending(run_id, besides=step_id)
 
     # WHEN every branch records its outcome and then asks whether others are pending
@@ -219,7 +227,7 @@ def _race_continuation_claims(world: World, racer: Racer, *, steps: int) -> None
     # GIVEN a wave of 8 steps whose outcomes are all recorded
     run_id = create_run(world)
     step_ids = [running_step(world, run_id) for _ in range(steps)]
-    done = EventData(output=b"ok")
+    done = StepCompletedData(output=b"ok")
     positions = {}
     for step_id in step_ids:
         result = write(world, run_id, EventType.STEP_COMPLETED, step_id, done)
@@ -257,7 +265,7 @@ def _race_token(world: World, racer: Racer, *, runs: int) -> None:
     for result in results:
         if result.hook is None:
             assert result.event is not None and result.event.type is EventType.HOOK_CONFLICT
-            assert result.event.data.conflicting_run_id == owners[0]
+            assert result.event.data_as(HookConflictData).conflicting_run_id == owners[0]
 
 
 def test_concurrent_resumes_with_one_resume_id_append_one_event(world: World) -> None:

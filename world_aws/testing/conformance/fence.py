@@ -7,7 +7,14 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, StepStatus, WaitStatus
+from world_aws.contract.records import (
+    EventType,
+    StepCompletedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStatus,
+    WaitStatus,
+)
 from world_aws.contract.world import World
 from world_aws.errors import NotFound, RunExpired
 from world_aws.testing.conformance.support import (
@@ -67,7 +74,7 @@ def test_step_completed_of_running_step_is_accepted_after_run_completed(world: W
     step_id = running_step(world, run_id)
     end_run(world, run_id, EventType.RUN_COMPLETED)
     # WHEN it reports its outcome
-    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"late"))
+    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"late"))
     # THEN the outcome is recorded after run_completed
     assert world.steps.get(run_id, step_id).status is StepStatus.COMPLETED
     assert world.steps.get(run_id, step_id).output == b"late"
@@ -80,7 +87,7 @@ def test_step_failed_of_running_step_is_accepted_after_run_ended(world: World) -
         run_id = create_run(world)
         step_id = running_step(world, run_id)
         end_run(world, run_id, ending)
-        write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"late"))
+        write(world, run_id, EventType.STEP_FAILED, step_id, StepFailedData(error=b"late"))
         assert world.steps.get(run_id, step_id).status is StepStatus.FAILED
 
 
@@ -89,9 +96,9 @@ def test_step_outcome_of_pending_step_after_run_ended_is_gone(world: World) -> N
     step_id = create_step(world, run_id)
     end_run(world, run_id)
     with pytest.raises(RunExpired):
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"x"))
     with pytest.raises(RunExpired):
-        write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"x"))
+        write(world, run_id, EventType.STEP_FAILED, step_id, StepFailedData(error=b"x"))
     assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
 
 
@@ -105,7 +112,13 @@ def test_step_retrying_of_running_step_is_accepted_after_run_ended_and_starts_no
         end_run(world, run_id, ending)
         # WHEN it records its retry, as the outcomes may
         retry_at = clock.now() + timedelta(seconds=5)
-        write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"late", retry_after=retry_at))
+        write(
+            world,
+            run_id,
+            EventType.STEP_RETRYING,
+            step_id,
+            StepRetryingData(error=b"late", retry_after=retry_at),
+        )
         # THEN the retry is logged after the run's end and the step is pending with its error
         assert types_of(world, run_id)[-2:] == [ending, EventType.STEP_RETRYING]
         step = world.steps.get(run_id, step_id)
@@ -123,18 +136,18 @@ def test_step_retrying_of_step_not_running_after_run_ended_is_gone(world: World)
     pending = create_step(world, run_id)
     retried = running_step(world, run_id)
     end_run(world, run_id)
-    write(world, run_id, EventType.STEP_RETRYING, retried, EventData(error=b"first"))
+    write(world, run_id, EventType.STEP_RETRYING, retried, StepRetryingData(error=b"first"))
     length = len(world.events.list(run_id))
     # WHEN either records a retry THEN RunExpired, as for an outcome, and nothing changes
     for step_id in (pending, retried):
         with pytest.raises(RunExpired):
-            write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"x"))
+            write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"x"))
         assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
     assert world.steps.get(run_id, retried).error == b"first"
     assert len(world.events.list(run_id)) == length
     # AND a step the ended run never had is NotFound (the step is judged first)
     with pytest.raises(NotFound):
-        write(world, run_id, EventType.STEP_RETRYING, new_id("step"), EventData(error=b"x"))
+        write(world, run_id, EventType.STEP_RETRYING, new_id("step"), StepRetryingData(error=b"x"))
 
 
 def test_step_created_on_terminal_run_is_gone(world: World) -> None:

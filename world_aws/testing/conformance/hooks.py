@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from world_aws.contract.records import EventData, EventType
+from world_aws.contract.records import EventType, HookConflictData, HookCreatedData, HookReceivedData
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, NotFound
 from world_aws.testing.conformance.support import (
@@ -33,12 +33,12 @@ def test_hook_created_makes_a_live_hook_found_by_token(world: World) -> None:
 def test_hook_created_without_token_is_bad_input(world: World) -> None:
     run_id = create_run(world)
     with pytest.raises(BadInput):
-        write(world, run_id, EventType.HOOK_CREATED, new_id("hook"), EventData(metadata=b"m"))
+        write(world, run_id, EventType.HOOK_CREATED, new_id("hook"), HookCreatedData(token="", metadata=b"m"))
 
 
 def test_hook_conflict_cannot_be_written_by_a_client(world: World) -> None:
     run_id = create_run(world)
-    data = EventData(token=new_id("tok"), conflicting_run_id=run_id)
+    data = HookConflictData(token=new_id("tok"), conflicting_run_id=run_id)
     with pytest.raises(BadInput):
         write(world, run_id, EventType.HOOK_CONFLICT, new_id("hook"), data)
 
@@ -66,7 +66,8 @@ def test_hook_token_taken_yields_hook_conflict_event(world: World) -> None:
     assert result.hook is None
     event = result.event
     assert event is not None and event.type is EventType.HOOK_CONFLICT
-    assert (event.correlation_id, event.data.token, event.data.conflicting_run_id) == (hook_id, token, holder)
+    conflict = event.data_as(HookConflictData)
+    assert (event.correlation_id, conflict.token, conflict.conflicting_run_id) == (hook_id, token, holder)
     assert world.events.list(other)[-1] == event
     # AND the token still belongs to the first hook; the second run has no hook
     assert world.hooks.get_by_token(token).run_id == holder
@@ -113,9 +114,9 @@ def test_hook_received_delivers_payloads_while_the_hook_stays_live(world: World)
     assert hook is not None
     for payload in (b"one", b"two", b"three"):
         result = receive_hook(world, run_id, hook.hook_id, payload)
-        assert result.event is not None and result.event.data.payload == payload
+        assert result.event is not None and result.event.data_as(HookReceivedData).payload == payload
     received = [e for e in world.events.list(run_id) if e.type is EventType.HOOK_RECEIVED]
-    assert [e.data.payload for e in received] == [b"one", b"two", b"three"]
+    assert [e.data_as(HookReceivedData).payload for e in received] == [b"one", b"two", b"three"]
     assert world.hooks.get_by_token(token) == hook
 
 
@@ -132,7 +133,8 @@ def test_hook_received_is_deduplicated_on_resume_id(world: World) -> None:
     again = receive_hook(world, run_id, hook.hook_id, b"payload", resume_id=resume_id).event
     # THEN the first event comes back and nothing is appended
     assert again is not None
-    assert (again.position, again.type, again.data.payload, again.data.resume_id) == (
+    answer = again.data_as(HookReceivedData)
+    assert (again.position, again.type, answer.payload, answer.resume_id) == (
         first.position,
         EventType.HOOK_RECEIVED,
         b"payload",
@@ -156,7 +158,7 @@ def test_hook_received_keeps_the_resume_id_in_the_log(world: World) -> None:
     assert hook is not None
     resume_id = new_id("resume")
     receive_hook(world, run_id, hook.hook_id, b"p", resume_id=resume_id)
-    assert world.events.list(run_id)[-1].data.resume_id == resume_id
+    assert world.events.list(run_id)[-1].data_as(HookReceivedData).resume_id == resume_id
 
 
 def test_hook_received_on_missing_hook_is_not_found(world: World) -> None:

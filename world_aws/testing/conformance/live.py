@@ -14,7 +14,7 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, RunStatus
+from world_aws.contract.records import EventType, RunStartedData, RunStatus, StepCompletedData
 from world_aws.contract.world import World
 from world_aws.errors import BadInput
 from world_aws.testing.conformance.support import (
@@ -135,7 +135,7 @@ def test_progress_is_the_time_of_the_runs_last_event(world: World, clock: Manual
     assert live.progress_at == live.mark == last
     # AND after a later event, the index shows the new progress under the old mark
     clock.advance(2)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, data=EventData(output=b"r"))
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, data=StepCompletedData(output=b"r"))
     (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
     assert (listed.mark, listed.progress_at) == (last, clock.now())
 
@@ -176,7 +176,7 @@ def test_a_pending_run_cancelled_leaves_the_live_index(world: World, clock: Manu
 def test_a_run_created_by_its_first_run_started_is_swept(world: World, clock: ManualClock) -> None:
     # GIVEN a run created by a run_started carrying creation data (resilient start, SPEC §6.1)
     run_id = new_id("wrun")
-    write(world, run_id, EventType.RUN_STARTED, data=EventData(creation=creation()))
+    write(world, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=creation()))
     clock.advance(60)
     # THEN a sweep reads it, running, and marks it
     (live,) = world.runs.sweep_created(created_before=clock.now(), limit=10).enrolled

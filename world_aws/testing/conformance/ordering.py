@@ -10,7 +10,13 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType
+from world_aws.contract.records import (
+    EventType,
+    StepCompletedData,
+    StepCreatedData,
+    StepRetryingData,
+    WaitCreatedData,
+)
 from world_aws.contract.world import World
 from world_aws.errors import Conflict, NotFound, RunExpired
 from world_aws.testing.conformance.support import (
@@ -29,7 +35,7 @@ def test_positions_are_dense_from_one(world: World) -> None:
     run_id = create_run(world)
     for _ in range(3):
         step_id = running_step(world, run_id)
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"x"))
     end_run(world, run_id)
     positions = [event.position for event in world.events.list(run_id)]
     assert positions == list(range(1, 2 + 3 * 3 + 1 + 1))
@@ -85,10 +91,10 @@ def test_refused_events_add_nothing_to_the_visible_log(world: World, clock: Manu
     run_id = create_run(world)
     running = running_step(world, run_id)
     done = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, done, EventData(output=b"x"))
+    write(world, run_id, EventType.STEP_COMPLETED, done, StepCompletedData(output=b"x"))
     create_hook(world, run_id, new_id("tok"))
     wait_id = new_id("wait")
-    write(world, run_id, EventType.WAIT_CREATED, wait_id, EventData(resume_at=clock.now()))
+    write(world, run_id, EventType.WAIT_CREATED, wait_id, WaitCreatedData(resume_at=clock.now()))
     write(world, run_id, EventType.WAIT_COMPLETED, wait_id)
     before = world.events.list(run_id)
     # WHEN a series of refused events is written
@@ -105,7 +111,7 @@ def test_refused_events_add_nothing_to_the_visible_log(world: World, clock: Manu
     with pytest.raises(RunExpired):
         create_step(world, run_id)
     with pytest.raises(RunExpired):
-        write(world, run_id, EventType.WAIT_CREATED, new_id("wait"), EventData(resume_at=clock.now()))
+        write(world, run_id, EventType.WAIT_CREATED, new_id("wait"), WaitCreatedData(resume_at=clock.now()))
     # THEN the log grew only by run_completed ...
     assert ended[:-1] == before
     assert world.events.list(run_id) == ended
@@ -115,7 +121,7 @@ def test_refused_events_add_nothing_to_the_visible_log(world: World, clock: Manu
     assert positions == sorted(set(positions))
     assert EventType.NOOP not in [e.type for e in ended]
     # ... and the next accepted write still lands after everything
-    write(world, run_id, EventType.STEP_COMPLETED, running, EventData(output=b"late"))
+    write(world, run_id, EventType.STEP_COMPLETED, running, StepCompletedData(output=b"late"))
     assert world.events.list(run_id)[-1].position > ended[-1].position
 
 
@@ -123,10 +129,12 @@ def test_step_events_carry_their_data_in_the_log(world: World, clock: ManualCloc
     run_id = create_run(world)
     step_id = running_step(world, run_id, input=b"in")
     retry_at = clock.now() + timedelta(seconds=5)
-    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"err", retry_after=retry_at))
+    write(
+        world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"err", retry_after=retry_at)
+    )
     clock.advance(5)
     start_step(world, run_id, step_id)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"out"))
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"out"))
     events = world.events.list(run_id)[2:]
     assert [e.type for e in events] == [
         EventType.STEP_CREATED,
@@ -135,6 +143,7 @@ def test_step_events_carry_their_data_in_the_log(world: World, clock: ManualCloc
         EventType.STEP_STARTED,
         EventType.STEP_COMPLETED,
     ]
-    assert events[0].data.input == b"in"
-    assert (events[2].data.error, events[2].data.retry_after) == (b"err", retry_at)
-    assert events[4].data.output == b"out"
+    assert events[0].data_as(StepCreatedData).input == b"in"
+    retrying = events[2].data_as(StepRetryingData)
+    assert (retrying.error, retrying.retry_after) == (b"err", retry_at)
+    assert events[4].data_as(StepCompletedData).output == b"out"

@@ -10,7 +10,14 @@ from __future__ import annotations
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, StepStatus
+from world_aws.contract.records import (
+    EventType,
+    StepCompletedData,
+    StepCreatedData,
+    StepStartedData,
+    StepStatus,
+    owner_of,
+)
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, RunExpired
 from world_aws.testing.conformance.support import STEP, create_run, create_step, end_run, new_id, write
@@ -20,7 +27,13 @@ OWNER = "msg-1#1"
 
 def create_owned(world: World, run_id: str, owner: str = OWNER) -> str:
     step_id = new_id("step")
-    write(world, run_id, EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in", owner=owner))
+    write(
+        world,
+        run_id,
+        EventType.STEP_CREATED,
+        step_id,
+        StepCreatedData(step_name=STEP, input=b"in", owner=owner),
+    )
     return step_id
 
 
@@ -30,7 +43,7 @@ def test_owned_step_created_is_running_at_attempt_one(world: World, clock: Manua
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.attempt, step.input) == (StepStatus.RUNNING, 1, b"in")
     assert step.started_at == step.created_at == clock.now()
-    assert world.events.list(run_id)[-1].data.owner == OWNER
+    assert owner_of(world.events.list(run_id)[-1].data) == OWNER
 
 
 def test_owned_step_never_counts_as_pending_for_the_last_completer(world: World) -> None:
@@ -44,7 +57,7 @@ def test_owned_step_never_counts_as_pending_for_the_last_completer(world: World)
 def test_owned_step_completes_with_its_owner_named_and_its_result_kept(world: World) -> None:
     run_id = create_run(world)
     step_id = create_owned(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"out", owner=OWNER))
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"out", owner=OWNER))
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.output) == (StepStatus.COMPLETED, b"out")
     assert world.steps.any_pending(run_id) is False
@@ -53,10 +66,10 @@ def test_owned_step_completes_with_its_owner_named_and_its_result_kept(world: Wo
 def test_step_started_naming_an_owner_reclaims_an_owned_step_as_a_new_attempt(world: World) -> None:
     run_id = create_run(world)
     step_id = create_owned(world, run_id)
-    data = EventData(step_name=STEP, owner="msg-1#2")
+    data = StepStartedData(step_name=STEP, owner="msg-1#2")
     result = write(world, run_id, EventType.STEP_STARTED, step_id, data)
     assert result.step is not None and (result.step.status, result.step.attempt) == (StepStatus.RUNNING, 2)
-    assert [e.data.owner for e in world.events.list(run_id)[-2:]] == [OWNER, "msg-1#2"]
+    assert [owner_of(e.data) for e in world.events.list(run_id)[-2:]] == [OWNER, "msg-1#2"]
 
 
 def test_owned_step_created_on_a_terminal_run_is_refused(world: World) -> None:
@@ -69,14 +82,18 @@ def test_owned_step_created_on_a_terminal_run_is_refused(world: World) -> None:
 def test_duplicate_owned_step_created_is_conflict_and_keeps_the_first_owner(world: World) -> None:
     run_id = create_run(world)
     step_id = create_owned(world, run_id)
-    data = EventData(step_name=STEP, input=b"in", owner="msg-2#1")
+    data = StepCreatedData(step_name=STEP, input=b"in", owner="msg-2#1")
     with pytest.raises(Conflict):
         write(world, run_id, EventType.STEP_CREATED, step_id, data)
-    owners = [e.data.owner for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
+    owners = [owner_of(e.data) for e in world.events.list(run_id) if e.type is EventType.STEP_CREATED]
     assert owners == [OWNER]
 
 
 def test_owner_on_a_non_step_event_is_bad_input(world: World) -> None:
+    # A wait's record has no owner: a step's record with one, given as a wait's, is refused.
     run_id = create_run(world)
-    with pytest.raises(BadInput, match="owner"):
-        write(world, run_id, EventType.WAIT_CREATED, new_id("wait"), EventData(owner=OWNER))
+    with pytest.raises(
+        BadInput, match=r"wait_created takes WaitCreatedData\(resume_at\), not StepStartedData"
+    ):
+        write(world, run_id, EventType.WAIT_CREATED, new_id("wait"), StepStartedData(owner=OWNER))
+    assert [e.type for e in world.events.list(run_id)][-1] is EventType.RUN_STARTED

@@ -6,7 +6,16 @@ from __future__ import annotations
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, ResolveData, RunStatus
+from world_aws.contract.records import (
+    EventType,
+    ResolveData,
+    RunCompletedData,
+    RunCreatedData,
+    RunFailedData,
+    RunStartedData,
+    RunStatus,
+    StepCompletedData,
+)
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, NotFound
 from world_aws.testing.conformance.support import (
@@ -26,7 +35,10 @@ def test_run_created_makes_a_pending_run(world: World, clock: ManualClock) -> No
     run_id = new_id("wrun")
     # WHEN run_created is written
     result = write(
-        world, run_id, EventType.RUN_CREATED, data=EventData(creation=creation(b"abc", attributes={"k": "v"}))
+        world,
+        run_id,
+        EventType.RUN_CREATED,
+        data=RunCreatedData(creation=creation(b"abc", attributes={"k": "v"})),
     )
     # THEN the run is pending with the creation data, and the log holds run_created at 1
     run = world.runs.get(run_id)
@@ -46,7 +58,7 @@ def test_run_created_makes_a_pending_run(world: World, clock: ManualClock) -> No
 def test_run_created_with_existing_id_is_conflict(world: World) -> None:
     run_id = create_run(world, input=b"first")
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.RUN_CREATED, data=EventData(creation=creation(b"second")))
+        write(world, run_id, EventType.RUN_CREATED, data=RunCreatedData(creation=creation(b"second")))
     assert world.runs.get(run_id).input == b"first"
     assert types_of(world, run_id) == [EventType.RUN_CREATED, EventType.RUN_STARTED]
 
@@ -84,20 +96,21 @@ def test_run_started_with_creation_data_creates_missing_run(world: World) -> Non
     # GIVEN no run_created ever landed (resilient start, SPEC §6.1)
     run_id = new_id("wrun")
     # WHEN run_started carries the creation data
-    result = write(world, run_id, EventType.RUN_STARTED, data=EventData(creation=creation(b"resilient")))
+    result = write(world, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=creation(b"resilient")))
     # THEN the run exists, running, and the log is run_created at 1, run_started at 2
     run = world.runs.get(run_id)
     assert run.status is RunStatus.RUNNING
     assert run.input == b"resilient"
     events = world.events.list(run_id)
     assert [(e.position, e.type) for e in events] == [(1, EventType.RUN_CREATED), (2, EventType.RUN_STARTED)]
-    assert events[0].data.creation is not None and events[0].data.creation.input == b"resilient"
+    created = events[0].data_as(RunCreatedData).creation
+    assert created is not None and created.input == b"resilient"
     assert result.event is not None and result.event.position == 2
 
 
 def test_run_started_with_creation_data_on_pending_run_only_starts_it(world: World) -> None:
     run_id = create_run(world, input=b"original", started=False)
-    write(world, run_id, EventType.RUN_STARTED, data=EventData(creation=creation(b"other")))
+    write(world, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=creation(b"other")))
     run = world.runs.get(run_id)
     assert run.status is RunStatus.RUNNING and run.input == b"original"
     assert types_of(world, run_id) == [EventType.RUN_CREATED, EventType.RUN_STARTED]
@@ -117,14 +130,14 @@ def test_run_end_on_missing_run_is_not_found(world: World) -> None:
 def test_run_completed_records_output(world: World, clock: ManualClock) -> None:
     run_id = create_run(world)
     clock.advance(3)
-    write(world, run_id, EventType.RUN_COMPLETED, data=EventData(output=b"done"))
+    write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=b"done"))
     run = world.runs.get(run_id)
     assert (run.status, run.output, run.completed_at) == (RunStatus.COMPLETED, b"done", clock.now())
 
 
 def test_run_failed_records_error_and_code(world: World) -> None:
     run_id = create_run(world)
-    write(world, run_id, EventType.RUN_FAILED, data=EventData(error=b"boom", error_code="E_X"))
+    write(world, run_id, EventType.RUN_FAILED, data=RunFailedData(error=b"boom", error_code="E_X"))
     run = world.runs.get(run_id)
     assert (run.status, run.error, run.error_code) == (RunStatus.FAILED, b"boom", "E_X")
     assert run.completed_at is not None
@@ -220,7 +233,7 @@ def test_runs_list_filters_by_status_and_workflow_name(world: World) -> None:
 
 def _completed(world: World, run_id: str, step_id: str) -> int:
     """Complete a running step; the position of its outcome."""
-    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"ok"))
+    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"ok"))
     assert result.event is not None
     return result.event.position
 
@@ -292,7 +305,7 @@ def test_list_with_run_of_a_pending_run_holds_its_creation(world: World) -> None
     # THEN it is pending and its log is run_created, with the input unless asked without
     assert log.run.status is RunStatus.PENDING
     assert log.events is not None and [e.type for e in log.events] == [EventType.RUN_CREATED]
-    creation_data = log.events[0].data.creation
+    creation_data = log.events[0].data_as(RunCreatedData).creation
     assert creation_data is not None and creation_data.input == b"run-input"
     bare = world.events.list_with_run(run_id, resolve_data=ResolveData.NONE)
     assert bare.events == world.events.list(run_id, resolve_data=ResolveData.NONE)

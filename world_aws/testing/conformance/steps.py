@@ -7,7 +7,15 @@ from datetime import timedelta
 import pytest
 
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventData, EventType, StepStatus
+from world_aws.contract.records import (
+    EventType,
+    StepCompletedData,
+    StepCreatedData,
+    StepFailedData,
+    StepRetryingData,
+    StepStartedData,
+    StepStatus,
+)
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 from world_aws.testing.conformance.support import (
@@ -26,7 +34,9 @@ from world_aws.testing.conformance.support import (
 def test_step_created_makes_a_pending_step(world: World, clock: ManualClock) -> None:
     run_id = create_run(world)
     step_id = new_id("step")
-    result = write(world, run_id, EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=b"in"))
+    result = write(
+        world, run_id, EventType.STEP_CREATED, step_id, StepCreatedData(step_name=STEP, input=b"in")
+    )
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.attempt, step.input, step.step_name) == (StepStatus.PENDING, 0, b"in", STEP)
     assert step.created_at == clock.now() and step.started_at is None
@@ -51,15 +61,17 @@ def test_step_created_on_missing_run_is_not_found(world: World) -> None:
 def test_step_created_without_input_is_bad_input(world: World) -> None:
     run_id = create_run(world)
     with pytest.raises(BadInput):
-        write(world, run_id, EventType.STEP_CREATED, new_id("step"), EventData(step_name=STEP))
+        write(
+            world, run_id, EventType.STEP_CREATED, new_id("step"), StepCreatedData(step_name=STEP, input=None)
+        )
 
 
 def test_step_created_via_step_dispatch_keeps_the_flag_in_the_log(world: World) -> None:
     run_id = create_run(world)
     step_id = new_id("step")
-    data = EventData(step_name=STEP, input=b"x", via_step_dispatch=True)
+    data = StepCreatedData(step_name=STEP, input=b"x", via_step_dispatch=True)
     write(world, run_id, EventType.STEP_CREATED, step_id, data)
-    assert world.events.list(run_id)[-1].data.via_step_dispatch is True
+    assert world.events.list(run_id)[-1].data_as(StepCreatedData).via_step_dispatch is True
 
 
 def test_step_started_runs_the_step_and_counts_the_attempt(world: World, clock: ManualClock) -> None:
@@ -96,13 +108,19 @@ def test_step_started_naming_another_step_is_conflict_and_changes_nothing(
     running = running_step(world, run_id)
     backing_off = running_step(world, run_id)
     retry_at = clock.now() + timedelta(seconds=30)
-    write(world, run_id, EventType.STEP_RETRYING, backing_off, EventData(error=b"e", retry_after=retry_at))
+    write(
+        world,
+        run_id,
+        EventType.STEP_RETRYING,
+        backing_off,
+        StepRetryingData(error=b"e", retry_after=retry_at),
+    )
     length = len(world.events.list(run_id))
     # WHEN a stale start names another step under each id (a corrected replay reused it)
     for step_id in (pending, running, backing_off):
         # THEN Conflict (not TooEarly: it is not this step's start at all)
         with pytest.raises(Conflict):
-            write(world, run_id, EventType.STEP_STARTED, step_id, EventData(step_name="step_other"))
+            write(world, run_id, EventType.STEP_STARTED, step_id, StepStartedData(step_name="step_other"))
     # AND no step moved, no attempt was counted, nothing was logged
     observed = {s.step_id: (s.status, s.attempt, s.step_name) for s in world.steps.list(run_id)}
     assert observed == {
@@ -122,7 +140,7 @@ def test_step_started_naming_another_step_on_terminal_run_is_gone(world: World) 
     step_id = create_step(world, run_id)
     end_run(world, run_id)
     with pytest.raises(RunExpired):
-        write(world, run_id, EventType.STEP_STARTED, step_id, EventData(step_name="step_other"))
+        write(world, run_id, EventType.STEP_STARTED, step_id, StepStartedData(step_name="step_other"))
 
 
 def test_step_event_on_missing_step_is_not_found(world: World) -> None:
@@ -130,9 +148,9 @@ def test_step_event_on_missing_step_is_not_found(world: World) -> None:
     with pytest.raises(NotFound):
         start_step(world, run_id, new_id("step"))
     for etype, data in (
-        (EventType.STEP_COMPLETED, EventData(output=b"x")),
-        (EventType.STEP_FAILED, EventData(error=b"x")),
-        (EventType.STEP_RETRYING, EventData(error=b"x")),
+        (EventType.STEP_COMPLETED, StepCompletedData(output=b"x")),
+        (EventType.STEP_FAILED, StepFailedData(error=b"x")),
+        (EventType.STEP_RETRYING, StepRetryingData(error=b"x")),
     ):
         with pytest.raises(NotFound):
             write(world, run_id, etype, new_id("step"), data)
@@ -144,7 +162,9 @@ def test_step_retrying_returns_running_step_to_pending_with_error_and_retry_afte
     run_id = create_run(world)
     step_id = running_step(world, run_id)
     retry_at = clock.now() + timedelta(seconds=30)
-    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"oops", retry_after=retry_at))
+    write(
+        world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"oops", retry_after=retry_at)
+    )
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.error, step.retry_after, step.attempt) == (
         StepStatus.PENDING,
@@ -158,7 +178,7 @@ def test_step_retrying_of_pending_step_is_conflict(world: World) -> None:
     run_id = create_run(world)
     step_id = create_step(world, run_id)
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"x"))
+        write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"x"))
 
 
 def test_step_started_before_retry_after_is_too_early_with_seconds_left(
@@ -168,7 +188,7 @@ def test_step_started_before_retry_after_is_too_early_with_seconds_left(
     run_id = create_run(world)
     step_id = running_step(world, run_id)
     retry_at = clock.now() + timedelta(seconds=30)
-    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"e", retry_after=retry_at))
+    write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"e", retry_after=retry_at))
     clock.advance(10)
     # WHEN it is started 10 s later
     with pytest.raises(TooEarly) as caught:
@@ -183,7 +203,7 @@ def test_step_started_at_retry_after_is_accepted_and_clears_it(world: World, clo
     run_id = create_run(world)
     step_id = running_step(world, run_id)
     retry_at = clock.now() + timedelta(seconds=30)
-    write(world, run_id, EventType.STEP_RETRYING, step_id, EventData(error=b"e", retry_after=retry_at))
+    write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"e", retry_after=retry_at))
     clock.advance(30)
     start_step(world, run_id, step_id)
     step = world.steps.get(run_id, step_id)
@@ -193,18 +213,18 @@ def test_step_started_at_retry_after_is_accepted_and_clears_it(world: World, clo
 def test_step_completed_records_the_result(world: World, clock: ManualClock) -> None:
     run_id = create_run(world)
     step_id = running_step(world, run_id)
-    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"result"))
+    result = write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"result"))
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.output, step.completed_at) == (StepStatus.COMPLETED, b"result", clock.now())
     # The result names the event; a World may leave the step out (EventResult), never get it wrong.
     assert result.event is not None and result.event.type is EventType.STEP_COMPLETED
-    assert result.event.data.output == b"result" and result.step in (None, step)
+    assert result.event.data_as(StepCompletedData).output == b"result" and result.step in (None, step)
 
 
 def test_step_failed_records_the_error(world: World) -> None:
     run_id = create_run(world)
     step_id = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"fatal"))
+    write(world, run_id, EventType.STEP_FAILED, step_id, StepFailedData(error=b"fatal"))
     step = world.steps.get(run_id, step_id)
     assert (step.status, step.error) == (StepStatus.FAILED, b"fatal")
     assert step.completed_at is not None
@@ -214,9 +234,9 @@ def test_step_outcome_of_pending_step_is_conflict(world: World) -> None:
     run_id = create_run(world)
     step_id = create_step(world, run_id)
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"x"))
     with pytest.raises(Conflict):
-        write(world, run_id, EventType.STEP_FAILED, step_id, EventData(error=b"x"))
+        write(world, run_id, EventType.STEP_FAILED, step_id, StepFailedData(error=b"x"))
     assert world.steps.get(run_id, step_id).status is StepStatus.PENDING
 
 
@@ -224,17 +244,17 @@ def test_any_step_event_on_terminal_step_is_conflict(world: World) -> None:
     # GIVEN a completed step and a failed step
     run_id = create_run(world)
     completed = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, completed, EventData(output=b"1"))
+    write(world, run_id, EventType.STEP_COMPLETED, completed, StepCompletedData(output=b"1"))
     failed = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_FAILED, failed, EventData(error=b"2"))
+    write(world, run_id, EventType.STEP_FAILED, failed, StepFailedData(error=b"2"))
     length = len(world.events.list(run_id))
     # WHEN any step event follows THEN Conflict, and the step keeps its outcome
     for step_id in (completed, failed):
         for etype, data in (
-            (EventType.STEP_STARTED, EventData(step_name=STEP)),
-            (EventType.STEP_COMPLETED, EventData(output=b"late")),
-            (EventType.STEP_FAILED, EventData(error=b"late")),
-            (EventType.STEP_RETRYING, EventData(error=b"late")),
+            (EventType.STEP_STARTED, StepStartedData(step_name=STEP)),
+            (EventType.STEP_COMPLETED, StepCompletedData(output=b"late")),
+            (EventType.STEP_FAILED, StepFailedData(error=b"late")),
+            (EventType.STEP_RETRYING, StepRetryingData(error=b"late")),
         ):
             with pytest.raises(Conflict):
                 write(world, run_id, etype, step_id, data)
@@ -259,11 +279,11 @@ def test_any_pending_counts_steps_without_an_outcome(world: World, clock: Manual
     pending = create_step(world, run_id)
     running = running_step(world, run_id)
     retrying = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_RETRYING, retrying, EventData(error=b"again"))
+    write(world, run_id, EventType.STEP_RETRYING, retrying, StepRetryingData(error=b"again"))
     completed = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_COMPLETED, completed, EventData(output=b"1"))
+    write(world, run_id, EventType.STEP_COMPLETED, completed, StepCompletedData(output=b"1"))
     failed = running_step(world, run_id)
-    write(world, run_id, EventType.STEP_FAILED, failed, EventData(error=b"no"))
+    write(world, run_id, EventType.STEP_FAILED, failed, StepFailedData(error=b"no"))
     # THEN pending, running and retrying steps count, finished ones do not
     assert world.steps.any_pending(run_id) is True
     for step_id in (pending, running, retrying, completed, failed):
@@ -271,13 +291,13 @@ def test_any_pending_counts_steps_without_an_outcome(world: World, clock: Manual
     # WHEN all but one finish, only "besides" that one says nothing else is pending
     start_step(world, run_id, retrying)
     for step_id in (running, retrying):
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"2"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"2"))
     assert world.steps.any_pending(run_id) is True
     assert world.steps.any_pending(run_id, besides=pending) is False
     assert world.steps.any_pending(run_id, besides=completed) is True
     # AND once the last one fails, nothing is pending, with or without "besides"
     start_step(world, run_id, pending)
-    write(world, run_id, EventType.STEP_FAILED, pending, EventData(error=b"no"))
+    write(world, run_id, EventType.STEP_FAILED, pending, StepFailedData(error=b"no"))
     assert world.steps.any_pending(run_id) is False
     assert world.steps.any_pending(run_id, besides=pending) is False
 
@@ -296,7 +316,7 @@ def test_any_pending_after_a_refused_outcome_still_sees_the_step(world: World) -
     run_id = create_run(world)
     step_id = create_step(world, run_id)
     with pytest.raises((Conflict, BadInput)):
-        write(world, run_id, EventType.STEP_COMPLETED, step_id, EventData(output=b"x"))
+        write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"x"))
     # THEN the refused write changed nothing: the step is still pending
     assert world.steps.any_pending(run_id) is True
     assert world.steps.get(run_id, step_id).status is StepStatus.PENDING

@@ -20,7 +20,16 @@ from world_aws.contract.records import (
     EventRequest,
     EventResult,
     EventType,
+    HookCreatedData,
+    HookReceivedData,
+    RunCancelledData,
+    RunCompletedData,
+    RunCreatedData,
     RunCreation,
+    RunFailedData,
+    StepCreatedData,
+    StepStartedData,
+    WaitCreatedData,
 )
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import (
@@ -64,7 +73,8 @@ def write(
     world: World, run_id: str, etype: EventType, cid: str | None = None, data: EventData | None = None
 ) -> EventResult:
     """``events.create`` of one event; ``cid`` is the correlation id (None for run events)."""
-    return world.events.create(run_id, EventRequest(etype, cid, data or EventData()))
+    request = EventRequest(etype, cid) if data is None else EventRequest(etype, cid, data)
+    return world.events.create(run_id, request)
 
 
 def create_run(
@@ -78,7 +88,7 @@ def create_run(
     """A new run, running unless ``started=False`` (then pending). Returns its id."""
     run_id = new_id("wrun")
     made = creation(input, workflow_name=workflow_name, attributes=attributes)
-    write(world, run_id, EventType.RUN_CREATED, data=EventData(creation=made))
+    write(world, run_id, EventType.RUN_CREATED, data=RunCreatedData(creation=made))
     if started:
         write(world, run_id, EventType.RUN_STARTED)
     return run_id
@@ -87,10 +97,10 @@ def create_run(
 def end_run(world: World, run_id: str, how: EventType = EventType.RUN_COMPLETED) -> EventResult:
     """Make the run terminal with ``run_completed`` (default), ``run_failed`` or ``run_cancelled``."""
     if how is EventType.RUN_COMPLETED:
-        return write(world, run_id, how, data=EventData(output=b"run-output"))
+        return write(world, run_id, how, data=RunCompletedData(output=b"run-output"))
     if how is EventType.RUN_FAILED:
-        return write(world, run_id, how, data=EventData(error=b"run-error", error_code="E_TEST"))
-    return write(world, run_id, how, data=EventData(reason="test"))
+        return write(world, run_id, how, data=RunFailedData(error=b"run-error", error_code="E_TEST"))
+    return write(world, run_id, how, data=RunCancelledData(reason="test"))
 
 
 def create_step(
@@ -98,12 +108,12 @@ def create_step(
 ) -> str:
     """A new pending step. Returns its id."""
     step_id = step_id or new_id("step")
-    write(world, run_id, EventType.STEP_CREATED, step_id, EventData(step_name=STEP, input=input))
+    write(world, run_id, EventType.STEP_CREATED, step_id, StepCreatedData(step_name=STEP, input=input))
     return step_id
 
 
 def start_step(world: World, run_id: str, step_id: str) -> EventResult:
-    return write(world, run_id, EventType.STEP_STARTED, step_id, EventData(step_name=STEP))
+    return write(world, run_id, EventType.STEP_STARTED, step_id, StepStartedData(step_name=STEP))
 
 
 def running_step(world: World, run_id: str, *, input: bytes = b"step-input") -> str:
@@ -116,20 +126,20 @@ def running_step(world: World, run_id: str, *, input: bytes = b"step-input") -> 
 def create_hook(
     world: World, run_id: str, token: str, *, hook_id: str | None = None, metadata: bytes | None = b"meta"
 ) -> EventResult:
-    data = EventData(token=token, metadata=metadata)
+    data = HookCreatedData(token=token, metadata=metadata)
     return write(world, run_id, EventType.HOOK_CREATED, hook_id or new_id("hook"), data)
 
 
 def receive_hook(
     world: World, run_id: str, hook_id: str, payload: bytes, *, resume_id: str | None = None
 ) -> EventResult:
-    data = EventData(payload=payload, resume_id=resume_id or new_id("resume"))
+    data = HookReceivedData(payload=payload, resume_id=resume_id or new_id("resume"))
     return write(world, run_id, EventType.HOOK_RECEIVED, hook_id, data)
 
 
 def create_wait(world: World, run_id: str, resume_at: datetime, *, wait_id: str | None = None) -> str:
     wait_id = wait_id or new_id("wait")
-    write(world, run_id, EventType.WAIT_CREATED, wait_id, EventData(resume_at=resume_at))
+    write(world, run_id, EventType.WAIT_CREATED, wait_id, WaitCreatedData(resume_at=resume_at))
     return wait_id
 
 
