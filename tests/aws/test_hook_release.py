@@ -20,7 +20,7 @@ import pytest
 from world_aws.aws import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import EventRequest, EventType, RunCompletedData
-from world_aws.errors import Conflict
+from world_aws.errors import Conflict, RunExpired
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome, running_owned
 from world_aws.testing.conformance.support import create_hook, create_run, end_run, new_id, write
 
@@ -146,3 +146,38 @@ def test_a_refused_late_transition_releases_the_hooks_of_an_end_whose_event_neve
     # THEN the end's event is put back and the hook released, from the refusal's image
     assert world.table.get(keys.event_key(run_id, end_position)) is not None
     assert _released(world, run_id, hook_id, token)
+
+
+def test_a_hook_whose_commit_follows_the_runs_end_is_refused_and_leaves_no_hook_or_token(
+    world: AwsWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a running run and a hook_created that reserved its position before the run's end
+    run_id = create_run(world)
+    token = new_id("tok")
+    reserved = last_position(world, run_id) + 1
+    commit = world.sequencer.commit
+    ended: list[object] = []
+
+    def end_then_commit(*args: Any, **kwargs: Any) -> Any:
+        if not ended:
+            # WHEN the run ends between the hook's reservation and its commit
+            ended.append(end_run(world, run_id))
+        return commit(*args, **kwargs)
+
+    monkeypatch.setattr(world.sequencer, "commit", end_then_commit)
+    with pytest.raises(RunExpired):
+        create_hook(world, run_id, token)
+    monkeypatch.undo()
+    # THEN nothing of the hook is stored, its token is free, and its position is sealed
+    assert ended and world.table.get(keys.token_key(token)) is None
+    stored_hooks = world.table.query_all(
+        "pk = :pk AND begins_with(sk, :hook)", {":pk": keys.run_pk(run_id), ":hook": keys.HOOK_PREFIX}
+    )
+    assert list(stored_hooks) == []
+    sealed = world.table.get(keys.event_key(run_id, reserved))
+    assert sealed is not None and sealed["type"] == EventType.NOOP.value
+    assert [e.type for e in world.events.list(run_id)][-1] is EventType.RUN_COMPLETED
+    # AND another run takes the token at once, with no takeover of a dead holder
+    other = create_run(world)
+    assert create_hook(world, other, token).hook is not None
+    assert world.hooks.get_by_token(token).run_id == other

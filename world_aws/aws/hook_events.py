@@ -35,7 +35,14 @@ from datetime import datetime
 from world_aws.aws import items, keys, plans
 from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, EventCommit, PositionTaken, Sequencer, until_settled
+from world_aws.aws.sequencer import (
+    MAX_RESERVATIONS,
+    TERMINAL_STATUSES,
+    EventCommit,
+    PositionTaken,
+    Sequencer,
+    until_settled,
+)
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
@@ -84,6 +91,18 @@ class HookEvents:
                     name=plans.ENTITY,
                 ),
                 self._token_put(hook, takeover[0] if takeover else None),
+                # Timeline: the run's end writes the run item after this reservation, then
+                # queries its hooks; a commit after that write would leave this hook and its
+                # token behind, live, on an ended run. Checked here, the commit either
+                # precedes the end's write (and its consistent Query finds the hook) or is
+                # refused, and the position is sealed.
+                self._table.check_action(
+                    keys.run_key(run_id),
+                    "NOT #status IN (:completed, :failed, :cancelled)",
+                    names={"#status": "status"},
+                    values=TERMINAL_STATUSES,
+                    name=plans.RUN,
+                ),
             ]
 
         build = EventCommit(self._seq, run_id, request, now, entity_actions, entity_fields=("metadata",))
@@ -136,6 +155,9 @@ class HookEvents:
         self, request: EventRequest, run_item: Item, position: int, cancelled: Cancelled, now: datetime
     ) -> Item | None:
         """Raise the rejection of a refused hook_created, or return the token's holder (None: free now)."""
+        if cancelled.refused_by(plans.RUN):  # the run ended since the reservation
+            self._seq.seal_noop(keys.run_id_of(run_item), position, now)
+            rules.judge_child_create(request, self._seq.run_header(cancelled.item_of(plans.RUN)), None)
         if cancelled.refused_by(plans.ENTITY):
             self._seq.seal_noop(keys.run_id_of(run_item), position, now)
             rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.item_of(plans.ENTITY))

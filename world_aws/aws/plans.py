@@ -209,12 +209,19 @@ PLANS: dict[EventType, EventPlan] = {
     EventType.STEP_COMPLETED: _outcome(EventType.STEP_COMPLETED),
     EventType.STEP_FAILED: _outcome(EventType.STEP_FAILED),
     # Read first: the token's holder and an existing hook decide between a create and a conflict.
-    EventType.HOOK_CREATED: _plan(
+    # The commit checks the run is still live: an end between the reservation and the commit
+    # refuses the hook (RunExpired) rather than leave it and its token past the end's release.
+    EventType.HOOK_CREATED: EventPlan(
         EventType.HOOK_CREATED,
+        _RUN_AND_ENTITY,
         Reservation.FENCED,
-        PlannedAction(ENTITY, Kind.PUT),
-        PlannedAction(TOKEN, Kind.PUT),
-        reads=_RUN_AND_ENTITY,
+        (
+            _EVENT_PUT,
+            PlannedAction(ENTITY, Kind.PUT),
+            PlannedAction(TOKEN, Kind.PUT),
+            PlannedAction(RUN, Kind.CHECK),
+        ),
+        refusal=ENTITY,
     ),
     EventType.HOOK_RECEIVED: _plan(
         EventType.HOOK_RECEIVED,
