@@ -265,13 +265,20 @@ STEP_RECORDS: tuple[type[StepData], ...] = get_args(StepData)
 PAYLOAD_FIELDS = ("output", "error", "input", "metadata", "payload")
 
 
+_FIELDS = {record: tuple(f.name for f in fields(record)) for record in get_args(EventData)}
+_REQUIRED = {
+    record: tuple(f.name for f in fields(record) if f.default is MISSING and f.default_factory is MISSING)
+    for record in get_args(EventData)
+}
+
+
 def data_fields(record: type[EventData]) -> tuple[str, ...]:
-    return tuple(f.name for f in fields(record))
+    return _FIELDS[record]
 
 
 def required_fields(record: type[EventData]) -> tuple[str, ...]:
     """The fields ``record`` must be given: those without a default."""
-    return tuple(f.name for f in fields(record) if f.default is MISSING and f.default_factory is MISSING)
+    return _REQUIRED[record]
 
 
 def empty_data(etype: EventType) -> EventData:
