@@ -31,10 +31,10 @@ from world_aws.aws.payloads import (
 )
 from world_aws.contract.records import (
     DATA_RECORDS,
-    PAYLOAD_FIELDS,
     Event,
     EventData,
     EventType,
+    FieldKind,
     Hook,
     Run,
     RunCreation,
@@ -43,7 +43,7 @@ from world_aws.contract.records import (
     StepStatus,
     Wait,
     WaitStatus,
-    data_fields,
+    field_kinds,
 )
 from world_aws.contract.world import LiveRun
 
@@ -271,8 +271,6 @@ def wait_from_item(run_id: str, item: Item) -> Wait:
 
 # ----------------------------------------------------------------------------- events
 
-_TIME_FIELDS = ("retry_after", "resume_at")
-
 
 def encode_data(
     data: EventData,
@@ -281,19 +279,22 @@ def encode_data(
     limit: int = EVENT_INLINE_LIMIT,
     leave_out: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """The set fields of ``data`` (but ``leave_out``) as a map attribute, large payloads offloaded."""
+    """The set fields of ``data`` (but ``leave_out``) as a map attribute, large payloads offloaded.
+
+    Each field is stored by its kind (``records.field_kinds``, from its declared type).
+    """
     out: dict[str, Any] = {}
-    for name in data_fields(type(data)):
+    for name, kind in field_kinds(type(data)).items():
         value = getattr(data, name)
         if value is None or value is False or name in leave_out:
             continue
-        if name in PAYLOAD_FIELDS:
+        if kind is FieldKind.PAYLOAD:
             encoded = writer.encode(value, limit)
             if encoded is not None:
                 out[name] = encoded
-        elif name in _TIME_FIELDS:
+        elif kind is FieldKind.TIME:
             out[name] = iso(value)
-        elif isinstance(value, RunCreation):
+        elif kind is FieldKind.CREATION:
             out[name] = {
                 "workflow_name": value.workflow_name,
                 "deployment_id": value.deployment_id,
@@ -302,7 +303,7 @@ def encode_data(
             }
             if value.attributes:  # none: left out, as the run item does (every byte is billed)
                 out[name]["attributes"] = dict(value.attributes)
-        else:  # a name, a token, an id, or via_step_dispatch's True
+        else:  # TEXT, or a FLAG that is true
             out[name] = value
     return out
 
@@ -315,15 +316,15 @@ def decode_data(etype: EventType, stored: dict[str, Any] | None, reader: Payload
     record = DATA_RECORDS[etype]
     stored = stored or {}
     values: dict[str, Any] = {}
-    for name in data_fields(record):
+    for name, kind in field_kinds(record).items():
         raw = stored.get(name)
-        if name in PAYLOAD_FIELDS:
+        if kind is FieldKind.PAYLOAD:
             values[name] = reader.decode(raw)
-        elif name in _TIME_FIELDS:
+        elif kind is FieldKind.TIME:
             values[name] = parse_iso(raw)
-        elif name == "creation":
+        elif kind is FieldKind.CREATION:
             values[name] = None if raw is None else _creation(raw, reader)
-        elif name == "via_step_dispatch":
+        elif kind is FieldKind.FLAG:
             values[name] = bool(raw)
         else:
             values[name] = None if raw is None else str(raw)

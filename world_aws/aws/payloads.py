@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import PAYLOAD_FIELDS, EventData, ResolveData
+from world_aws.contract.records import EventData, ResolveData, payload_fields
 from world_aws.contract.world import BlobRef, BlobStore
 from world_aws.errors import BadInput
 
@@ -117,9 +117,9 @@ class PayloadWriter:
                 lower entity limit).
         """
         entity = set(entity_fields)
-        for name in PAYLOAD_FIELDS:
+        for name in payload_fields(type(data)):
             limit = ENTITY_INLINE_LIMIT if name in entity else EVENT_INLINE_LIMIT
-            self.encode(getattr(data, name, None), limit)
+            self.encode(getattr(data, name), limit)
         creation = getattr(data, "creation", None)
         if creation is not None:
             self.encode(creation.input, RUN_INPUT_INLINE_LIMIT)

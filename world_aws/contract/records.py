@@ -12,7 +12,7 @@ import builtins
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, ClassVar, TypeVar, get_args
+from typing import Any, ClassVar, TypeVar, get_args, get_type_hints
 
 
 class RunStatus(StrEnum):
@@ -262,7 +262,6 @@ DATA_RECORDS: dict[EventType, type[EventData]] = {record.TYPE: record for record
 # The step events' records: each may name its owner.
 StepData = StepCreatedData | StepStartedData | StepRetryingData | StepCompletedData | StepFailedData
 STEP_RECORDS: tuple[type[StepData], ...] = get_args(StepData)
-PAYLOAD_FIELDS = ("output", "error", "input", "metadata", "payload")
 
 
 _FIELDS = {record: tuple(f.name for f in fields(record)) for record in get_args(EventData)}
@@ -272,8 +271,56 @@ _REQUIRED = {
 }
 
 
+_TYPES: dict[type, dict[str, Any]] = {}
+for _record in get_args(EventData):
+    _hints = get_type_hints(_record)
+    _TYPES[_record] = {name: _hints[name] for name in _FIELDS[_record]}
+del _record, _hints
+
+
+class FieldKind(StrEnum):
+    """What a record's field holds, from its declared type: how a World stores it."""
+
+    PAYLOAD = "payload"  # opaque bytes (``bytes | None``): offloaded when large, left out by NONE
+    TIME = "time"  # a datetime
+    CREATION = "creation"  # a RunCreation
+    FLAG = "flag"  # a bool, stored only when true
+    TEXT = "text"  # a name, a token, an id, a reason
+
+
+def _kind(declared: Any) -> FieldKind:
+    types = set(getattr(declared, "__args__", (declared,))) - {type(None)}
+    for python_type, kind in (
+        (bytes, FieldKind.PAYLOAD),
+        (datetime, FieldKind.TIME),
+        (RunCreation, FieldKind.CREATION),
+        (bool, FieldKind.FLAG),
+        (str, FieldKind.TEXT),
+    ):
+        if types == {python_type}:
+            return kind
+    raise TypeError(f"an event record's field of type {declared!r} has no stored form")
+
+
+_KINDS = {record: {name: _kind(t) for name, t in hints.items()} for record, hints in _TYPES.items()}
+
+
 def data_fields(record: type[EventData]) -> tuple[str, ...]:
     return _FIELDS[record]
+
+
+def field_types(record: type[EventData]) -> dict[str, Any]:
+    """Each field's declared type (``contract.shapes`` checks a request's values against them)."""
+    return _TYPES[record]
+
+
+def field_kinds(record: type[EventData]) -> dict[str, FieldKind]:
+    """Each field's kind, in declaration order: a World's codec follows it (``aws/items``)."""
+    return _KINDS[record]
+
+
+def payload_fields(record: type[EventData]) -> tuple[str, ...]:
+    return tuple(name for name, kind in _KINDS[record].items() if kind is FieldKind.PAYLOAD)
 
 
 def required_fields(record: type[EventData]) -> tuple[str, ...]:
@@ -322,7 +369,7 @@ def owner_of(data: EventData) -> str | None:
 
 def without_payloads(data: EventData) -> EventData:
     """``data`` with every opaque payload left out (``ResolveData.NONE``); a creation keeps ``b""``."""
-    changes: dict[str, Any] = {name: None for name in data_fields(type(data)) if name in PAYLOAD_FIELDS}
+    changes: dict[str, Any] = dict.fromkeys(payload_fields(type(data)))
     if isinstance(data, RunCreatedData | RunStartedData) and data.creation is not None:
         changes["creation"] = replace(data.creation, input=b"")
     return replace(data, **changes) if changes else data

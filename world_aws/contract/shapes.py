@@ -9,18 +9,17 @@ field missing (``None``, or an empty name or token), or a field of the wrong typ
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
-from typing import Any, get_type_hints
+from dataclasses import is_dataclass
+from typing import Any
 
-from world_aws.contract.records import DATA_RECORDS, EventData, EventType, data_fields, required_fields
-
-
-def _field_types(record: type) -> dict[str, Any]:
-    hints = get_type_hints(record)
-    return {f.name: hints[f.name] for f in fields(record)}
-
-
-_FIELD_TYPES = {record: _field_types(record) for record in DATA_RECORDS.values()}
+from world_aws.contract.records import (
+    DATA_RECORDS,
+    EventData,
+    EventType,
+    data_fields,
+    field_types,
+    required_fields,
+)
 
 
 def record_name(record: type[EventData]) -> str:
@@ -37,7 +36,7 @@ def shape_errors(etype: EventType, data: object) -> list[str]:
     errors = [
         f"{etype.value} needs {name}" for name in required_fields(record) if getattr(data, name) in (None, "")
     ]
-    for name, expected in _FIELD_TYPES[record].items():
+    for name, expected in field_types(record).items():
         value = getattr(data, name)
         if value is not None and not isinstance(value, expected):
             errors.append(f"{etype.value}'s {name} is a {_type_name(expected)}, not {type(value).__name__}")

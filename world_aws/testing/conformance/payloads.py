@@ -14,7 +14,6 @@ import pytest
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import (
-    PAYLOAD_FIELDS,
     EventType,
     HookCreatedData,
     HookReceivedData,
@@ -26,6 +25,7 @@ from world_aws.contract.records import (
     StepCreatedData,
     StepFailedData,
     StepRetryingData,
+    payload_fields,
     without_payloads,
 )
 from world_aws.contract.world import World
@@ -164,7 +164,7 @@ def test_resolve_data_none_strips_payloads(world: World, clock: ManualClock) -> 
         (e.position, e.type, e.correlation_id) for e in full
     ]
     assert [e.data for e in bare] == [without_payloads(e.data) for e in full]
-    left_out = [getattr(e.data, name) for e in bare for name in PAYLOAD_FIELDS if hasattr(e.data, name)]
+    left_out = [getattr(e.data, name) for e in bare for name in payload_fields(type(e.data))]
     assert left_out and all(value is None for value in left_out)
     assert world.events.list(run_id, after=3, resolve_data=ResolveData.NONE) == bare[3:]
 
