@@ -271,11 +271,12 @@ _REQUIRED = {
 }
 
 
-_TYPES: dict[type, dict[str, Any]] = {}
-for _record in get_args(EventData):
-    _hints = get_type_hints(_record)
-    _TYPES[_record] = {name: _hints[name] for name in _FIELDS[_record]}
-del _record, _hints
+def _declared(record: type) -> dict[str, Any]:
+    hints = get_type_hints(record)
+    return {name: hints[name] for name in _FIELDS[record]}
+
+
+_TYPES = {record: _declared(record) for record in get_args(EventData)}
 
 
 class FieldKind(StrEnum):
