@@ -51,6 +51,14 @@ def _released(world: AwsWorld, run_id: str, hook_id: str, token: str) -> bool:
     return hook is not None and "disposed_at" in hook and world.table.get(keys.token_key(token)) is None
 
 
+def _run_with_hook(world: AwsWorld) -> tuple[str, str, str]:
+    """A running run holding one live hook: its run id, the hook's token and its id."""
+    run_id = create_run(world)
+    token, hook_id = new_id("tok"), new_id("hook")
+    assert create_hook(world, run_id, token, hook_id=hook_id).hook is not None
+    return run_id, token, hook_id
+
+
 def _end_by_tail_append(world: AwsWorld, run_id: str, now: datetime) -> None:
     """The inline runtime's last append: an owned step's outcome and the run's end, as a tail."""
     step_id = new_id("step")
@@ -80,9 +88,7 @@ ENDINGS: dict[str, Callable[[AwsWorld, str, datetime], object]] = {
 def test_every_end_of_a_run_that_made_a_hook_disposes_it_and_frees_its_token(world: AwsWorld) -> None:
     for how, end in ENDINGS.items():
         # GIVEN a running run holding a live hook
-        run_id = create_run(world)
-        token, hook_id = new_id("tok"), new_id("hook")
-        assert create_hook(world, run_id, token, hook_id=hook_id).hook is not None
+        run_id, token, hook_id = _run_with_hook(world)
         # WHEN the run ends
         with _queries(world) as queries:
             end(world, run_id, world.clock.now())
@@ -113,9 +119,7 @@ def test_a_hook_disposed_before_the_end_leaves_the_run_marked_and_the_end_finds_
     world: AwsWorld,
 ) -> None:
     # GIVEN a run whose only hook was disposed
-    run_id = create_run(world)
-    token, hook_id = new_id("tok"), new_id("hook")
-    create_hook(world, run_id, token, hook_id=hook_id)
+    run_id, token, hook_id = _run_with_hook(world)
     write(world, run_id, EventType.HOOK_DISPOSED, hook_id)
     # WHEN it ends
     end_run(world, run_id)
@@ -130,9 +134,7 @@ def test_a_refused_late_transition_releases_the_hooks_of_an_end_whose_event_neve
 ) -> None:
     # GIVEN a run with a live hook whose end was reserved but whose event put and hook
     # release were lost (its writer died between the two writes)
-    run_id = create_run(world)
-    token, hook_id = new_id("tok"), new_id("hook")
-    create_hook(world, run_id, token, hook_id=hook_id)
+    run_id, token, hook_id = _run_with_hook(world)
     end_run(world, run_id)
     run_item = world.table.get(keys.run_key(run_id))
     assert run_item is not None
