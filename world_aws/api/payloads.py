@@ -14,6 +14,7 @@ from typing import Any
 
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import ErrorView
+from world_aws.contract import records
 from world_aws.contract.records import Event, creation_of
 from world_aws.errors import SerializationError
 from world_aws.runtime.serde import ErrorInfo, Serializer, decode_error
@@ -22,8 +23,6 @@ LOG = logging.getLogger("world_aws.api")
 
 # Small enough that a page of a thousand rows stays a few MB at most, large enough for typical arguments.
 INLINE_PAYLOAD_BYTES = 2048
-
-_VALUE_FIELDS = ("input", "output", "payload", "metadata")
 
 
 def error_view(info: ErrorInfo, *, code: str | None = None) -> ErrorView:
@@ -35,7 +34,7 @@ def error_view(info: ErrorInfo, *, code: str | None = None) -> ErrorView:
 def payload_fields(event: Event) -> dict[str, bytes]:
     """The event's payload fields that are present: name → encoded bytes."""
     data = event.data
-    fields = {name: getattr(data, name, None) for name in (*_VALUE_FIELDS, "error")}
+    fields = {name: getattr(data, name) for name in records.payload_fields(type(data))}
     creation = creation_of(data)
     if creation is not None and creation.input:
         fields["input"] = creation.input

@@ -37,6 +37,7 @@ from world_aws.aws.dynamo import Action, Cancelled, Item
 from world_aws.aws.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.sequencer import (
     MAX_RESERVATIONS,
+    NOT_TERMINAL,
     TERMINAL_STATUSES,
     EventCommit,
     PositionTaken,
@@ -98,7 +99,7 @@ class HookEvents:
                 # refused, and the position is sealed.
                 self._table.check_action(
                     keys.run_key(run_id),
-                    "NOT #status IN (:completed, :failed, :cancelled)",
+                    NOT_TERMINAL,
                     names={"#status": "status"},
                     values=TERMINAL_STATUSES,
                     name=plans.RUN,

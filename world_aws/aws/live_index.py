@@ -26,7 +26,7 @@ from datetime import datetime
 
 from world_aws.aws import items, keys
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
-from world_aws.aws.sequencer import TERMINAL_STATUSES
+from world_aws.aws.sequencer import NOT_TERMINAL, TERMINAL_STATUSES
 from world_aws.contract.records import RunStatus
 from world_aws.contract.world import LiveRun, Sweep
 from world_aws.errors import BadInput
@@ -69,7 +69,7 @@ def mark_live(table: Table, run_id: str, *, mark: datetime) -> bool:
         table.update(
             keys.run_key(run_id),
             f"SET {keys.LIVE_PK} = :live, {keys.LIVE_SK} = :sk",
-            condition="attribute_exists(pk) AND NOT #status IN (:completed, :failed, :cancelled)",
+            condition=f"attribute_exists(pk) AND {NOT_TERMINAL}",
             names={"#status": "status"},
             values={
                 ":live": keys.LIVE_GSI_PK,

@@ -35,7 +35,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
-from world_aws.contract.records import EventData, ResolveData, payload_fields
+from world_aws.contract.records import EventData, ResolveData, creation_of, payload_fields
 from world_aws.contract.world import BlobRef, BlobStore
 from world_aws.errors import BadInput
 
@@ -120,7 +120,7 @@ class PayloadWriter:
         for name in payload_fields(type(data)):
             limit = ENTITY_INLINE_LIMIT if name in entity else EVENT_INLINE_LIMIT
             self.encode(getattr(data, name), limit)
-        creation = getattr(data, "creation", None)
+        creation = creation_of(data)
         if creation is not None:
             self.encode(creation.input, RUN_INPUT_INLINE_LIMIT)
 

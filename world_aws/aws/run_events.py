@@ -60,9 +60,7 @@ from world_aws.contract.records import (
     EventType,
     Run,
     RunCompletedData,
-    RunCreatedData,
     RunFailedData,
-    RunStartedData,
     RunStatus,
     creation_of,
 )
@@ -94,7 +92,7 @@ class RunEvents:
     def run_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         run = rules.new_run(run_id, request, now)
         writer = PayloadWriter(self._blobs)
-        event = Event(run_id, 1, EventType.RUN_CREATED, None, now, request.data_as(RunCreatedData))
+        event = Event(run_id, 1, EventType.RUN_CREATED, None, now, rules.created_data(request))
         event_item = items.event_item(event, writer)
         run_item = items.run_item(run, seq=1)
         with_tail = {**run_item, TAIL_SLOT: tail_copy(event_item)}
@@ -134,8 +132,7 @@ class RunEvents:
     def transition(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """run_started / run_completed / run_failed / run_cancelled (and the creating run_started)."""
         etype = request.type
-        # Creation data on run_started is bootstrap-only: run_created keeps it (as every World does).
-        logged = RunStartedData() if isinstance(request.data, RunStartedData) else request.data
+        logged = rules.logged_data(request)
         for _ in range(MAX_RESERVATIONS):
             writer = PayloadWriter(self._blobs)
             try:
@@ -187,9 +184,7 @@ class RunEvents:
         """Create a missing run already running (resilient start, SPEC §6.1); None if it exists."""
         run = rules.apply_run_event(request, rules.new_run(run_id, request, now), now)
         writer = PayloadWriter(self._blobs)
-        creation = creation_of(request.data)
-        assert creation is not None  # the caller's condition
-        created = Event(run_id, 1, EventType.RUN_CREATED, None, now, RunCreatedData(creation=creation))
+        created = Event(run_id, 1, EventType.RUN_CREATED, None, now, rules.created_data(request))
         started = Event(run_id, 2, EventType.RUN_STARTED, None, now, logged)
         run_item = items.run_item(run, seq=2)
         run_item[run_event_slot(EventType.RUN_STARTED)] = {

@@ -49,6 +49,8 @@ MAX_RESERVATIONS = 5
 # TransactionConflict: another transaction or write on one of our items was in flight.
 MAX_CONFLICT_RETRIES = 4
 TERMINAL_STATUSES = {":completed": "completed", ":failed": "failed", ":cancelled": "cancelled"}
+# The fence's condition on the run item (with ``#status`` = "status" and ``TERMINAL_STATUSES``).
+NOT_TERMINAL = "NOT #status IN (:completed, :failed, :cancelled)"
 
 # Attributes of the run item that keep a copy of the run events, so a reader can
 # repair a position whose run-transition writer died before putting the event:
@@ -224,7 +226,7 @@ class Sequencer:
             # completed in that same write); a step_started reserving p+1 evaluates
             # this against the completed status and is refused (RunExpired). One
             # reserving p-1 saw "running" and is ordered before the completion.
-            condition += " AND NOT #status IN (:completed, :failed, :cancelled)"
+            condition += f" AND {NOT_TERMINAL}"
             values.update(TERMINAL_STATUSES)
             names["#status"] = "status"
         update = f"SET seq = seq + :one, {items.PROGRESS_US} = :at"
@@ -279,7 +281,7 @@ class Sequencer:
             removes.append(TAIL_SLOT)
         else:
             sets.append(f"{TAIL_SLOT} = :tail")
-        conditions = ["seq = :after AND NOT #status IN (:completed, :failed, :cancelled)"]
+        conditions = [f"seq = :after AND {NOT_TERMINAL}"]
         names = {"#status": "status"}
         values: dict[str, object] = {
             ":after": after,

@@ -271,9 +271,13 @@ _REQUIRED = {
 }
 
 
-def _declared(record: type) -> dict[str, Any]:
+def _declared(record: type) -> dict[str, tuple[type, ...]]:
+    """Each field's declared types, ``None`` left out (``bytes | None`` is ``(bytes,)``)."""
     hints = get_type_hints(record)
-    return {name: hints[name] for name in _FIELDS[record]}
+    return {
+        name: tuple(t for t in getattr(hints[name], "__args__", (hints[name],)) if t is not type(None))
+        for name in _FIELDS[record]
+    }
 
 
 _TYPES = {record: _declared(record) for record in get_args(EventData)}
@@ -289,8 +293,7 @@ class FieldKind(StrEnum):
     TEXT = "text"  # a name, a token, an id, a reason
 
 
-def _kind(declared: Any) -> FieldKind:
-    types = set(getattr(declared, "__args__", (declared,))) - {type(None)}
+def _kind(declared: tuple[type, ...]) -> FieldKind:
     for python_type, kind in (
         (bytes, FieldKind.PAYLOAD),
         (datetime, FieldKind.TIME),
@@ -298,7 +301,7 @@ def _kind(declared: Any) -> FieldKind:
         (bool, FieldKind.FLAG),
         (str, FieldKind.TEXT),
     ):
-        if types == {python_type}:
+        if declared == (python_type,):
             return kind
     raise TypeError(f"an event record's field of type {declared!r} has no stored form")
 
@@ -310,8 +313,8 @@ def data_fields(record: type[EventData]) -> tuple[str, ...]:
     return _FIELDS[record]
 
 
-def field_types(record: type[EventData]) -> dict[str, Any]:
-    """Each field's declared type (``contract.shapes`` checks a request's values against them)."""
+def field_types(record: type[EventData]) -> dict[str, tuple[type, ...]]:
+    """Each field's declared types but ``None`` (``contract.shapes`` checks a request's values by them)."""
     return _TYPES[record]
 
 

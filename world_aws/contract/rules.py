@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from world_aws.contract import shapes
 from world_aws.contract.records import (
+    EventData,
     EventRequest,
     EventType,
     Hook,
@@ -40,6 +41,7 @@ from world_aws.contract.records import (
     Wait,
     WaitCreatedData,
     WaitStatus,
+    creation_of,
     owner_of,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
@@ -103,7 +105,7 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
     run_event = batch.start or batch.end
     if run_event is not None and not batch.steps:
         raise BadInput(f"{run_event.type.value} in a batch comes with a step write")
-    if batch.start is not None and isinstance(batch.start.data, RunStartedData) and batch.start.data.creation:
+    if batch.start is not None and creation_of(batch.start.data) is not None:
         raise BadInput("run_started in a batch carries no creation data (the run must exist)")
     seen: set[str] = set()
     for request in batch.steps:
@@ -167,7 +169,7 @@ def judge_run_event(request: EventRequest, run: Run | None) -> bool:
             raise Conflict(f"run {run.run_id} already exists")
         return True
     if run is None:
-        if isinstance(request.data, RunStartedData) and request.data.creation is not None:
+        if creation_of(request.data) is not None:  # a creating run_started (run_created returned above)
             return True
         raise NotFound("run not found")
     if run.status.terminal:
@@ -181,11 +183,22 @@ def judge_run_event(request: EventRequest, run: Run | None) -> bool:
     return True
 
 
+def created_data(request: EventRequest) -> RunCreatedData:
+    """The ``run_created`` event's data of a creating ``run_created`` or ``run_started``."""
+    creation = creation_of(request.data)
+    assert creation is not None  # validate_request / judge_run_event guarantee it
+    return request.data if isinstance(request.data, RunCreatedData) else RunCreatedData(creation=creation)
+
+
+def logged_data(request: EventRequest) -> EventData:
+    """The data a run transition is logged with: a ``run_started``'s creation data is bootstrap-only
+    (the ``run_created`` event keeps it), as every World logs it."""
+    return RunStartedData() if isinstance(request.data, RunStartedData) else request.data
+
+
 def new_run(run_id: str, request: EventRequest, now: datetime) -> Run:
     """The run that ``run_created`` (or a creating ``run_started``) makes, still pending."""
-    assert isinstance(request.data, RunCreatedData | RunStartedData)  # judge_run_event guarantees it
-    creation = request.data.creation
-    assert creation is not None
+    creation = created_data(request).creation
     return Run(
         run_id=run_id,
         workflow_name=creation.workflow_name,

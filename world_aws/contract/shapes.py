@@ -9,9 +9,6 @@ field missing (``None``, or an empty name or token), or a field of the wrong typ
 
 from __future__ import annotations
 
-from dataclasses import is_dataclass
-from typing import Any
-
 from world_aws.contract.records import (
     DATA_RECORDS,
     EventData,
@@ -32,17 +29,12 @@ def shape_errors(etype: EventType, data: object) -> list[str]:
     record = DATA_RECORDS[etype]
     if type(data) is not record:
         return [f"{etype.value} takes {record_name(record)}, not {type(data).__name__}"]
-    assert is_dataclass(data)
     errors = [
         f"{etype.value} needs {name}" for name in required_fields(record) if getattr(data, name) in (None, "")
     ]
     for name, expected in field_types(record).items():
         value = getattr(data, name)
         if value is not None and not isinstance(value, expected):
-            errors.append(f"{etype.value}'s {name} is a {_type_name(expected)}, not {type(value).__name__}")
+            wanted = " or ".join(t.__name__ for t in expected)
+            errors.append(f"{etype.value}'s {name} is a {wanted}, not {type(value).__name__}")
     return errors
-
-
-def _type_name(expected: Any) -> str:
-    names = [t.__name__ for t in getattr(expected, "__args__", (expected,)) if t is not type(None)]
-    return " or ".join(names)

@@ -37,11 +37,8 @@ from world_aws.contract.records import (
     HookCreatedData,
     HookReceivedData,
     ResolveData,
-    RunCreatedData,
     RunLog,
-    RunStartedData,
     Step,
-    creation_of,
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
@@ -199,17 +196,11 @@ class MemoryEventStore:
             # run_created, or run_started carrying creation data on a missing run (SPEC §6.1).
             record = RunRecord(run=rules.new_run(run_id, request, now), seq=self._state.next_seq())
             self._state.runs[run_id] = record
-            creation = creation_of(request.data)
-            assert creation is not None  # judge_run_event guarantees it
-            created = self._append(
-                record, EventType.RUN_CREATED, None, RunCreatedData(creation=creation), now
-            )
+            created = self._append(record, EventType.RUN_CREATED, None, rules.created_data(request), now)
             if request.type is EventType.RUN_CREATED:
                 return EventResult(event=created, run=run_out(record.run))
         record.run = rules.apply_run_event(request, record.run, now)
-        # Creation data on run_started is bootstrap-only: the run_created event keeps it.
-        data = RunStartedData() if isinstance(request.data, RunStartedData) else request.data
-        event = self._append(record, request.type, None, data, now)
+        event = self._append(record, request.type, None, rules.logged_data(request), now)
         if record.run.status.terminal:
             record.mark = None  # out of the live index in the same step that ends the run
             self._release_hooks(record)
