@@ -66,6 +66,41 @@ def test_every_type_has_one_record_named_by_it_with_sampled_fields() -> None:
         assert set(data_fields(record)) <= set(SAMPLE)
 
 
+def test_each_record_defines_its_type_and_a_clients_carries_its_rule() -> None:
+    # GIVEN every type's record WHEN asked what it is THEN it says, and a client's judges and applies
+    assert set(EventType) - {EventType.HOOK_CONFLICT, EventType.NOOP} == rules.CLIENT_EVENT_TYPES
+    for etype, record in DATA_RECORDS.items():
+        assert etype.record is record and etype.entity is record.ENTITY
+        carries_rule = callable(getattr(record, "judge", None)) and callable(getattr(record, "apply", None))
+        assert carries_rule == record.CLIENT, etype
+    assert {t for t in EventType if t.record.CREATES} == {
+        EventType.STEP_CREATED,
+        EventType.HOOK_CREATED,
+        EventType.WAIT_CREATED,
+    }
+    assert {t for t in EventType if t.terminates_run} == {
+        EventType.RUN_COMPLETED,
+        EventType.RUN_FAILED,
+        EventType.RUN_CANCELLED,
+    }
+    # SPEC §3.1: the fence refuses what starts or creates work; a step's report is not refused
+    assert {t for t in EventType if t.record.FENCED} == {
+        EventType.STEP_CREATED,
+        EventType.STEP_STARTED,
+        EventType.HOOK_CREATED,
+        EventType.HOOK_RECEIVED,
+        EventType.HOOK_DISPOSED,
+        EventType.WAIT_CREATED,
+        EventType.WAIT_COMPLETED,
+    }
+
+
+def test_a_rule_is_asked_of_its_entitys_records_only() -> None:
+    request = _request(EventType.WAIT_CREATED, _full(EventType.WAIT_CREATED))
+    with pytest.raises(BadInput, match="wait_created is not a step event"):
+        rules.judge_step_event(request, None, None, datetime(2026, 1, 1, tzinfo=UTC))
+
+
 @pytest.mark.parametrize("etype", sorted(rules.CLIENT_EVENT_TYPES))
 def test_each_type_takes_its_record_with_every_field_set(etype: EventType) -> None:
     rules.validate_request(_request(etype, _full(etype)))

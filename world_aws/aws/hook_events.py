@@ -81,7 +81,7 @@ class HookEvents:
         hook_key = keys.hook_key(run_id, request.correlation_id)
         run_item, entity_item = self._seq.read_run_and(run_id, hook_key)
         rules.judge_child_create(request, self._seq.run_header(run_item), entity_item)
-        hook = rules.new_hook(run_id, request, now)
+        hook = rules.apply_hook_event(request, run_id, None, now)
         takeover: list[Item] = []  # the dead holder whose token we take over, if any
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:

@@ -153,19 +153,24 @@ _EVENT_PUT = PlannedAction(EVENT, Kind.PUT)
 _RUN_AND_ENTITY = ("run", "entity")
 
 
+def _fence(etype: EventType) -> Reservation:
+    """A child event's reservation: fenced as its record says (``records``, ``FENCED``: SPEC §3.1)."""
+    return Reservation.FENCED if etype.record.FENCED else Reservation.UNFENCED
+
+
 def _plan(
     etype: EventType,
-    reservation: Reservation,
     *actions: PlannedAction,
     reads: tuple[str, ...] = (),
     refusal: str | None = ENTITY,
-    releases_hooks: bool = False,
 ) -> EventPlan:
-    return EventPlan(etype, reads, reservation, (_EVENT_PUT, *actions), refusal, releases_hooks)
+    """A child event's plan: its event put, then ``actions``."""
+    return EventPlan(etype, reads, _fence(etype), (_EVENT_PUT, *actions), refusal)
 
 
-def _transition(etype: EventType, *, releases_hooks: bool) -> EventPlan:
-    return _plan(etype, Reservation.TRANSITION, refusal=None, releases_hooks=releases_hooks)
+def _transition(etype: EventType) -> EventPlan:
+    """A run transition: the status changes in the reservation; an end releases the run's hooks."""
+    return EventPlan(etype, (), Reservation.TRANSITION, (_EVENT_PUT,), None, etype.terminates_run)
 
 
 def _outcome(etype: EventType) -> EventPlan:
@@ -173,7 +178,6 @@ def _outcome(etype: EventType) -> EventPlan:
     also deletes its marker."""
     return _plan(
         etype,
-        Reservation.UNFENCED,
         PlannedAction(ENTITY, Kind.UPDATE),
         PlannedAction(PENDING, Kind.DELETE, when="dispatched"),
     )
@@ -188,44 +192,35 @@ PLANS: dict[EventType, EventPlan] = {
         refusal=RUN,  # the run exists: Conflict
         tail=True,  # the run item's put holds event 1; a large input inline: one transaction
     ),
-    EventType.RUN_STARTED: _transition(EventType.RUN_STARTED, releases_hooks=False),
-    EventType.RUN_COMPLETED: _transition(EventType.RUN_COMPLETED, releases_hooks=True),
-    EventType.RUN_FAILED: _transition(EventType.RUN_FAILED, releases_hooks=True),
-    EventType.RUN_CANCELLED: _transition(EventType.RUN_CANCELLED, releases_hooks=True),
+    EventType.RUN_STARTED: _transition(EventType.RUN_STARTED),
+    EventType.RUN_COMPLETED: _transition(EventType.RUN_COMPLETED),
+    EventType.RUN_FAILED: _transition(EventType.RUN_FAILED),
+    EventType.RUN_CANCELLED: _transition(EventType.RUN_CANCELLED),
     # A dispatched create puts its marker; an owned one (inline) none.
     EventType.STEP_CREATED: _plan(
         EventType.STEP_CREATED,
-        Reservation.FENCED,
         PlannedAction(ENTITY, Kind.PUT),
         PlannedAction(PENDING, Kind.PUT, when="dispatched"),
     ),
     # Read first: TooEarly needs retry_after, and the consumer needs the input.
     EventType.STEP_STARTED: _plan(
-        EventType.STEP_STARTED, Reservation.FENCED, PlannedAction(ENTITY, Kind.UPDATE), reads=_RUN_AND_ENTITY
+        EventType.STEP_STARTED, PlannedAction(ENTITY, Kind.UPDATE), reads=_RUN_AND_ENTITY
     ),
-    EventType.STEP_RETRYING: _plan(
-        EventType.STEP_RETRYING, Reservation.UNFENCED, PlannedAction(ENTITY, Kind.UPDATE)
-    ),
+    EventType.STEP_RETRYING: _plan(EventType.STEP_RETRYING, PlannedAction(ENTITY, Kind.UPDATE)),
     EventType.STEP_COMPLETED: _outcome(EventType.STEP_COMPLETED),
     EventType.STEP_FAILED: _outcome(EventType.STEP_FAILED),
     # Read first: the token's holder and an existing hook decide between a create and a conflict.
     # The commit checks the run is still live: an end between the reservation and the commit
     # refuses the hook (RunExpired) rather than leave it and its token past the end's release.
-    EventType.HOOK_CREATED: EventPlan(
+    EventType.HOOK_CREATED: _plan(
         EventType.HOOK_CREATED,
-        _RUN_AND_ENTITY,
-        Reservation.FENCED,
-        (
-            _EVENT_PUT,
-            PlannedAction(ENTITY, Kind.PUT),
-            PlannedAction(TOKEN, Kind.PUT),
-            PlannedAction(RUN, Kind.CHECK),
-        ),
-        refusal=ENTITY,
+        PlannedAction(ENTITY, Kind.PUT),
+        PlannedAction(TOKEN, Kind.PUT),
+        PlannedAction(RUN, Kind.CHECK),
+        reads=_RUN_AND_ENTITY,
     ),
     EventType.HOOK_RECEIVED: _plan(
         EventType.HOOK_RECEIVED,
-        Reservation.FENCED,
         PlannedAction(ENTITY, Kind.CHECK),
         PlannedAction(RESUME, Kind.PUT, when="resume_id"),
         reads=(*_RUN_AND_ENTITY, "resume"),
@@ -233,17 +228,13 @@ PLANS: dict[EventType, EventPlan] = {
     ),
     EventType.HOOK_DISPOSED: _plan(
         EventType.HOOK_DISPOSED,
-        Reservation.FENCED,
         PlannedAction(ENTITY, Kind.UPDATE),
         PlannedAction(TOKEN, Kind.DELETE),
         reads=_RUN_AND_ENTITY,
     ),
-    EventType.WAIT_CREATED: _plan(
-        EventType.WAIT_CREATED, Reservation.FENCED, PlannedAction(ENTITY, Kind.PUT)
-    ),
+    EventType.WAIT_CREATED: _plan(EventType.WAIT_CREATED, PlannedAction(ENTITY, Kind.PUT)),
     EventType.WAIT_COMPLETED: _plan(
         EventType.WAIT_COMPLETED,
-        Reservation.FENCED,
         PlannedAction(ENTITY, Kind.UPDATE),
         reads=_RUN_AND_ENTITY,
     ),

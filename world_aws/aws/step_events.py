@@ -202,7 +202,7 @@ class StepEvents:
 
     def step_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
-        step = rules.new_step(run_id, request, now)
+        step = rules.apply_step_event(request, run_id, None, now)
         entity_actions = self._create_actions(run_id, request, step)
         # A consumer's create (via_step_dispatch) is mostly a re-ensure of a step that exists.
         via_dispatch = request.data_as(StepCreatedData).via_step_dispatch
@@ -265,7 +265,11 @@ class StepEvents:
         for offset, request in enumerate(steps, start=1):
             step_id = request.correlation_id
             assert step_id is not None
-            step = rules.new_step(run_id, request, at) if request.type is EventType.STEP_CREATED else None
+            step = (
+                rules.apply_step_event(request, run_id, None, at)
+                if request.type is EventType.STEP_CREATED
+                else None
+            )
             unwritten = None if step is not None else self._unwritten.get((run_id, step_id))
             if step is not None and itemless:
                 actions_of, fields = self._lazy_create_actions(step, made), _CREATE_FIELDS
@@ -435,7 +439,7 @@ class StepEvents:
         appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
             full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
-            return EventResult(event=appended.event, step=rules.apply_step_event(request, full, now))
+            return EventResult(event=appended.event, step=rules.apply_step_event(request, run_id, full, now))
         old = self._header(run_id, plans.plan(request.type).refused_item(appended.refused))
         rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
         return None  # still acceptable in its new state (a concurrent start, say): go again
@@ -650,7 +654,7 @@ def unwritten_step(
             if event.type is not EventType.STEP_CREATED:
                 return None
             request = EventRequest(event.type, step_id, event.data)
-            return rules.new_step(run_id, request, event.created_at), position
+            return rules.apply_step_event(request, run_id, None, event.created_at), position
     return None
 
 
@@ -686,10 +690,13 @@ def logged_steps(
             request = EventRequest(event.type, step_id, event.data)
             if event.type is EventType.STEP_CREATED:
                 if step_id not in found:
-                    found[step_id] = (rules.new_step(run_id, request, event.created_at), event.position)
+                    found[step_id] = (
+                        rules.apply_step_event(request, run_id, None, event.created_at),
+                        event.position,
+                    )
             elif step_id in found and event.type in _STEP_TRANSITIONS:
                 step, position = found[step_id]
-                found[step_id] = (rules.apply_step_event(request, step, event.created_at), position)
+                found[step_id] = (rules.apply_step_event(request, run_id, step, event.created_at), position)
     return found
 
 

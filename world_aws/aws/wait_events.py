@@ -5,7 +5,7 @@ commit ``[Put event, Put wait attribute_not_exists(sk)]``; a duplicate fails the
 wait condition, seals its position and is named Conflict from the ``ALL_OLD`` image.
 
 ``wait_completed`` (3 round trips): consistent read of run and wait (judged
-with ``rules.judge_wait_completed``; a rejection costs no position), reserve
+with ``rules.judge_wait_event``; a rejection costs no position), reserve
 (fenced) + commit ``[Put event, Update wait status = completed if ver = :seen]``.
 Of two racing completions, the second fails the version condition and is named
 Conflict from the ``ALL_OLD`` image.
@@ -34,7 +34,7 @@ class WaitEvents:
 
     def wait_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         assert request.correlation_id is not None
-        wait = rules.new_wait(run_id, request, now)
+        wait = rules.apply_wait_event(request, run_id, None, now)
 
         def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
             return [
@@ -59,7 +59,7 @@ class WaitEvents:
         wait_key = keys.wait_key(run_id, request.correlation_id)
         run_item, wait_item = self._seq.read_run_and(run_id, wait_key)
         seen = self._wait(run_id, wait_item)
-        rules.judge_wait_completed(request, self._seq.run_header(run_item), seen)
+        rules.judge_wait_event(request, self._seq.run_header(run_item), seen)
         assert wait_item is not None and seen is not None
         version = int(wait_item["ver"])
 
@@ -83,13 +83,13 @@ class WaitEvents:
             ]
 
         def judge(run: Run | None) -> None:
-            rules.judge_wait_completed(request, run, seen)
+            rules.judge_wait_event(request, run, seen)
 
         appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
         if appended.refused is None:
-            return EventResult(event=appended.event, wait=rules.complete_wait(seen, now))
+            return EventResult(event=appended.event, wait=rules.apply_wait_event(request, run_id, seen, now))
         old = self._wait(run_id, plans.plan(request.type).refused_item(appended.refused))
-        rules.judge_wait_completed(request, self._seq.run_header(appended.run_item), old)
+        rules.judge_wait_event(request, self._seq.run_header(appended.run_item), old)
         return None
 
     @staticmethod

@@ -9,10 +9,13 @@ when they were read with ``ResolveData.NONE``.
 from __future__ import annotations
 
 import builtins
+import math
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, TypeVar, get_args, get_type_hints
+
+from world_aws.errors import Conflict, NotFound, RunExpired, TooEarly
 
 
 class RunStatus(StrEnum):
@@ -68,28 +71,37 @@ class EventType(StrEnum):
     NOOP = "noop"
 
     @property
+    def record(self) -> type[EventData]:
+        """This type's record: its fields, what it is and its rule (the event data section)."""
+        return DATA_RECORDS[self]
+
+    @property
+    def entity(self) -> Entity:
+        return DATA_RECORDS[self].ENTITY
+
+    @property
     def is_run_event(self) -> bool:
-        return self.value.startswith("run_")
+        return self.entity is Entity.RUN
 
     @property
     def is_step_event(self) -> bool:
-        return self.value.startswith("step_")
+        return self.entity is Entity.STEP
 
     @property
     def is_hook_event(self) -> bool:
-        return self.value.startswith("hook_")
+        return self.entity is Entity.HOOK
 
     @property
     def is_wait_event(self) -> bool:
-        return self.value.startswith("wait_")
+        return self.entity is Entity.WAIT
 
     @property
     def terminates_run(self) -> bool:
-        return self in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
+        return DATA_RECORDS[self].ENDS_RUN
 
     @property
     def creates_entity(self) -> bool:
-        return self in (EventType.STEP_CREATED, EventType.HOOK_CREATED, EventType.WAIT_CREATED)
+        return DATA_RECORDS[self].CREATES
 
 
 class ResolveData(StrEnum):
@@ -112,104 +124,356 @@ class RunCreation:
 
 # ----------------------------------------------------------------------------- event data
 #
-# One record per event type with exactly the fields that type takes (SPEC §3's
-# table); ``TYPE`` names it and ``DATA_RECORDS`` maps each type to its record. A
-# field without a default is required (``contract.shapes`` refuses a request
-# without it); payload fields are typed ``bytes | None`` because a read with
-# ``ResolveData.NONE`` leaves them out. ``owner`` on a step event is the delivery
-# that runs an inline step's body ("<message id>#<receive count>#<handling>",
-# runtime/inline.py): an owned ``step_created`` also starts the step (attempt 1)
-# and, having no message of its own, never counts for the last completer; an owned
-# outcome has no marker to clear.
+# One record per event type, and the record is the type's whole definition in the
+# contract (STYLE "One definition per event type"):
+#
+# * its fields, exactly those the type takes (SPEC §3's table). A field without a
+#   default is required (``contract.shapes`` refuses a request without it); payload
+#   fields are typed ``bytes | None`` because a read with ``ResolveData.NONE`` leaves
+#   them out. ``owner`` on a step event is the delivery that runs an inline step's
+#   body ("<message id>#<receive count>#<handling>", runtime/inline.py): an owned
+#   ``step_created`` also starts the step (attempt 1) and, having no message of its
+#   own, never counts for the last completer; an owned outcome has no marker to clear;
+# * what the type is (``_Definition``): its ``TYPE`` (``DATA_RECORDS`` maps each type
+#   to its record), the entity it changes, whether the terminal-run fence refuses it
+#   (SPEC §3.1), whether it creates its entity or ends its run, whether a client may
+#   write it;
+# * its rule: ``judge`` looks at the state as it is (as read, or as the ``ALL_OLD``
+#   image of a refused conditional write names it) and returns, or raises the SPEC §3
+#   rejection; ``apply`` gives the entity after it. ``contract.rules`` dispatches on
+#   the record. The memory World runs the rules under its lock; the DynamoDB World
+#   encodes them as conditions (its plan of each type: ``aws/plans.py``, which takes
+#   the fence from ``FENCED``) and judges a refused write's images with them.
+#
+# A new event type is its ``EventType`` member and its record here, its plan in
+# ``aws/plans.py`` (a test fails without it) and its conformance tests.
+
+
+class Entity(StrEnum):
+    """What an event changes beside the log."""
+
+    RUN = "run"
+    STEP = "step"
+    HOOK = "hook"
+    WAIT = "wait"
+    LOG = "log"  # noop: a sealed position, nothing else
+
+
+class _Definition:
+    """What every event record says of its type beside its fields (the section's comment)."""
+
+    __slots__ = ()
+    TYPE: ClassVar[EventType]
+    ENTITY: ClassVar[Entity]
+    FENCED: ClassVar[bool] = False  # refused on a terminal run (SPEC §3.1)
+    CREATES: ClassVar[bool] = False  # makes its entity (once per correlation id)
+    ENDS_RUN: ClassVar[bool] = False
+    CLIENT: ClassVar[bool] = True  # False: written by a World only (hook_conflict, noop)
+
+
+# --- run events (SPEC §2.1): ``judge`` says whether the event changes the run (False: the
+# accepted no-op), ``apply`` gives the run after it. ``run_created``'s run is ``rules.new_run``.
+
+
+class _RunRule(_Definition):
+    __slots__ = ()
+    ENTITY = Entity.RUN
+
+    def judge(self, run: Run | None) -> bool:
+        """Raises NotFound (no run), Conflict (a terminal run, or a live one this type may not leave)."""
+        if run is None:
+            raise NotFound("run not found")
+        if run.status.terminal:
+            raise Conflict(f"run {run.run_id} is {run.status.value}: no transition out of a terminal run")
+        return self._judge_live(run)
+
+    def _judge_live(self, run: Run) -> bool:
+        """An end (completed, failed) leaves a running run."""
+        if run.status is not RunStatus.RUNNING:
+            raise Conflict(
+                f"run {run.run_id} is {run.status.value}, not running: cannot apply {self.TYPE.value}"
+            )
+        return True
+
+    def apply(self, run: Run, now: datetime) -> Run:  # pragma: no cover - every run record has its own
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
-class RunCreatedData:
+class RunCreatedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_CREATED
     creation: RunCreation
 
+    def judge(self, run: Run | None) -> bool:
+        if run is not None:
+            raise Conflict(f"run {run.run_id} already exists")
+        return True
+
+    def apply(self, run: Run, now: datetime) -> Run:
+        return run  # its creation made it (``rules.new_run``)
+
 
 @dataclass(frozen=True, slots=True)
-class RunStartedData:
+class RunStartedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_STARTED
     creation: RunCreation | None = None  # the resilient start: creates the run if missing (SPEC §6.1)
 
+    def judge(self, run: Run | None) -> bool:
+        if run is None and self.creation is not None:
+            return True
+        return _RunRule.judge(self, run)
+
+    def _judge_live(self, run: Run) -> bool:
+        return run.status is RunStatus.PENDING  # a start of a running run is the accepted no-op
+
+    def apply(self, run: Run, now: datetime) -> Run:
+        return replace(run, status=RunStatus.RUNNING, started_at=run.started_at or now, updated_at=now)
+
 
 @dataclass(frozen=True, slots=True)
-class RunCompletedData:
+class RunCompletedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_COMPLETED
+    ENDS_RUN: ClassVar[bool] = True
     output: bytes | None = None
 
+    def apply(self, run: Run, now: datetime) -> Run:
+        return replace(run, status=RunStatus.COMPLETED, output=self.output, completed_at=now, updated_at=now)
+
 
 @dataclass(frozen=True, slots=True)
-class RunFailedData:
+class RunFailedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_FAILED
+    ENDS_RUN: ClassVar[bool] = True
     error: bytes | None
     error_code: str | None = None
 
+    def apply(self, run: Run, now: datetime) -> Run:
+        return replace(
+            run,
+            status=RunStatus.FAILED,
+            error=self.error,
+            error_code=self.error_code,
+            completed_at=now,
+            updated_at=now,
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class RunCancelledData:
+class RunCancelledData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_CANCELLED
+    ENDS_RUN: ClassVar[bool] = True
     reason: str | None = None
 
+    def _judge_live(self, run: Run) -> bool:
+        return True  # a pending run may be cancelled too
+
+    def apply(self, run: Run, now: datetime) -> Run:
+        return replace(run, status=RunStatus.CANCELLED, completed_at=now, updated_at=now)
+
+
+# --- child events: ``judge(cid, run, entity, now)`` with the entity as it is (None: missing),
+# ``apply(run_id, cid, entity, now)`` the entity after it. The run is checked first for every
+# fenced type; a step's report (retrying, an outcome) checks its step first, because a running
+# step may still report after its run ended (SPEC §3.1). The order is part of the contract, so
+# that every World names the same kind.
+
+
+class _CreateRule(_Definition):
+    """A create: on a live run (the fence), once per correlation id."""
+
+    __slots__ = ()
+    FENCED = True
+    CREATES = True
+
+    def judge(
+        self, cid: str | None, run: Run | None, existing: object | None, now: datetime | None = None
+    ) -> None:
+        """Raises NotFound (no run), RunExpired (a terminal run), Conflict (the entity exists).
+
+        ``existing``: anything that says the entity exists (an entity, an item, an id).
+        """
+        if run is None:
+            raise NotFound("run not found")
+        if run.status.terminal:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: cannot create {cid}")
+        if existing is not None:
+            raise Conflict(f"{cid} already exists in run {run.run_id}")
+
 
 @dataclass(frozen=True, slots=True)
-class StepCreatedData:
+class StepCreatedData(_CreateRule):
     TYPE: ClassVar[EventType] = EventType.STEP_CREATED
+    ENTITY: ClassVar[Entity] = Entity.STEP
     step_name: str
     input: bytes | None
     via_step_dispatch: bool = False  # a consumer's re-ensure of a step its message names (SPEC §4.3)
     owner: str | None = None
 
+    def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
+        """Pending, or running at attempt 1 when owned (an inline step)."""
+        assert cid is not None
+        owned = self.owner is not None
+        return Step(
+            run_id=run_id,
+            step_id=cid,
+            step_name=self.step_name,
+            status=StepStatus.RUNNING if owned else StepStatus.PENDING,
+            attempt=1 if owned else 0,
+            input=self.input,
+            created_at=now,
+            started_at=now if owned else None,
+        )
+
+
+class _StepRule(_Definition):
+    """A step's transition (SPEC §2.2): its start, a retry, an outcome."""
+
+    __slots__ = ()
+    ENTITY = Entity.STEP
+
+    def judge(self, cid: str | None, run: Run | None, step: Step | None, now: datetime) -> None:
+        """Raises NotFound (run or step missing), RunExpired (the fence), Conflict (a terminal
+        step, or one this type may not leave), TooEarly (a start before ``retry_after``)."""
+        if run is None:
+            raise NotFound("run not found")
+        if self.FENCED and run.status.terminal:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: {self.TYPE.value} refused")
+        if step is None:
+            raise NotFound(f"step {cid} not found in run {run.run_id}")
+        if step.status.terminal:
+            raise Conflict(f"step {step.step_id} is already {step.status.value}")
+        self._judge_live(run, step, now)
+
+    def _judge_live(self, run: Run, step: Step, now: datetime) -> None:
+        """A report (retry, outcome) is of a running step; accepted after its run's end, it starts
+        nothing (the next ``step_started`` meets the fence)."""
+        if step.status is not StepStatus.RUNNING:
+            if run.status.terminal:
+                raise RunExpired(
+                    f"run {run.run_id} is {run.status.value} and step {step.step_id} is not running"
+                )
+            raise Conflict(
+                f"step {step.step_id} is {step.status.value}, not running: cannot apply {self.TYPE.value}"
+            )
+
+    def apply(
+        self, run_id: str, cid: str | None, step: Step | None, now: datetime
+    ) -> Step:  # pragma: no cover - every step record has its own
+        raise NotImplementedError
+
 
 @dataclass(frozen=True, slots=True)
-class StepStartedData:
+class StepStartedData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_STARTED
+    FENCED: ClassVar[bool] = True
     step_name: str | None = None  # the step the start is for: a stale message's start is refused
     owner: str | None = None
 
+    def _judge_live(self, run: Run, step: Step, now: datetime) -> None:
+        """A start that names another step than the entity's (a stale message of a step whose id a
+        corrected replay reused, SPEC §4.4) is refused before ``retry_after`` is looked at."""
+        if self.step_name is not None and self.step_name != step.step_name:
+            raise Conflict(
+                f"step {step.step_id} is {step.step_name!r}: a start of {self.step_name!r} is stale"
+            )
+        if step.retry_after is not None and step.retry_after > now:
+            left = (step.retry_after - now).total_seconds()
+            raise TooEarly(
+                f"step {step.step_id} may not start for {left:.3f}s", retry_after=float(math.ceil(left))
+            )
+
+    def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
+        assert step is not None
+        return replace(
+            step,
+            status=StepStatus.RUNNING,
+            attempt=step.attempt + 1,
+            started_at=step.started_at or now,
+            retry_after=None,
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class StepRetryingData:
+class StepRetryingData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_RETRYING
     error: bytes | None
     retry_after: datetime | None = None
     owner: str | None = None
 
+    def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
+        assert step is not None
+        return replace(step, status=StepStatus.PENDING, error=self.error, retry_after=self.retry_after)
+
 
 @dataclass(frozen=True, slots=True)
-class StepCompletedData:
+class StepCompletedData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_COMPLETED
     output: bytes | None = None
     owner: str | None = None
 
+    def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
+        assert step is not None
+        return replace(step, status=StepStatus.COMPLETED, output=self.output, completed_at=now)
+
 
 @dataclass(frozen=True, slots=True)
-class StepFailedData:
+class StepFailedData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_FAILED
     error: bytes | None
     owner: str | None = None
 
+    def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
+        assert step is not None
+        return replace(step, status=StepStatus.FAILED, error=self.error, completed_at=now)
+
 
 @dataclass(frozen=True, slots=True)
-class HookCreatedData:
+class HookCreatedData(_CreateRule):
     TYPE: ClassVar[EventType] = EventType.HOOK_CREATED
+    ENTITY: ClassVar[Entity] = Entity.HOOK
     token: str
     metadata: bytes | None = None
 
+    def apply(self, run_id: str, cid: str | None, hook: Hook | None, now: datetime) -> Hook:
+        assert cid is not None
+        return Hook(run_id=run_id, hook_id=cid, token=self.token, metadata=self.metadata, created_at=now)
+
 
 @dataclass(frozen=True, slots=True)
-class HookConflictData:
+class HookConflictData(_Definition):
     """The World's own: a ``hook_created`` whose token another run holds."""
 
     TYPE: ClassVar[EventType] = EventType.HOOK_CONFLICT
+    ENTITY: ClassVar[Entity] = Entity.HOOK
+    CLIENT: ClassVar[bool] = False
     token: str
     conflicting_run_id: str
 
 
+class _HookRule(_Definition):
+    """A live hook's use: a resume, its disposal (the World deduplicates resumes and frees tokens)."""
+
+    __slots__ = ()
+    ENTITY = Entity.HOOK
+    FENCED = True
+
+    def judge(self, cid: str | None, run: Run | None, hook: Hook | None, now: datetime | None = None) -> None:
+        """Raises NotFound (the run or the live hook missing), RunExpired (a terminal run: its hooks
+        are gone; checked before the hook)."""
+        if run is None:
+            raise NotFound("run not found")
+        if run.status.terminal:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: its hooks are gone")
+        if hook is None:
+            raise NotFound(f"hook {cid} not found in run {run.run_id}")
+
+    def apply(self, run_id: str, cid: str | None, hook: Hook | None, now: datetime) -> Hook:
+        assert hook is not None
+        return hook  # a use leaves the hook as it is (a disposal removes it)
+
+
 @dataclass(frozen=True, slots=True)
-class HookReceivedData:
+class HookReceivedData(_HookRule):
     TYPE: ClassVar[EventType] = EventType.HOOK_RECEIVED
     payload: bytes | None
     resume_id: str | None = None  # a resume with an id is recorded once (SPEC §5.2)
@@ -217,26 +481,53 @@ class HookReceivedData:
 
 
 @dataclass(frozen=True, slots=True)
-class HookDisposedData:
+class HookDisposedData(_HookRule):
     TYPE: ClassVar[EventType] = EventType.HOOK_DISPOSED
 
 
 @dataclass(frozen=True, slots=True)
-class WaitCreatedData:
+class WaitCreatedData(_CreateRule):
     TYPE: ClassVar[EventType] = EventType.WAIT_CREATED
+    ENTITY: ClassVar[Entity] = Entity.WAIT
     resume_at: datetime
 
+    def apply(self, run_id: str, cid: str | None, wait: Wait | None, now: datetime) -> Wait:
+        assert cid is not None
+        return Wait(
+            run_id=run_id, wait_id=cid, status=WaitStatus.WAITING, resume_at=self.resume_at, created_at=now
+        )
+
 
 @dataclass(frozen=True, slots=True)
-class WaitCompletedData:
+class WaitCompletedData(_Definition):
     TYPE: ClassVar[EventType] = EventType.WAIT_COMPLETED
+    ENTITY: ClassVar[Entity] = Entity.WAIT
+    FENCED: ClassVar[bool] = True
+
+    def judge(self, cid: str | None, run: Run | None, wait: Wait | None, now: datetime | None = None) -> None:
+        """Exactly once per wait. Raises NotFound (run or wait missing), RunExpired (a terminal run,
+        checked before the wait), Conflict (already completed)."""
+        if run is None:
+            raise NotFound("run not found")
+        if run.status.terminal:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: wait {cid} will not complete")
+        if wait is None:
+            raise NotFound(f"wait {cid} not found in run {run.run_id}")
+        if wait.status is WaitStatus.COMPLETED:
+            raise Conflict(f"wait {wait.wait_id} is already completed")
+
+    def apply(self, run_id: str, cid: str | None, wait: Wait | None, now: datetime) -> Wait:
+        assert wait is not None
+        return replace(wait, status=WaitStatus.COMPLETED, completed_at=now)
 
 
 @dataclass(frozen=True, slots=True)
-class NoopData:
+class NoopData(_Definition):
     """The World's own: a sealed position (SPEC §3.2)."""
 
     TYPE: ClassVar[EventType] = EventType.NOOP
+    ENTITY: ClassVar[Entity] = Entity.LOG
+    CLIENT: ClassVar[bool] = False
 
 
 EventData = (
@@ -259,9 +550,21 @@ EventData = (
     | NoopData
 )
 DATA_RECORDS: dict[EventType, type[EventData]] = {record.TYPE: record for record in get_args(EventData)}
-# The step events' records: each may name its owner.
+# Each entity's records (a client's: ``hook_conflict`` is the World's own). The step
+# events' records may each name its owner.
+RunData = RunCreatedData | RunStartedData | RunCompletedData | RunFailedData | RunCancelledData
+RUN_RECORDS: tuple[type[RunData], ...] = get_args(RunData)
 StepData = StepCreatedData | StepStartedData | StepRetryingData | StepCompletedData | StepFailedData
 STEP_RECORDS: tuple[type[StepData], ...] = get_args(StepData)
+HookData = HookCreatedData | HookReceivedData | HookDisposedData
+HOOK_RECORDS: tuple[type[HookData], ...] = get_args(HookData)
+WaitData = WaitCreatedData | WaitCompletedData
+WAIT_RECORDS: tuple[type[WaitData], ...] = get_args(WaitData)
+CHILD_RECORDS: tuple[type[StepData | HookData | WaitData], ...] = (
+    *STEP_RECORDS,
+    *HOOK_RECORDS,
+    *WAIT_RECORDS,
+)
 
 
 _FIELDS = {record: tuple(f.name for f in fields(record)) for record in get_args(EventData)}

@@ -1,52 +1,50 @@
-"""The event rules of SPEC §3 as pure functions: one source of truth for every World.
+"""The event rules of SPEC §3: one source of truth for every World.
 
-``judge_*`` functions look at the current state (as read, or as returned by a
-failed conditional write) and either return normally (the event is accepted)
-or raise the SPEC §3 rejection kind. ``apply_*`` functions compute the entity
-after an accepted event. The in-memory World calls both under its lock; the
-DynamoDB World encodes the same rules as condition expressions and calls the
-``judge_*`` functions on the ``ALL_OLD`` images of a failed condition to name
-the rejection without a second read.
+Each type's rule is its record's ``judge`` and ``apply`` (``records``, the event
+data section: one definition per type). ``judge_*`` here calls it for a request:
+it looks at the current state (as read, or as returned by a failed conditional
+write) and either returns normally (the event is accepted) or raises the SPEC §3
+rejection kind; ``apply_*`` computes the entity after an accepted event. The
+in-memory World calls both under its lock; the DynamoDB World encodes the same
+rules as condition expressions and calls the ``judge_*`` functions on the
+``ALL_OLD`` images of a failed condition to name the rejection without a second
+read. What holds for a request whatever its type (its shape, a batch's parts) is
+here too.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn, TypeVar
 
 from world_aws.contract import shapes
 from world_aws.contract.records import (
+    CHILD_RECORDS,
+    HOOK_RECORDS,
+    RUN_RECORDS,
+    STEP_RECORDS,
+    WAIT_RECORDS,
+    Entity,
     EventData,
     EventRequest,
     EventType,
     Hook,
     HookCreatedData,
     Run,
-    RunCancelledData,
-    RunCompletedData,
     RunCreatedData,
-    RunFailedData,
     RunStartedData,
     RunStatus,
     Step,
-    StepCompletedData,
     StepCreatedData,
-    StepFailedData,
-    StepRetryingData,
-    StepStartedData,
-    StepStatus,
     Wait,
     WaitCreatedData,
-    WaitStatus,
     creation_of,
     owner_of,
 )
-from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
+from world_aws.errors import BadInput
 
-CLIENT_EVENT_TYPES = frozenset(EventType) - {EventType.HOOK_CONFLICT, EventType.NOOP}
+CLIENT_EVENT_TYPES = frozenset(t for t in EventType if t.record.CLIENT)
 RESERVED_ATTRIBUTE_PREFIX = "$"
 
 
@@ -150,7 +148,19 @@ def validate_request(request: EventRequest) -> None:
         raise BadInput("; ".join(errors) + " (SPEC §3: the data each event type takes)")
 
 
-# ----------------------------------------------------------------------------- runs
+# ----------------------------------------------------------------------------- dispatch
+#
+# Each type's rule is its record's ``judge`` / ``apply`` (``records``, the event data
+# section); these call it for a request, narrowed to its entity's records.
+
+R = TypeVar("R")
+
+
+def _data(request: EventRequest, records: tuple[type[R], ...], entity: Entity) -> R:
+    data = request.data
+    if not isinstance(data, records):
+        raise BadInput(f"{request.type.value} is not a {entity.value} event a client may write")
+    return data
 
 
 def judge_run_event(request: EventRequest, run: Run | None) -> bool:
@@ -163,24 +173,12 @@ def judge_run_event(request: EventRequest, run: Run | None) -> bool:
     Raises:
         NotFound, Conflict: as SPEC §2.1 and §3 say.
     """
-    etype = request.type
-    if etype is EventType.RUN_CREATED:
-        if run is not None:
-            raise Conflict(f"run {run.run_id} already exists")
-        return True
-    if run is None:
-        if creation_of(request.data) is not None:  # a creating run_started (run_created returned above)
-            return True
-        raise NotFound("run not found")
-    if run.status.terminal:
-        raise Conflict(f"run {run.run_id} is {run.status.value}: no transition out of a terminal run")
-    if etype is EventType.RUN_STARTED:
-        return run.status is RunStatus.PENDING
-    if etype is EventType.RUN_CANCELLED:
-        return True
-    if run.status is not RunStatus.RUNNING:
-        raise Conflict(f"run {run.run_id} is {run.status.value}, not running: cannot apply {etype.value}")
-    return True
+    return _data(request, RUN_RECORDS, Entity.RUN).judge(run)
+
+
+def apply_run_event(request: EventRequest, run: Run, now: datetime) -> Run:
+    """The run after an accepted run-level transition."""
+    return _data(request, RUN_RECORDS, Entity.RUN).apply(run, now)
 
 
 def created_data(request: EventRequest) -> RunCreatedData:
@@ -212,106 +210,37 @@ def new_run(run_id: str, request: EventRequest, now: datetime) -> Run:
     )
 
 
-def apply_run_event(request: EventRequest, run: Run, now: datetime) -> Run:
-    """The run after an accepted run-level transition."""
-    data = request.data
-    if isinstance(data, RunStartedData):
-        return replace(run, status=RunStatus.RUNNING, started_at=run.started_at or now, updated_at=now)
-    if isinstance(data, RunCompletedData):
-        return replace(run, status=RunStatus.COMPLETED, output=data.output, completed_at=now, updated_at=now)
-    if isinstance(data, RunFailedData):
-        return replace(
-            run,
-            status=RunStatus.FAILED,
-            error=data.error,
-            error_code=data.error_code,
-            completed_at=now,
-            updated_at=now,
-        )
-    if isinstance(data, RunCancelledData):
-        return replace(run, status=RunStatus.CANCELLED, completed_at=now, updated_at=now)
-    raise BadInput(f"{request.type.value} is not a run transition")
-
-
-# ----------------------------------------------------------------------------- children
-
-
 def judge_child_create(request: EventRequest, run: Run | None, existing: object | None) -> None:
-    """Judge ``step_created`` / ``hook_created`` / ``wait_created``.
+    """Judge ``step_created`` / ``hook_created`` / ``wait_created``; ``existing``: anything that
+    says the entity exists (an entity, an item, an id).
 
     Raises:
         NotFound: the run is missing.
         RunExpired: the run is terminal (SPEC §3.1).
         Conflict: the entity already exists.
     """
-    if run is None:
-        raise NotFound("run not found")
-    if run.status.terminal:
-        raise RunExpired(f"run {run.run_id} is {run.status.value}: cannot create {request.correlation_id}")
-    if existing is not None:
-        raise Conflict(f"{request.correlation_id} already exists in run {run.run_id}")
+    data = request.data
+    if not isinstance(data, StepCreatedData | HookCreatedData | WaitCreatedData):
+        raise BadInput(f"{request.type.value} is not a create")
+    data.judge(request.correlation_id, run, existing)
 
 
 def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, now: datetime) -> None:
-    """Judge a step transition (started, retrying, completed, failed), fence included.
-
-    The order is part of the contract, so that every World names the same kind:
-    ``step_started`` checks the run first (starting work on a finished run is
-    never valid, SPEC §3.1); ``step_retrying`` and the outcomes ``step_completed``
-    / ``step_failed`` check the step first, because a running step may still
-    report after its run ended. A retry accepted then starts nothing: the next
-    ``step_started`` meets the fence. A ``step_started`` that names another step
-    than the entity's (a stale message of a step whose id a corrected replay
-    reused, SPEC §4.4) is refused before ``retry_after`` is looked at: it is not
-    this step's start, early or late.
+    """Judge a step event (its create, start, retry or outcome) against its run and step as they are.
 
     Raises:
         NotFound: run or step missing.
-        Conflict: the step is terminal, not running for a retry or an outcome, or
-            named otherwise than the ``step_started``.
+        Conflict: the step exists (a create), is terminal, is not running for a retry
+            or an outcome, or is named otherwise than the ``step_started``.
         RunExpired: the terminal-run fence (SPEC §3.1).
         TooEarly: ``step_started`` before ``retry_after``; carries the seconds left.
     """
-    etype = request.type
-    if run is None:
-        raise NotFound("run not found")
-    if etype is EventType.STEP_STARTED and run.status.terminal:
-        raise RunExpired(f"run {run.run_id} is {run.status.value}: {etype.value} refused")
-    if step is None:
-        raise NotFound(f"step {request.correlation_id} not found in run {run.run_id}")
-    if step.status.terminal:
-        raise Conflict(f"step {step.step_id} is already {step.status.value}")
-    if etype is EventType.STEP_STARTED:
-        named = request.data.step_name if isinstance(request.data, StepStartedData) else None
-        if named is not None and named != step.step_name:
-            raise Conflict(f"step {step.step_id} is {step.step_name!r}: a start of {named!r} is stale")
-        if step.retry_after is not None and step.retry_after > now:
-            left = (step.retry_after - now).total_seconds()
-            raise TooEarly(
-                f"step {step.step_id} may not start for {left:.3f}s", retry_after=float(math.ceil(left))
-            )
-        return
-    if step.status is not StepStatus.RUNNING:
-        if run.status.terminal:
-            raise RunExpired(f"run {run.run_id} is {run.status.value} and step {step.step_id} is not running")
-        raise Conflict(f"step {step.step_id} is {step.status.value}, not running: cannot apply {etype.value}")
+    _data(request, STEP_RECORDS, Entity.STEP).judge(request.correlation_id, run, step, now)
 
 
-def new_step(run_id: str, request: EventRequest, now: datetime) -> Step:
-    """The step a ``step_created`` makes: pending, or running at attempt 1 when owned (an inline step)."""
-    data = request.data
-    assert isinstance(data, StepCreatedData) and request.correlation_id is not None
-    owned = data.owner is not None
-    return Step(
-        run_id=run_id,
-        step_id=request.correlation_id,
-        step_name=data.step_name,
-        status=StepStatus.RUNNING if owned else StepStatus.PENDING,
-        attempt=1 if owned else 0,
-        input=data.input,
-        created_at=now,
-        started_at=now if owned else None,
-    )
+def apply_step_event(request: EventRequest, run_id: str, step: Step | None, now: datetime) -> Step:
+    """The step after an accepted step event (SPEC §2.2); a create's ``step`` is None."""
+    return _data(request, STEP_RECORDS, Entity.STEP).apply(run_id, request.correlation_id, step, now)
 
 
 def counts_as_pending(request: EventRequest) -> bool:
@@ -323,90 +252,41 @@ def counts_as_pending(request: EventRequest) -> bool:
     return isinstance(request.data, StepCreatedData) and request.data.owner is None
 
 
-def apply_step_event(request: EventRequest, step: Step, now: datetime) -> Step:
-    """The step after an accepted transition (SPEC §2.2)."""
-    data = request.data
-    if isinstance(data, StepStartedData):
-        return replace(
-            step,
-            status=StepStatus.RUNNING,
-            attempt=step.attempt + 1,
-            started_at=step.started_at or now,
-            retry_after=None,
-        )
-    if isinstance(data, StepRetryingData):
-        return replace(step, status=StepStatus.PENDING, error=data.error, retry_after=data.retry_after)
-    if isinstance(data, StepCompletedData):
-        return replace(step, status=StepStatus.COMPLETED, output=data.output, completed_at=now)
-    if isinstance(data, StepFailedData):
-        return replace(step, status=StepStatus.FAILED, error=data.error, completed_at=now)
-    raise BadInput(f"{request.type.value} is not a step transition")
-
-
-# ----------------------------------------------------------------------------- hooks
-
-
 def judge_hook_event(request: EventRequest, run: Run | None, hook: Hook | None) -> None:
-    """Judge ``hook_received`` / ``hook_disposed``.
+    """Judge a hook event (its create, a resume, its disposal) against its run and hook as they are.
 
     Raises:
         NotFound: the run or the live hook is missing.
         RunExpired: the run is terminal (its hooks are gone); checked before the hook.
+        Conflict: a create of a hook that exists.
     """
-    if run is None:
-        raise NotFound("run not found")
-    if run.status.terminal:
-        raise RunExpired(f"run {run.run_id} is {run.status.value}: its hooks are gone")
-    if hook is None:
-        raise NotFound(f"hook {request.correlation_id} not found in run {run.run_id}")
+    _data(request, HOOK_RECORDS, Entity.HOOK).judge(request.correlation_id, run, hook)
 
 
-def new_hook(run_id: str, request: EventRequest, now: datetime) -> Hook:
-    data = request.data
-    assert isinstance(data, HookCreatedData) and request.correlation_id is not None
-    return Hook(
-        run_id=run_id,
-        hook_id=request.correlation_id,
-        token=data.token,
-        metadata=data.metadata,
-        created_at=now,
-    )
+def apply_hook_event(request: EventRequest, run_id: str, hook: Hook | None, now: datetime) -> Hook:
+    """The hook a ``hook_created`` makes, or the hook a resume or disposal is of."""
+    return _data(request, HOOK_RECORDS, Entity.HOOK).apply(run_id, request.correlation_id, hook, now)
 
 
-# ----------------------------------------------------------------------------- waits
-
-
-def judge_wait_completed(request: EventRequest, run: Run | None, wait: Wait | None) -> None:
-    """Judge ``wait_completed``: exactly once per wait.
+def judge_wait_event(request: EventRequest, run: Run | None, wait: Wait | None) -> None:
+    """Judge a wait event: its create, its completion (exactly once per wait).
 
     Raises:
         NotFound: run or wait missing.
         RunExpired: the run is terminal (checked before the wait).
-        Conflict: the wait is already completed.
+        Conflict: the wait exists (a create) or is already completed.
     """
-    if run is None:
-        raise NotFound("run not found")
-    if run.status.terminal:
-        raise RunExpired(
-            f"run {run.run_id} is {run.status.value}: wait {request.correlation_id} will not complete"
-        )
-    if wait is None:
-        raise NotFound(f"wait {request.correlation_id} not found in run {run.run_id}")
-    if wait.status is WaitStatus.COMPLETED:
-        raise Conflict(f"wait {wait.wait_id} is already completed")
+    _data(request, WAIT_RECORDS, Entity.WAIT).judge(request.correlation_id, run, wait)
 
 
-def new_wait(run_id: str, request: EventRequest, now: datetime) -> Wait:
+def apply_wait_event(request: EventRequest, run_id: str, wait: Wait | None, now: datetime) -> Wait:
+    """The wait after an accepted wait event; a create's ``wait`` is None."""
+    return _data(request, WAIT_RECORDS, Entity.WAIT).apply(run_id, request.correlation_id, wait, now)
+
+
+def judge_on_missing_run(request: EventRequest, now: datetime) -> NoReturn:
+    """Name the rejection of a child event on a run that does not exist (NotFound)."""
     data = request.data
-    assert isinstance(data, WaitCreatedData) and request.correlation_id is not None
-    return Wait(
-        run_id=run_id,
-        wait_id=request.correlation_id,
-        status=WaitStatus.WAITING,
-        resume_at=data.resume_at,
-        created_at=now,
-    )
-
-
-def complete_wait(wait: Wait, now: datetime) -> Wait:
-    return replace(wait, status=WaitStatus.COMPLETED, completed_at=now)
+    if isinstance(data, CHILD_RECORDS):
+        data.judge(request.correlation_id, None, None, now)
+    raise AssertionError(f"the rules accept no {request.type.value} on a missing run")  # pragma: no cover

@@ -23,7 +23,6 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from datetime import datetime
-from typing import NoReturn
 
 from world_aws.contract import rules
 from world_aws.contract.clock import Clock
@@ -68,8 +67,7 @@ class MemoryEventStore:
             if etype.is_run_event:
                 return self._run_event(run_id, record, request, now)
             if record is None:
-                # Every non-run event needs the run: let the rules name the rejection.
-                self._judge_missing_run(request, now)
+                rules.judge_on_missing_run(request, now)  # every non-run event needs the run
             if etype.is_step_event:
                 return self._step_event(record, request, now)
             if etype.is_hook_event:
@@ -173,18 +171,6 @@ class MemoryEventStore:
     def _append_request(self, record: RunRecord, request: EventRequest, now: datetime) -> Event:
         return self._append(record, request.type, request.correlation_id, request.data, now)
 
-    def _judge_missing_run(self, request: EventRequest, now: datetime) -> NoReturn:
-        etype = request.type
-        if etype.is_step_event and etype is not EventType.STEP_CREATED:
-            rules.judge_step_event(request, None, None, now)
-        elif etype is EventType.WAIT_COMPLETED:
-            rules.judge_wait_completed(request, None, None)
-        elif etype in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
-            rules.judge_hook_event(request, None, None)
-        else:
-            rules.judge_child_create(request, None, None)
-        raise AssertionError("the rules accept no event on a missing run")  # pragma: no cover
-
     def _run_event(
         self, run_id: str, record: RunRecord | None, request: EventRequest, now: datetime
     ) -> EventResult:
@@ -216,11 +202,7 @@ class MemoryEventStore:
     def _step_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
         step_id = _correlation(request)
         step = _judge_step_event(record, request, now)
-        if request.type is EventType.STEP_CREATED:
-            new = rules.new_step(record.run.run_id, request, now)
-        else:
-            assert step is not None
-            new = rules.apply_step_event(request, step, now)
+        new = rules.apply_step_event(request, record.run.run_id, step, now)
         record.steps[step_id] = new
         if new.status.terminal:
             record.pending_steps.discard(step_id)
@@ -261,7 +243,7 @@ class MemoryEventStore:
         if holder is not None:
             conflict = HookConflictData(token=token, conflicting_run_id=holder[0])
             return EventResult(event=self._append(record, EventType.HOOK_CONFLICT, hook_id, conflict, now))
-        hook = rules.new_hook(record.run.run_id, request, now)
+        hook = rules.apply_hook_event(request, record.run.run_id, None, now)
         record.hooks[hook_id] = hook
         record.hook_ids.add(hook_id)
         self._state.tokens[token] = (hook.run_id, hook_id)
@@ -270,13 +252,8 @@ class MemoryEventStore:
     def _wait_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:
         wait_id = _correlation(request)
         wait = record.waits.get(wait_id)
-        if request.type is EventType.WAIT_CREATED:
-            rules.judge_child_create(request, record.run, wait)
-            new = rules.new_wait(record.run.run_id, request, now)
-        else:
-            rules.judge_wait_completed(request, record.run, wait)
-            assert wait is not None
-            new = rules.complete_wait(wait, now)
+        rules.judge_wait_event(request, record.run, wait)
+        new = rules.apply_wait_event(request, record.run.run_id, wait, now)
         record.waits[wait_id] = new
         return EventResult(event=self._append_request(record, request, now), wait=new)
 
@@ -284,10 +261,7 @@ class MemoryEventStore:
 def _judge_step_event(record: RunRecord, request: EventRequest, now: datetime) -> Step | None:
     """Judge a step event against the run and its step (raising the rejection); the step as it is."""
     step = record.steps.get(_correlation(request))
-    if request.type is EventType.STEP_CREATED:
-        rules.judge_child_create(request, record.run, step)
-    else:
-        rules.judge_step_event(request, record.run, step, now)
+    rules.judge_step_event(request, record.run, step, now)
     return step
 
 

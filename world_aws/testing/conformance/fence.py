@@ -8,16 +8,24 @@ import pytest
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import (
+    EventData,
     EventType,
+    HookCreatedData,
+    HookReceivedData,
     StepCompletedData,
+    StepCreatedData,
     StepFailedData,
     StepRetryingData,
+    StepStartedData,
     StepStatus,
+    WaitCreatedData,
     WaitStatus,
 )
+from world_aws.contract.rules import CLIENT_EVENT_TYPES
 from world_aws.contract.world import World
 from world_aws.errors import NotFound, RunExpired
 from world_aws.testing.conformance.support import (
+    STEP,
     create_hook,
     create_run,
     create_step,
@@ -195,3 +203,54 @@ def test_wait_completed_on_terminal_run_is_gone(world: World, clock: ManualClock
     with pytest.raises(RunExpired):
         write(world, run_id, EventType.WAIT_COMPLETED, wait_id)
     assert world.waits.get(run_id, wait_id).status is WaitStatus.WAITING
+
+
+def _ready(world: World, clock: ManualClock, run_id: str, etype: EventType) -> tuple[str, EventData | None]:
+    """A child event of ``etype`` that ``run_id`` accepts while it is live: its entity made first."""
+    if etype is EventType.STEP_CREATED:
+        return new_id("step"), StepCreatedData(step_name=STEP, input=b"i")
+    if etype is EventType.STEP_STARTED:
+        step_id = create_step(world, run_id)
+        return step_id, StepStartedData(step_name=STEP)
+    reports: dict[EventType, EventData] = {
+        EventType.STEP_RETRYING: StepRetryingData(error=b"x"),
+        EventType.STEP_COMPLETED: StepCompletedData(output=b"o"),
+        EventType.STEP_FAILED: StepFailedData(error=b"e"),
+    }
+    if etype in reports:
+        return running_step(world, run_id), reports[etype]
+    if etype is EventType.HOOK_CREATED:
+        return new_id("hook"), HookCreatedData(token=new_id("tok"))
+    if etype in (EventType.HOOK_RECEIVED, EventType.HOOK_DISPOSED):
+        hook = create_hook(world, run_id, new_id("tok")).hook
+        assert hook is not None
+        received = HookReceivedData(payload=b"p", resume_id=new_id("resume"))
+        return hook.hook_id, received if etype is EventType.HOOK_RECEIVED else None
+    if etype is EventType.WAIT_CREATED:
+        return new_id("wait"), WaitCreatedData(resume_at=clock.now() + timedelta(hours=1))
+    if etype is EventType.WAIT_COMPLETED:
+        return create_wait(world, run_id, clock.now()), None
+    raise AssertionError(f"no fence case for {etype.value}: add one to conformance/fence.py's _ready")
+
+
+def test_every_fenced_type_is_refused_on_an_ended_run_and_every_other_is_accepted(
+    world: World, clock: ManualClock
+) -> None:
+    # The fence as each type's record states it (``FENCED``, SPEC §3.1): a new type is covered here.
+    for etype in sorted(t for t in CLIENT_EVENT_TYPES if not t.is_run_event):
+        # GIVEN a run that would accept the event, then ended
+        run_id = create_run(world)
+        cid, data = _ready(world, clock, run_id, etype)
+        end_run(world, run_id)
+        length = len(world.events.list(run_id))
+        # WHEN it is written
+        if etype.record.FENCED:
+            # THEN a fenced type is refused and appends nothing
+            with pytest.raises(RunExpired):
+                write(world, run_id, etype, cid, data)
+            assert len(world.events.list(run_id)) == length, etype
+        else:
+            # THEN any other (a running step's report) is appended after the end
+            result = write(world, run_id, etype, cid, data)
+            assert result.event is not None and result.event.type is etype
+            assert types_of(world, run_id)[-1] is etype
