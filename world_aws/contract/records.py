@@ -450,6 +450,17 @@ class HookConflictData(_Definition):
     conflicting_run_id: str
 
 
+def _judge_use(run: Run | None, entity: object | None, named: str, gone: str) -> None:
+    """A use of a run's entity (a hook's, a wait's): the run first (missing: NotFound; terminal:
+    RunExpired, ``gone`` saying why), then the entity (missing: NotFound naming it)."""
+    if run is None:
+        raise NotFound("run not found")
+    if run.status.terminal:
+        raise RunExpired(f"run {run.run_id} is {run.status.value}: {gone}")
+    if entity is None:
+        raise NotFound(f"{named} not found in run {run.run_id}")
+
+
 class _HookRule(_Definition):
     """A live hook's use: a resume, its disposal (the World deduplicates resumes and frees tokens)."""
 
@@ -460,12 +471,7 @@ class _HookRule(_Definition):
     def judge(self, cid: str | None, run: Run | None, hook: Hook | None, now: datetime | None = None) -> None:
         """Raises NotFound (the run or the live hook missing), RunExpired (a terminal run: its hooks
         are gone; checked before the hook)."""
-        if run is None:
-            raise NotFound("run not found")
-        if run.status.terminal:
-            raise RunExpired(f"run {run.run_id} is {run.status.value}: its hooks are gone")
-        if hook is None:
-            raise NotFound(f"hook {cid} not found in run {run.run_id}")
+        _judge_use(run, hook, f"hook {cid}", "its hooks are gone")
 
     def apply(self, run_id: str, cid: str | None, hook: Hook | None, now: datetime) -> Hook:
         assert hook is not None
@@ -507,12 +513,8 @@ class WaitCompletedData(_Definition):
     def judge(self, cid: str | None, run: Run | None, wait: Wait | None, now: datetime | None = None) -> None:
         """Exactly once per wait. Raises NotFound (run or wait missing), RunExpired (a terminal run,
         checked before the wait), Conflict (already completed)."""
-        if run is None:
-            raise NotFound("run not found")
-        if run.status.terminal:
-            raise RunExpired(f"run {run.run_id} is {run.status.value}: wait {cid} will not complete")
-        if wait is None:
-            raise NotFound(f"wait {cid} not found in run {run.run_id}")
+        _judge_use(run, wait, f"wait {cid}", f"wait {cid} will not complete")
+        assert wait is not None
         if wait.status is WaitStatus.COMPLETED:
             raise Conflict(f"wait {wait.wait_id} is already completed")
 
