@@ -25,6 +25,7 @@ from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import (
     EventRequest,
     EventType,
+    RunCancelledData,
     RunCompletedData,
     RunCreatedData,
     RunStartedData,
@@ -495,3 +496,51 @@ def test_a_read_with_the_run_counts_a_tail_whose_item_has_not_landed(
     assert log.events is not None and [e.correlation_id for e in log.events] == [done, nxt]
     assert [e.correlation_id for e in world.events.list(run_id, after=after)] == [done, nxt]
     assert log.run.status is RunStatus.RUNNING
+
+
+def test_a_run_created_whose_item_never_landed_is_not_carried_and_keeps_the_runs_input(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a run whose run_created committed as the run item's tail, its event's put failing
+    # (the creator died, or its puts were throttled: start() tolerates the Transient)
+    run_id = new_id("wrun")
+    with event_puts_fail(world), pytest.raises(WorldAwsError):
+        world.events.create(
+            run_id, EventRequest(EventType.RUN_CREATED, data=RunCreatedData(creation=creation(b"the-input")))
+        )
+    assert world.table.get(keys.event_key(run_id, 1)) is None
+    # WHEN the first delivery reads the run with its log (a young tail: kept, not put)
+    log = world.events.list_with_run(run_id)
+    assert log.events is not None and [e.position for e in log.events] == [1]
+    # AND appends the run's start with its first inline create after position 1, then the outcome
+    step_id = new_id("step")
+    start = EventRequest(EventType.RUN_STARTED, data=RunStartedData())
+    assert world.events.append_after(run_id, 1, [start, owned_create(step_id)], at=clock.now()) is not None
+    # THEN event 1 landed on its own (runs.get and runs.list read the input from it by key)
+    assert world.table.get(keys.event_key(run_id, 1)) is not None
+    assert world.runs.get(run_id).input == b"the-input"
+    world.events.append_after(run_id, 3, [owned_outcome(step_id)], at=clock.now())
+    world.events.flush(run_id)
+    assert world.runs.get(run_id).input == b"the-input"
+    assert {r.run_id: r.input for r in world.runs.list(limit=50).runs}[run_id] == b"the-input"
+    assert [e.position for e in world.events.list(run_id)] == [1, 2, 3, 4]
+
+
+def test_a_read_of_a_run_ended_after_an_unlanded_tail_shows_its_end(
+    world: AwsWorld, clock: ManualClock
+) -> None:
+    # GIVEN a tail append whose batch item does not land, then a cancel whose event does not land
+    run_id = create_run(world)
+    after = last_position(world, run_id)
+    with event_puts_fail(world):
+        with pytest.raises(WorldAwsError):
+            world.events.append_after(run_id, after, [owned_create(new_id("step"))], at=clock.now())
+        cancel = EventRequest(EventType.RUN_CANCELLED, None, RunCancelledData(reason="test"))
+        with pytest.raises(WorldAwsError):
+            world.events.create(run_id, cancel)
+    assert world.runs.get(run_id).status is RunStatus.CANCELLED
+    # WHEN the log is read once
+    events = world.events.list(run_id)
+    # THEN it shows the tail's event and the end, in order, with no gap
+    assert [e.type for e in events[-2:]] == [EventType.STEP_CREATED, EventType.RUN_CANCELLED]
+    assert [e.position for e in events] == list(range(1, len(events) + 1))

@@ -139,7 +139,8 @@ class LogReader:
             kept = run_item is not None and self._keeps(run_id, run_item, tail)
             landed = tail if kept else self._seq.land(tail)
             events += items.events_from_item(run_id, landed, reader, since=expected)
-        elif run_item is not None and _unlanded_end(run_item) == expected:
+            expected = items.item_span(tail)[1] + 1
+        if run_item is not None and _unlanded_end(run_item) == expected:
             # The run's end is committed (its reservation is the run item's last write) but
             # its event has not landed: put it from the run item's copy, as a refused late
             # transition would (``RunEvents._finish_terminal``), so no read ever shows a

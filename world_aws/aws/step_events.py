@@ -247,7 +247,13 @@ class StepEvents:
         # Never replace a tail whose item is missing (Transient): carry it (a young one this
         # append follows directly) or put it first.
         carried = self._landings.young(run_id)
-        if carried is None or items.item_span(carried)[1] != after:
+        # Never carry the run's creation: its event is read by key (``keys.run_input_key``:
+        # ``runs.get``/``runs.list`` take the input from ``evt#1`` alone), so it lands on its own.
+        if (
+            carried is None
+            or items.item_span(carried)[1] != after
+            or items.item_span(carried)[0] == keys.RUN_CREATED_POSITION
+        ):
             carried = None
             self._landings.settle(run_id)
         start, steps, end = rules.split_batch(requests)
