@@ -35,6 +35,7 @@ from world_aws.contract.records import (
 )
 from world_aws.errors import WorldAwsError
 from world_aws.testing.aws_factory import aws_world
+from world_aws.testing.conformance.appended import OWNER
 from world_aws.testing.conformance.support import (
     STEP,
     create_hook,
@@ -150,6 +151,21 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     retry_data = StepRetryingData(error=b"boom", retry_after=retry_at)
     out.append(
         ("step_retrying", lambda: write(world, step_run, EventType.STEP_RETRYING, retrying, retry_data))
+    )
+    handed = new_id("step")
+    write(
+        world,
+        step_run,
+        EventType.STEP_CREATED,
+        handed,
+        StepCreatedData(step_name=STEP, input=b"in", owner=OWNER),
+    )
+    owned_retry = StepRetryingData(error=b"boom", retry_after=retry_at, owner=OWNER)
+    out.append(
+        (
+            "step_retrying (owned: handed to its retry message)",
+            lambda: write(world, step_run, EventType.STEP_RETRYING, handed, owned_retry),
+        )
     )
     out.append(("step_started before retry_after (TooEarly)", lambda: start_step(world, step_run, retrying)))
     completing = running_step(world, step_run)

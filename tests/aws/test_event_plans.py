@@ -42,6 +42,7 @@ SCENARIO_ROWS = {
     "step_created": "step_created (dispatched)",
     "step_started": "step_started",
     "step_retrying": "step_retrying",
+    "step_retrying (owned: handed to its retry message)": "step_retrying (owned: to its retry message)",
     "step_completed": "step_completed (dispatched)",
     "step_failed": "step_failed (dispatched)",
     "hook_created": "hook_created",

@@ -34,7 +34,9 @@ from world_aws.contract.records import EventType
 EVENT = "event"  # the event item's put at its reserved position (refused: a reader sealed it)
 RUN = "run"  # the run item: its creation, or an append's positions (``take_positions_action``)
 ENTITY = "entity"  # the step, hook or wait item
-PENDING = "pending"  # a dispatched step's ``pend#`` marker (put with the create, deleted by its outcome)
+# A dispatched step's ``pend#`` marker: put with its create, or with the owned retry that
+# hands an inline step to a retry message; deleted by its outcome.
+PENDING = "pending"
 TOKEN = "token"  # a hook's ``token#`` item (claimed by its create, freed by its disposal)
 RESUME = "resume"  # a hook resume's ``resume#`` dedup item
 STARTED = "started"  # ``run_started``'s event put beside a creating run's (the resilient start)
@@ -206,7 +208,13 @@ PLANS: dict[EventType, EventPlan] = {
     EventType.STEP_STARTED: _plan(
         EventType.STEP_STARTED, PlannedAction(ENTITY, Kind.UPDATE), reads=_RUN_AND_ENTITY
     ),
-    EventType.STEP_RETRYING: _plan(EventType.STEP_RETRYING, PlannedAction(ENTITY, Kind.UPDATE)),
+    # An owned (inline) step's retry hands it to a retry message: from it, a marker
+    # (``rules.counts_as_pending``) until the outcome the message's consumer writes.
+    EventType.STEP_RETRYING: _plan(
+        EventType.STEP_RETRYING,
+        PlannedAction(ENTITY, Kind.UPDATE),
+        PlannedAction(PENDING, Kind.PUT, when="owned"),
+    ),
     EventType.STEP_COMPLETED: _outcome(EventType.STEP_COMPLETED),
     EventType.STEP_FAILED: _outcome(EventType.STEP_FAILED),
     # Read first: the token's holder and an existing hook decide between a create and a conflict.
@@ -300,6 +308,7 @@ TABLE_ROWS: tuple[tuple[str, EventType, tuple[str, ...], int], ...] = (
     ("step_created (dispatched)", EventType.STEP_CREATED, ("dispatched",), 0),
     ("step_started", EventType.STEP_STARTED, (), 0),
     ("step_retrying", EventType.STEP_RETRYING, (), 0),
+    ("step_retrying (owned: to its retry message)", EventType.STEP_RETRYING, ("owned",), 0),
     ("step_completed (dispatched)", EventType.STEP_COMPLETED, ("dispatched",), 0),
     ("step_failed (dispatched)", EventType.STEP_FAILED, ("dispatched",), 0),
     ("hook_created", EventType.HOOK_CREATED, (), 0),

@@ -588,7 +588,8 @@ class StepEvents:
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             sets, removes = _settled_changes(request, status, writer, position, now)
             item = {k: v for k, v in unwritten.item.items() if k not in removes} | sets
-            return [self._table.put_action(item, condition="attribute_not_exists(sk)", name=plans.ENTITY)]
+            put = self._table.put_action(item, condition="attribute_not_exists(sk)", name=plans.ENTITY)
+            return [put, *self._retry_marker(keys.run_id_of(unwritten.item), request)]
 
         return entity_actions
 
@@ -620,9 +621,21 @@ class StepEvents:
                 actions.append(
                     self._table.delete_action(keys.pending_key(run_id, step_id), name=plans.PENDING)
                 )
-            return actions
+            return [*actions, *self._retry_marker(run_id, request)]
 
         return entity_actions
+
+    def _retry_marker(self, run_id: str, request: EventRequest) -> list[Action]:
+        """An owned step handed to a retry message gets its ``pend#`` marker in the retry's commit.
+
+        From then on it is a dispatched step: its owner no longer continues the run for it,
+        and the message's consumer ends with the last-completer check, which must see it
+        pending until its outcome's commit deletes the marker (``rules.counts_as_pending``).
+        """
+        if not rules.counts_as_pending(request):  # a retry or an outcome: only an owned retry counts
+            return []
+        assert request.correlation_id is not None
+        return [self._table.put_action(keys.pending_key(run_id, request.correlation_id), name=plans.PENDING)]
 
     def _header(self, run_id: str, item: Item | None) -> Step | None:
         return None if item is None else items.step_from_item(run_id, item, self._headers)

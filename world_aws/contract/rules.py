@@ -37,6 +37,7 @@ from world_aws.contract.records import (
     RunStatus,
     Step,
     StepCreatedData,
+    StepRetryingData,
     Wait,
     WaitCreatedData,
     creation_of,
@@ -244,12 +245,19 @@ def apply_step_event(request: EventRequest, run_id: str, step: Step | None, now:
 
 
 def counts_as_pending(request: EventRequest) -> bool:
-    """Whether a ``step_created`` makes a step the last-completer check waits for.
+    """Whether this event makes its step one the last-completer check waits for.
 
-    An owned (inline) step is not: the delivery that owns it continues the run itself
-    after recording its outcome, so no other branch needs to wait for it.
+    A dispatched ``step_created`` does. An owned (inline) one does not: the delivery
+    that owns it continues the run itself after recording its outcome, so no other
+    branch needs to wait for it. But an owned ``step_retrying`` hands the step to a
+    retry message: its owner no longer continues for it, and the message's consumer
+    ends with the last-completer check, so from that retry on the step counts as
+    pending like any dispatched one (until its outcome).
     """
-    return isinstance(request.data, StepCreatedData) and request.data.owner is None
+    data = request.data
+    if isinstance(data, StepRetryingData):
+        return data.owner is not None
+    return isinstance(data, StepCreatedData) and data.owner is None
 
 
 def judge_hook_event(request: EventRequest, run: Run | None, hook: Hook | None) -> None:

@@ -14,6 +14,7 @@ from world_aws.contract.records import (
     EventType,
     StepCompletedData,
     StepCreatedData,
+    StepRetryingData,
     StepStartedData,
     StepStatus,
     owner_of,
@@ -46,12 +47,28 @@ def test_owned_step_created_is_running_at_attempt_one(world: World, clock: Manua
     assert owner_of(world.events.list(run_id)[-1].data) == OWNER
 
 
-def test_owned_step_never_counts_as_pending_for_the_last_completer(world: World) -> None:
+def test_owned_step_does_not_count_as_pending_for_the_last_completer(world: World) -> None:
     run_id = create_run(world)
     dispatched = create_step(world, run_id)
     create_owned(world, run_id)
     assert world.steps.any_pending(run_id, besides=dispatched) is False
     assert world.steps.any_pending(run_id) is True
+
+
+def test_owned_step_handed_to_its_retry_message_counts_as_pending_until_its_outcome(world: World) -> None:
+    # GIVEN a dispatched step, and an inline step whose attempt failed: handed to a retry message
+    run_id = create_run(world)
+    dispatched = create_step(world, run_id)
+    step_id = create_owned(world, run_id)
+    write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"boom", owner=OWNER))
+    # THEN the dispatched step's last-completer check waits for it (its owner will not continue)
+    assert world.steps.any_pending(run_id, besides=dispatched) is True
+    # WHEN the retry message's consumer starts it and records its outcome
+    write(world, run_id, EventType.STEP_STARTED, step_id, StepStartedData(step_name=STEP))
+    assert world.steps.any_pending(run_id, besides=dispatched) is True
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"out"))
+    # THEN it no longer does
+    assert world.steps.any_pending(run_id, besides=dispatched) is False
 
 
 def test_owned_step_completes_with_its_owner_named_and_its_result_kept(world: World) -> None:
