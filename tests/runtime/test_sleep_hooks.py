@@ -153,22 +153,29 @@ def test_resume_of_an_unknown_token_is_not_found_and_writes_nothing(harness: Har
     assert harness.spy.calls("queue.publish") == []
 
 
-def test_wake_up_that_arrives_a_little_early_still_wakes_the_run(memory_harness: Harness) -> None:
+# Seconds the consumer's clock is behind the producer's: a little (the remainder gets a key of
+# its moment), and seconds to minutes (SigV4 allows 5): the wake-up's own pass re-keys the rest.
+@pytest.mark.parametrize("skew", [0.005, 5.0, 240.0])
+def test_wake_up_that_arrives_early_still_wakes_the_run(memory_harness: Harness, skew: float) -> None:
     # GIVEN a run asleep for an hour
     h = memory_harness
     sent: list[str] = []
     runtime = h.runtime_for(reminder_app(sent))
     handle = runtime.start("remind", "eve", "1h")
     h.drain()
-    # WHEN its wake-up is handled by a consumer whose clock runs 5 ms behind the producer's
+    # WHEN its wake-up is handled by a consumer whose clock runs behind the producer's (once:
+    # the memory queue shares that clock, so a skew on every delivery would also delay the
+    # rest's message by it, which SQS, on its own clock, does not)
     h.advance(3600)
+    skews = [skew]
 
     def skewed(delivery: Delivery, handle_message: MessageHandler) -> HandlerResult:
-        h.clock.advance(-0.005)
+        behind = skews.pop() if skews else 0.0
+        h.clock.advance(-behind)
         try:
             return handle_message(delivery)
         finally:
-            h.clock.advance(0.005)
+            h.clock.advance(behind)
 
     h.drain(intercept=skewed)
     # THEN the early wake-up queued another one for the rest, and the run completes

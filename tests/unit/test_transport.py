@@ -97,6 +97,11 @@ def test_payload_with_every_field_round_trips_through_the_body(
     assert decoded.is_step
 
 
+def test_a_wake_up_names_its_wait_and_round_trips() -> None:
+    payload = InvokePayload(run_id="wrun_1", wakes="wait_1", succeeds="m-1#2")
+    assert decode_body(encode_body(payload)) == payload
+
+
 def test_run_input_and_hook_input_by_reference_round_trip() -> None:
     ref = StepInputRef(ref="payloads/x", size=1, sha256=SHA)
     payload = InvokePayload(
@@ -209,6 +214,7 @@ def test_malformed_bodies_are_bad_input_naming_the_problem(body: str, problem: s
         (raw_step_message(step_name=None), r"step_id and step_name must be both present"),
         (raw_step_message(step_id=None, step_name=None), r"step_input is only allowed on a step message"),
         (raw_step_message(succeeds="m-1#3"), r"succeeds is only allowed on a workflow message"),
+        (raw_step_message(wakes="wait_1"), r"wakes is only allowed on a workflow message"),
         (raw_step_message(requested_at=1_767_225_600), r"requested_at: Input should be a valid datetime"),
         (
             raw_step_message(requested_at="2026-01-01T00:00:00Z"),

@@ -137,6 +137,11 @@ class InvokePayload(_Model):
     # whose continuation failed after progress; the inline steps it owned are this one's
     # to take over at once (runtime/inline.py, ``Owner.succeeds``).
     succeeds: NonEmptyStr | None = None
+    # A sleep's wake-up (runtime/orchestrator.py): the wait it was published for. Handled
+    # before that wait is due (the consumer's clock behind the producer's), the pass
+    # publishes the rest under a key of this message's own, not the wait's, whose
+    # retention would absorb it.
+    wakes: NonEmptyStr | None = None
 
     @model_validator(mode="after")
     def _step_fields_together(self) -> InvokePayload:
@@ -146,6 +151,8 @@ class InvokePayload(_Model):
             raise ValueError("step_input is only allowed on a step message (with step_id and step_name)")
         if self.succeeds is not None and self.step_id is not None:
             raise ValueError("succeeds is only allowed on a workflow message (without step_id)")
+        if self.wakes is not None and self.step_id is not None:
+            raise ValueError("wakes is only allowed on a workflow message (without step_id)")
         return self
 
     @property

@@ -82,10 +82,14 @@ class Owner:
     # The delivery (``<message id>#<receive count>``) whose failed continuation handed the
     # run on to this message (``InvokePayload.succeeds``): it is gone like an earlier one of ours.
     predecessor: str | None = None
+    # The wait this delivery's message is the wake-up of (``InvokePayload.wakes``).
+    wakes: str | None = None
 
     @classmethod
-    def of(cls, delivery: Delivery, predecessor: str | None = None) -> Owner:
-        return cls(delivery.message_id, delivery.attempt, delivery.deadline, predecessor=predecessor)
+    def of(cls, delivery: Delivery, predecessor: str | None = None, wakes: str | None = None) -> Owner:
+        return cls(
+            delivery.message_id, delivery.attempt, delivery.deadline, predecessor=predecessor, wakes=wakes
+        )
 
     @property
     def tag(self) -> str:

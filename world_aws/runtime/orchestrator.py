@@ -158,7 +158,12 @@ class Orchestrator:
                     start = None
                     end = written if end is not None and written == end + 1 else None
                 again, end = self._suspend(
-                    run, outcome, plan.dispatch, redispatch_tag if not rounds else None, after=end
+                    run,
+                    outcome,
+                    plan.dispatch,
+                    redispatch_tag if not rounds else None,
+                    after=end,
+                    owner=owner,
                 )
                 published.update(s.step_id for s in [*plan.dispatch, *outcome.undispatched_steps])
                 if self._inline is not None:
@@ -263,14 +268,24 @@ class Orchestrator:
             run,
         )
 
-    def wake(self, run_id: str, *, delay_seconds: float, key: str | None, succeeds: str | None = None) -> str:
-        """Publish a continuation message for ``run_id`` (``succeeds``: see :meth:`_hand_on`)."""
+    def wake(
+        self,
+        run_id: str,
+        *,
+        delay_seconds: float,
+        key: str | None,
+        succeeds: str | None = None,
+        wakes: str | None = None,
+    ) -> str:
+        """Publish a continuation message for ``run_id`` (``succeeds``: see :meth:`_hand_on`;
+        ``wakes``: the wait it is the wake-up of, ``_wake_timing``)."""
         body = encode_payload(
             InvokePayload(
                 run_id=run_id,
                 requested_at=self._world.clock.now(),
                 trace_carrier=tracing.current_carrier(),
                 succeeds=succeeds,
+                wakes=wakes,
             )
         )
         return self._world.queue.publish(
@@ -350,10 +365,12 @@ class Orchestrator:
         redispatch_tag: str | None = None,
         *,
         after: int | None = None,
+        owner: Owner | None = None,
     ) -> tuple[bool, int | None]:
         """Run one suspension pass, dispatching ``new_steps``.
 
         ``after``: where the log ends, for a pass that writes nothing but creates.
+        ``owner``: the delivery the pass runs for (a wait's own early wake-up: ``_wake_timing``).
 
         Returns:
             Whether the replay should go another round, and where the log ends now if
@@ -408,31 +425,37 @@ class Orchestrator:
             run, new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag, after=after
         )
         later = [w for w in outcome.pending_waits if w.resume_at > now]
-        self._wake_for(run.run_id, later, now)
+        self._wake_for(run.run_id, later, now, owner)
         return again or bool(due), end
 
-    def _wake_for(self, run_id: str, waits: list[WaitRequest], now: datetime) -> None:
+    def _wake_for(self, run_id: str, waits: list[WaitRequest], now: datetime, owner: Owner | None) -> None:
         calls = []
         for w in waits:
-            delay, key = _wake_timing(w.wait_id, (w.resume_at - now).total_seconds(), now)
-            calls.append(partial(self.wake, run_id, delay_seconds=delay, key=key))
+            early = owner.message_id if owner is not None and owner.wakes == w.wait_id else None
+            delay, key = _wake_timing(w.wait_id, (w.resume_at - now).total_seconds(), now, early=early)
+            calls.append(partial(self.wake, run_id, delay_seconds=delay, key=key, wakes=w.wait_id))
         for result in run_parallel(self._pool, calls):
             if isinstance(result, Exception):
                 raise result
 
 
-def _wake_timing(wait_id: str, delay: float, now: datetime) -> tuple[float, str]:
+def _wake_timing(wait_id: str, delay: float, now: datetime, *, early: str | None = None) -> tuple[float, str]:
     """The delay and idempotency key of a wait's wake-up message.
 
     Every pass of a sleeping run publishes its wake-up under the wait's own key,
-    so they collapse into one message. But a wake-up handled a little early (the
-    consumer's clock behind the producer's) finds its wait not yet due and must
-    publish one more for the rest: under the wait's key that publish would be
-    absorbed by the first one's retained key and the run would never wake. So a
-    short remainder gets a key of its own moment, and at least a second of delay
-    (SQS delays are whole seconds anyway), which takes it past the skew.
-    Upstream does the same (vercel/workflow PR #1925).
+    so they collapse into one message. But a wake-up handled early (the consumer's
+    clock behind the producer's, by up to the five minutes SigV4 allows) finds its
+    wait not yet due and must publish one more for the rest: under the wait's key
+    that publish would be absorbed by the first one's retained key and the run
+    would not wake until the reconciler. So the pass of a wait's own wake-up
+    (``early``: its message id, ``InvokePayload.wakes``) keys the rest by that
+    message (a redelivery of it collapses into the same one), and any short
+    remainder gets a key of its own moment; both wait at least a second (SQS delays
+    are whole seconds anyway), which takes them past the skew. Upstream keys short
+    remainders the same way (vercel/workflow PR #1925).
     """
+    if early is not None:
+        return max(delay, 1.0), f"{wait_id}:wake:{early}"
     if delay > SHORT_WAKE_SECONDS:
         return delay, f"{wait_id}:wake"
     return max(delay, 1.0), f"{wait_id}:wake:{epoch_ms(now)}"

@@ -282,7 +282,7 @@ class Runtime:
             return self.orchestrator.continue_run(
                 run,
                 redispatch_tag=payload.reconcile_tag,
-                owner=Owner.of(delivery, payload.succeeds),
+                owner=Owner.of(delivery, payload.succeeds, payload.wakes),
                 start=start,
                 logged=logged,
             )
