@@ -126,10 +126,8 @@ UNWRITTEN_MEMORY = 256
 RUN_SIZES_MEMORY = 256
 # Runs whose steps created in the log this World remembers, for creates written one by one.
 LOGGED_RUNS_MEMORY = 32
-# The events that change a step after its create.
-_STEP_TRANSITIONS = frozenset(
-    {EventType.STEP_STARTED, EventType.STEP_RETRYING, EventType.STEP_COMPLETED, EventType.STEP_FAILED}
-)
+# The events that change a step after its create (its records say: ``records.Entity``).
+_STEP_TRANSITIONS = frozenset(t for t in EventType if t.is_step_event and not t.creates_entity)
 
 
 @dataclass(frozen=True, slots=True)
