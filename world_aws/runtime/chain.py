@@ -23,10 +23,14 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from world_aws.errors import WorldAwsError
+from world_aws.contract.records import ResolveData, Run, RunStatus
+from world_aws.contract.world import World
+from world_aws.errors import NotFound, WorldAwsError
 from world_aws.runtime import context, ids
 
 CONTINUED_FROM = "$continued_from"
+# Links of a chain ``last_of_chain`` follows at most (a run's ``$continued_from`` names one).
+MAX_CHAIN_FOLLOWED = 10_000
 ERROR_CODE_EVENT_LIMIT = "EVENT_LIMIT_EXCEEDED"
 # The stable serializer name of the link, registered on every app's serializer.
 CONTINUED_AS_NEW_TYPE = "world_aws:ContinuedAsNew"
@@ -73,3 +77,27 @@ def next_run_id(run_id: str) -> str:
     """The id of the run that continues ``run_id`` (deterministic: a redo starts it once)."""
     digest = hashlib.sha256(f"{run_id}:continue".encode()).digest()
     return f"wrun_{ids.crockford(digest[:16])}"
+
+
+def last_of_chain(world: World, run_id: str) -> Run | None:
+    """The last run of the chain ``run_id`` begins: itself if it did not continue as new.
+
+    None: a run of it is missing, or the chain is longer than ``MAX_CHAIN_FOLLOWED``.
+    Each link is one read without payloads: a completed run continued as new iff the
+    run of its derived id (``next_run_id``) names it as the run it continues.
+    """
+    try:
+        run = world.runs.get(run_id, resolve_data=ResolveData.NONE)
+    except NotFound:
+        return None
+    for _ in range(MAX_CHAIN_FOLLOWED):
+        if run.status is not RunStatus.COMPLETED:
+            return run
+        try:
+            following = world.runs.get(next_run_id(run.run_id), resolve_data=ResolveData.NONE)
+        except NotFound:
+            return run
+        if following.attributes.get(CONTINUED_FROM) != run.run_id:
+            return run
+        run = following
+    return None

@@ -47,7 +47,7 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import SPEC_VERSION_CURRENT, QueueName, World
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, Transient
 from world_aws.runtime import children
-from world_aws.runtime.chain import CONTINUED_FROM, ContinuedAsNew, next_run_id
+from world_aws.runtime.chain import CONTINUED_FROM, ContinuedAsNew, last_of_chain, next_run_id
 from world_aws.runtime.children import PARENT_CALL_ID, PARENT_RUN_ID, ROOT_RUN_ID, ChildRequest
 from world_aws.runtime.dispatch import run_parallel
 from world_aws.runtime.retry import retry_in_process
@@ -95,8 +95,10 @@ class Lineage:
             except NotFound:
                 self.start_children(parent, [request])
                 continue
-            if child.status.terminal:
-                self.after_end(child)
+            # A child that continued as new tells its parent when its chain's last run ends.
+            last = last_of_chain(self._world, child.run_id) if self.continued_to(child) else child
+            if last is not None and last.status.terminal:
+                self.after_end(last)
 
     def _child_creation(self, parent: Run, request: ChildRequest) -> RunCreation:
         return RunCreation(
@@ -128,6 +130,14 @@ class Lineage:
         A parent already cancelled (its cancel ran before it knew of this child) takes
         the child with it.
         """
+        predecessor = child.attributes.get(CONTINUED_FROM)
+        if predecessor is not None:
+            # A cancel of the run it continues may land after this run's start and before the
+            # link's run_completed: the chain was cut there, so this run goes with it.
+            before = self._world.runs.get(predecessor, resolve_data=ResolveData.NONE)
+            if before.status is RunStatus.CANCELLED:
+                self.cancel(child.run_id, f"run {predecessor} it continues was cancelled")
+                return False
         parent_run_id = child.attributes.get(PARENT_RUN_ID)
         call_id = child.attributes.get(PARENT_CALL_ID)
         if parent_run_id is None or call_id is None:
@@ -236,10 +246,31 @@ class Lineage:
             if run.status is RunStatus.CANCELLED:  # a cancel that may have died half-way: finish it
                 self.after_end(run)
                 self._cancel_children(run_id)
+                self._cancel_successor(run_id, reason)
+            elif run.status is RunStatus.COMPLETED:
+                # Continued as new: the chain goes on in its last run, which the cancel is for.
+                last = last_of_chain(self._world, run_id)
+                if last is not None and last.run_id != run_id and not last.status.terminal:
+                    return self.cancel(last.run_id, reason)
             return False
         self.after_end(result.run)
         self._cancel_children(run_id)
+        self._cancel_successor(run_id, reason)
         return True
+
+    def _cancel_successor(self, run_id: str, reason: str | None) -> None:
+        """Cancel the run a ``continue_as_new`` of ``run_id`` started before the cancel landed.
+
+        Its id is derived (``next_run_id``); it exists only if the continuation got that far,
+        and one started after this read cancels itself on its first delivery (``on_child_start``).
+        """
+        successor = next_run_id(run_id)
+        try:
+            run = self._world.runs.get(successor, resolve_data=ResolveData.NONE)
+        except NotFound:
+            return
+        if run.attributes.get(CONTINUED_FROM) == run_id and not run.status.terminal:
+            self.cancel(successor, reason)
 
     def _cancel_children(self, run_id: str) -> None:
         started: dict[str, str] = {}

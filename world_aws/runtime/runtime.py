@@ -109,6 +109,38 @@ class Runtime:
             BadInput: unknown workflow, arguments that do not bind or do not serialize.
             WorldAwsError: the first message could not be published.
         """
+        return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=True)
+
+    def start_again(
+        self,
+        workflow: WorkflowFunction[Any, Any] | str,
+        *args: Any,
+        idempotency_key: str,
+        attributes: dict[str, str] | None = None,
+        **kwargs: Any,
+    ) -> RunHandle:
+        """Redo a keyed start this caller made, whose first message may never have left.
+
+        The scheduler's, for a tick whose run is still pending: the create is refused
+        and the first message published again under its key (absorbed if it went). The
+        run the key names is not read back and compared with the arguments (the caller
+        made it with these; the scheduler's role may not read events).
+
+        Raises:
+            BadInput, WorldAwsError: as ``start``.
+        """
+        return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=False)
+
+    def _keyed_start(
+        self,
+        workflow: WorkflowFunction[Any, Any] | str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        idempotency_key: str | None,
+        attributes: dict[str, str] | None,
+        *,
+        compare: bool,
+    ) -> RunHandle:
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(args, kwargs)
         data = self.app.serializer.dumps(
@@ -118,7 +150,9 @@ class Runtime:
         )
         run_id = ids.run_id_for_key(idempotency_key) if idempotency_key else ids.new_run_id()
         with tracing.start_span(run_id, wf.name):
-            return self._start(run_id, wf.name, data, idempotency_key, dict(attributes or {}))
+            return self._start(
+                run_id, wf.name, data, idempotency_key, dict(attributes or {}), compare=compare
+            )
 
     def _start(
         self,
@@ -127,6 +161,8 @@ class Runtime:
         data: bytes,
         idempotency_key: str | None,
         attributes: dict[str, str],
+        *,
+        compare: bool = True,
     ) -> RunHandle:
         """``run_created`` ∥ the first workflow message, both carrying the run's root trace context."""
         carrier = tracing.current_carrier()
@@ -138,7 +174,7 @@ class Runtime:
             attributes={**attributes, **tracing.run_attributes(carrier)},
         )
         created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
-        if isinstance(created, Conflict) and idempotency_key:
+        if isinstance(created, Conflict) and idempotency_key and compare:
             self._check_same_start(run_id, idempotency_key, creation)
         return RunHandle(self.world, self.app.serializer, run_id)
 
@@ -225,7 +261,11 @@ class Runtime:
         # The payload is recorded: the run must hear of it. Retry the wake-up here
         # before giving the caller an error to retry with.
         retry_in_process(
-            lambda: self.orchestrator.wake(hook.run_id, delay_seconds=0, key=f"{resume_id}:wake"),
+            # Keyed by the run too: a resume id names a resume of one run (the World deduplicates
+            # on (run, resume id), SPEC §6.2), and SQS keys are global to the queue.
+            lambda: self.orchestrator.wake(
+                hook.run_id, delay_seconds=0, key=f"{hook.run_id}:{resume_id}:wake"
+            ),
             attempts=WAKE_ATTEMPTS,
             clock=self.world.clock,
             max_pause=1.0,
@@ -276,7 +316,10 @@ class Runtime:
             if not isinstance(started, Run):
                 return started
             run = started
-        if payload.run_input is not None and not self.orchestrator.lineage.on_child_start(run):
+        # A run's first delivery: its start message, or any message that found it pending or
+        # missing and started it here (a reconciler's wake of a run whose first message was lost).
+        first = payload.run_input is not None or seen is None or seen.status is RunStatus.PENDING
+        if first and not self.orchestrator.lineage.on_child_start(run):
             return Ack()  # a child whose parent was cancelled: cancelled with it
         with tracing.workflow_span(run, payload.trace_carrier):
             return self.orchestrator.continue_run(

@@ -30,10 +30,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from world_aws.contract.records import ResolveData
+from world_aws.contract.records import ResolveData, RunStatus
 from world_aws.contract.schedules import ScheduleState
 from world_aws.errors import Misconfigured, NotFound, WorldAwsError
 from world_aws.runtime import ids
+from world_aws.runtime.chain import last_of_chain
 from world_aws.runtime.config import SchedulerConfig
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.schedule_expr import iso_tick, ticks_between
@@ -144,7 +145,14 @@ class Scheduler:
         tick_iso = iso_tick(tick)
         key = schedule.idempotency_key(tick_iso)
         run_id = ids.run_id_for_key(key)
-        if self._exists(run_id):
+        existing = self._status(run_id)
+        if existing is not None and existing is not RunStatus.PENDING:
+            return TickOutcome.ALREADY_STARTED, run_id
+        if existing is not None:
+            # Pending: its start may have failed after run_created landed (its first message
+            # never sent). Start it again under its key: the create is refused, the publish
+            # is absorbed if the message did go.
+            self._start_run(schedule, key, tick_iso, again=True)
             return TickOutcome.ALREADY_STARTED, run_id
         if schedule.overlap is Overlap.SKIP and previous_run_id is not None and self._live(previous_run_id):
             LOG.info(
@@ -153,25 +161,28 @@ class Scheduler:
                 extra={"run_id": previous_run_id, "tick": tick_iso},
             )
             return TickOutcome.SKIPPED, None
-        handle = self._runtime.start(
+        run_id = self._start_run(schedule, key, tick_iso)
+        LOG.info("scheduler started a tick of %s", schedule.name, extra={"run_id": run_id})
+        return TickOutcome.STARTED, run_id
+
+    def _start_run(self, schedule: Schedule, key: str, tick_iso: str, *, again: bool = False) -> str:
+        start = self._runtime.start_again if again else self._runtime.start
+        handle = start(
             schedule.workflow_name,
             *schedule.args,
             idempotency_key=key,
             attributes={"schedule": schedule.name, "schedule_tick": tick_iso},
             **dict(schedule.kwargs),
         )
-        LOG.info("scheduler started a tick of %s", schedule.name, extra={"run_id": handle.run_id})
-        return TickOutcome.STARTED, handle.run_id
+        return handle.run_id
 
-    def _exists(self, run_id: str) -> bool:
+    def _status(self, run_id: str) -> RunStatus | None:
         try:
-            self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
+            return self._world.runs.get(run_id, resolve_data=ResolveData.NONE).status
         except NotFound:
-            return False
-        return True
+            return None
 
     def _live(self, run_id: str) -> bool:
-        try:
-            return not self._world.runs.get(run_id, resolve_data=ResolveData.NONE).status.terminal
-        except NotFound:
-            return False
+        """Whether the run, or the ``continue_as_new`` chain it began, is still going."""
+        last = last_of_chain(self._world, run_id)
+        return last is not None and not last.status.terminal
