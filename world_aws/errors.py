@@ -241,7 +241,12 @@ class StepTimeoutError(WorldAwsError):
 
     A failure of that attempt like any other: the step's retry policy applies, and the
     last one surfaces in the workflow as ``StepFailedError`` with this as its cause
-    (``runtime/step_timeout.py``).
+    (``runtime/step_timeout.py``). ``handed_on``: the bound was the invocation's end,
+    not the step's own timeout.
     """
 
     kind = ErrorKind.USER_FAILURE
+
+    def __init__(self, message: str, *, handed_on: bool = False) -> None:
+        super().__init__(message)
+        self.handed_on = handed_on

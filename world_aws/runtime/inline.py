@@ -512,7 +512,7 @@ class InlineSteps:
                 timed[0]()
             try:
                 outcome = stepbody.run_step_body(
-                    self._world, self._app, step, request.input, deadline=owner.deadline
+                    self._world, self._app, step, request.input, deadline=owner.deadline, started_inline=True
                 )
             finally:
                 if timed is not None:

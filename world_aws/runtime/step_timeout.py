@@ -38,6 +38,7 @@ from world_aws.errors import StepTimeoutError
 # Time left in the invocation at which a running attempt is handed on (its failure recorded
 # and its retry message published, with time to spare for the writes).
 HANDOFF_MARGIN_SECONDS = 5.0
+_HANDED_ON = "could not finish before its invocation's time ran out; handed on"
 POLL_SECONDS = 0.01
 
 
@@ -103,8 +104,9 @@ def run_attempt(
     bound, reason = _bound(started, timeout_seconds, deadline)
     if bound is None:
         return run_to_end(call) if is_async else call()
+    handed_on = reason == _HANDED_ON
     if clock.now() >= bound:  # no time left at all: do not begin what cannot finish
-        raise StepTimeoutError(f"step {step_name!r} {reason}")
+        raise StepTimeoutError(f"step {step_name!r} {reason}", handed_on=handed_on)
     attempt = _Attempt(call, is_async)
     context = contextvars.copy_context()
     threading.Thread(
@@ -113,9 +115,10 @@ def run_attempt(
     while not attempt.done.wait(POLL_SECONDS):
         if clock.now() >= bound:
             attempt.cancel()
-            raise StepTimeoutError(f"step {step_name!r} {reason}")
+            raise StepTimeoutError(f"step {step_name!r} {reason}", handed_on=handed_on)
     if clock.now() > bound:
-        raise StepTimeoutError(f"step {step_name!r} {reason} (it finished late; its outcome is discarded)")
+        late = f"step {step_name!r} {reason} (it finished late; its outcome is discarded)"
+        raise StepTimeoutError(late, handed_on=handed_on)
     if attempt.error is not None:
         raise attempt.error
     return attempt.result
@@ -131,7 +134,7 @@ def _bound(
         bounds.append((limit, f"ran past its timeout of {timeout_seconds:g} s"))
     if deadline is not None:
         handoff = deadline - timedelta(seconds=HANDOFF_MARGIN_SECONDS)
-        bounds.append((handoff, "could not finish before its invocation's time ran out; handed on"))
+        bounds.append((handoff, _HANDED_ON))
     if not bounds:
         return None, ""
     return min(bounds, key=lambda b: b[0])

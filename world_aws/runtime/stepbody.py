@@ -22,7 +22,14 @@ from world_aws.contract.records import (
     StepRetryingData,
 )
 from world_aws.contract.world import World
-from world_aws.errors import Conflict, FatalError, RetryableError, RunExpired, SerializationError
+from world_aws.errors import (
+    Conflict,
+    FatalError,
+    RetryableError,
+    RunExpired,
+    SerializationError,
+    StepTimeoutError,
+)
 from world_aws.runtime import context
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.retry import Backoff, retry_in_process
@@ -57,6 +64,7 @@ def run_step_body(
     step_input: bytes | None = None,
     *,
     deadline: datetime | None = None,
+    started_inline: bool = False,
 ) -> BodyOutcome:
     """Run one attempt of ``step`` (already claimed: running at ``step.attempt``) on this thread.
 
@@ -64,6 +72,11 @@ def run_step_body(
     (read back from the World when the claim's answer left it out). The attempt is
     bounded by the step's timeout and by ``deadline``, when the handling invocation
     ends (``runtime/step_timeout.py``): past either it is a failed attempt.
+
+    ``started_inline``: the attempt began in the middle of an invocation (an inline
+    step), so its hand-on at that invocation's end (``StepTimeoutError.handed_on``) is
+    retried even if it was the last attempt: its next one goes by message, to an
+    invocation of its own, where a hand-on counts (a body that never fits still fails).
     """
     fn = app.get_step(step.step_name)
     if fn is None:
@@ -90,7 +103,8 @@ def run_step_body(
         # Any other failure of the body is retried (SPEC §8.2); CancelledError is a
         # BaseException, but a step that cancels itself has failed, not the consumer.
         failure = exc if isinstance(exc, Exception) else RuntimeError(f"step cancelled: {exc!r}")
-        if step.attempt >= max_attempts:
+        handed_on = started_inline and isinstance(failure, StepTimeoutError) and failure.handed_on
+        if step.attempt >= max_attempts and not handed_on:
             return BodyOutcome(EventType.STEP_FAILED, error=encode_error(failure))
         return BodyOutcome(EventType.STEP_RETRYING, failure=failure, backoff=fn.options.backoff)
     finally:
@@ -103,6 +117,8 @@ def retry_delay(outcome: BodyOutcome, attempt: int) -> float:
     exc = outcome.failure
     if isinstance(exc, RetryableError) and exc.retry_after is not None:
         return max(0.0, exc.retry_after)
+    if isinstance(exc, StepTimeoutError) and exc.handed_on:
+        return 0.0  # handed on, not failed by its own doing: the next attempt at once
     assert outcome.backoff is not None
     return outcome.backoff.delay(attempt)
 
