@@ -18,9 +18,18 @@ import pytest
 
 from world_aws import Workflows
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import EventType, Run, RunStatus
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    Run,
+    RunStatus,
+    StepCompletedData,
+    StepStartedData,
+    StepStatus,
+)
 from world_aws.contract.transport import decode_payload
-from world_aws.contract.world import Delivery, HandlerResult, QueueName
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.runtime.serde_limits import Payload
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
 
@@ -140,3 +149,63 @@ def test_sixty_four_branch_fan_out_completes_under_concurrent_consumers(memory_h
         assert types.count(EventType.STEP_COMPLETED) == BRANCHES
         assert types.count(EventType.RUN_COMPLETED) == 1
     assert world.memory_queue.dead_letters(QueueName.STEP) == []
+
+
+def pair_app() -> Workflows:
+    app = Workflows()
+
+    @app.step(name="pair.part")
+    def part(n: int) -> int:
+        return n
+
+    @app.workflow(name="pair")
+    async def pair() -> int:
+        a, b = await asyncio.gather(part(1), part(2))
+        return a + b
+
+    return app
+
+
+def test_a_completer_refused_by_a_claim_that_may_have_missed_it_leaves_a_wake_up(harness: Harness) -> None:
+    # GIVEN a two-branch fan-out, its step messages queued
+    h = harness
+    runtime = h.runtime_for(pair_app())
+    handle = runtime.start("pair")
+    h.drain(queues=[QueueName.WORKFLOW])
+    assert len(h.world.steps.list(handle.run_id)) == 2
+    raced: list[str] = []
+
+    def other_branch_claims_first(call: Call) -> bool:
+        # As the first delivered branch checks for pending steps, the other one has finished
+        # and claimed the continuation past this branch's outcome, and that continuation
+        # missed the outcome and suspended (ARCHITECTURE §5: a create that landed after its
+        # check): modelled by the other's outcome and claim, written here, continuing nothing.
+        if raced:
+            return False
+        other = next(s for s in h.world.steps.list(handle.run_id) if s.status is not StepStatus.COMPLETED)
+        raced.append(other.step_id)
+        name = StepStartedData(step_name=other.step_name)
+        h.world.events.create(handle.run_id, EventRequest(EventType.STEP_STARTED, other.step_id, name))
+        output = runtime.app.serializer.dumps(2, context="the other part", payload=Payload.STEP_RESULT)
+        done = EventRequest(EventType.STEP_COMPLETED, other.step_id, StepCompletedData(output=output))
+        event = h.world.events.create(handle.run_id, done).event
+        assert event is not None
+        assert h.world.runs.claim_continuation(handle.run_id, after=event.position, claimer=other.step_id)
+        return False
+
+    def the_other_branchs_message_is_gone(
+        delivery: Delivery, handle_message: MessageHandler
+    ) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, InvokePayload) and payload.step_id in raced:
+            return Ack()  # its branch (above) ran it already
+        return handle_message(delivery)
+
+    h.spy.inject("steps.any_pending", RuntimeError("unused"), match=other_branch_claims_first)
+    # WHEN the first branch is delivered (its outcome, its check: none pending, its claim:
+    # refused by the other's) and the run settles, without the reconciler
+    status = h.settle(handle, intercept=the_other_branchs_message_is_gone)
+    # THEN the refused branch left a wake-up, whose continuation read both outcomes
+    assert raced
+    assert status is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 3

@@ -272,7 +272,13 @@ class StepExecutor:
                 return Ack()
             claimed = self._world.runs.claim_continuation(run_id, after=position, claimer=step_id)
             if claimed is None:
-                # Another completer claimed it after our outcome: its replay sees it.
+                # Another completer claimed it after our outcome's position. Its replay sees
+                # our outcome unless it read the log before our commit, which a marker rules
+                # out for every step but one whose create landed after that completer's check
+                # (ARCHITECTURE §5, "Last completer"): leave a wake-up, so a continuation
+                # that missed our outcome is followed by one that reads it. One message per
+                # refused claim, when branches finish together.
+                self._orchestrator.wake(run_id, delay_seconds=0, key=None)
                 span.set_attribute(telemetry.CONTINUATION, "claimed_by_another")
                 return Ack()
             run = claimed
