@@ -11,12 +11,15 @@ import pytest
 from world_aws.contract import rules
 from world_aws.contract.records import (
     DATA_RECORDS,
+    STEP_STATUS_AFTER,
     EventData,
     EventRequest,
     EventType,
     RunCreation,
+    Step,
     StepCompletedData,
     StepCreatedData,
+    StepStatus,
     data_as,
     data_fields,
     empty_data,
@@ -93,6 +96,18 @@ def test_each_record_defines_its_type_and_a_clients_carries_its_rule() -> None:
         EventType.WAIT_CREATED,
         EventType.WAIT_COMPLETED,
     }
+
+
+@pytest.mark.parametrize("etype", sorted(STEP_STATUS_AFTER), ids=str)
+def test_a_step_transition_applies_the_status_its_record_names(etype: EventType) -> None:
+    # GIVEN a running step (a pending one for its start) WHEN the transition applies
+    # THEN the step takes the record's STATUS, the one the AWS World writes without a read
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    before = StepStatus.PENDING if etype is EventType.STEP_STARTED else StepStatus.RUNNING
+    step = Step("wrun_1", "cid_1", "s", before, attempt=1, input=b"i", created_at=now)
+    after = rules.apply_step_event(_request(etype, _full(etype)), "wrun_1", step, now)
+    assert after.status is STEP_STATUS_AFTER[etype]
+    assert set(STEP_STATUS_AFTER) == {t for t in EventType if t.is_step_event and not t.creates_entity}
 
 
 def test_a_rule_is_asked_of_its_entitys_records_only() -> None:

@@ -70,6 +70,7 @@ from world_aws.aws.sequencer import (
 )
 from world_aws.contract import rules
 from world_aws.contract.records import (
+    STEP_STATUS_AFTER,
     EventRequest,
     EventResult,
     EventType,
@@ -94,12 +95,6 @@ logger = logging.getLogger(__name__)
 # an outcome's output and error (``PayloadWriter.prepare``).
 _CREATE_FIELDS: tuple[str, ...] = ("input",)
 _SETTLE_FIELDS: tuple[str, ...] = ("output", "error")
-# The status a step takes on each event written without reading it first.
-_SETTLED_STATUS = {
-    EventType.STEP_RETRYING: StepStatus.PENDING,
-    EventType.STEP_COMPLETED: StepStatus.COMPLETED,
-    EventType.STEP_FAILED: StepStatus.FAILED,
-}
 
 
 # An append that creates at most this many owned steps writes no item for them: the
@@ -126,8 +121,6 @@ UNWRITTEN_MEMORY = 256
 RUN_SIZES_MEMORY = 256
 # Runs whose steps created in the log this World remembers, for creates written one by one.
 LOGGED_RUNS_MEMORY = 32
-# The events that change a step after its create (its records say: ``records.Entity``).
-_STEP_TRANSITIONS = frozenset(t for t in EventType if t.is_step_event and not t.creates_entity)
 
 
 @dataclass(frozen=True, slots=True)
@@ -579,7 +572,7 @@ class StepEvents:
         (``logged_steps``). A retry puts the whole item, pending: the step leaves its
         owner for a retry message, whose consumer claims it like any dispatched step.
         """
-        status = _SETTLED_STATUS[request.type]
+        status = STEP_STATUS_AFTER[request.type]
         if status.terminal:
             return lambda _position, _writer: []
 
@@ -596,7 +589,7 @@ class StepEvents:
         step_id = request.correlation_id
         assert step_id is not None
         step_key = keys.step_key(run_id, step_id)
-        status = _SETTLED_STATUS[request.type]
+        status = STEP_STATUS_AFTER[request.type]
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             update, values, names = _step_update(request, status, writer, position, now)
@@ -711,7 +704,7 @@ def logged_steps(
                         rules.apply_step_event(request, run_id, None, event.created_at),
                         event.position,
                     )
-            elif step_id in found and event.type in _STEP_TRANSITIONS:
+            elif step_id in found and event.type in STEP_STATUS_AFTER:
                 step, position = found[step_id]
                 found[step_id] = (rules.apply_step_event(request, run_id, step, event.created_at), position)
     return found

@@ -330,6 +330,7 @@ class _StepRule(_Definition):
 
     __slots__ = ()
     ENTITY = Entity.STEP
+    STATUS: ClassVar[StepStatus]  # the status the step takes
 
     def judge(self, cid: str | None, run: Run | None, step: Step | None, now: datetime) -> None:
         """Raises NotFound (run or step missing), RunExpired (the fence), Conflict (a terminal
@@ -365,6 +366,7 @@ class _StepRule(_Definition):
 @dataclass(frozen=True, slots=True)
 class StepStartedData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_STARTED
+    STATUS: ClassVar[StepStatus] = StepStatus.RUNNING
     FENCED: ClassVar[bool] = True
     step_name: str | None = None  # the step the start is for: a stale message's start is refused
     owner: str | None = None
@@ -386,7 +388,7 @@ class StepStartedData(_StepRule):
         assert step is not None
         return replace(
             step,
-            status=StepStatus.RUNNING,
+            status=self.STATUS,
             attempt=step.attempt + 1,
             started_at=step.started_at or now,
             retry_after=None,
@@ -396,35 +398,38 @@ class StepStartedData(_StepRule):
 @dataclass(frozen=True, slots=True)
 class StepRetryingData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_RETRYING
+    STATUS: ClassVar[StepStatus] = StepStatus.PENDING
     error: bytes | None
     retry_after: datetime | None = None
     owner: str | None = None
 
     def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
         assert step is not None
-        return replace(step, status=StepStatus.PENDING, error=self.error, retry_after=self.retry_after)
+        return replace(step, status=self.STATUS, error=self.error, retry_after=self.retry_after)
 
 
 @dataclass(frozen=True, slots=True)
 class StepCompletedData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_COMPLETED
+    STATUS: ClassVar[StepStatus] = StepStatus.COMPLETED
     output: bytes | None = None
     owner: str | None = None
 
     def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
         assert step is not None
-        return replace(step, status=StepStatus.COMPLETED, output=self.output, completed_at=now)
+        return replace(step, status=self.STATUS, output=self.output, completed_at=now)
 
 
 @dataclass(frozen=True, slots=True)
 class StepFailedData(_StepRule):
     TYPE: ClassVar[EventType] = EventType.STEP_FAILED
+    STATUS: ClassVar[StepStatus] = StepStatus.FAILED
     error: bytes | None
     owner: str | None = None
 
     def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
         assert step is not None
-        return replace(step, status=StepStatus.FAILED, error=self.error, completed_at=now)
+        return replace(step, status=self.STATUS, error=self.error, completed_at=now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -567,6 +572,10 @@ CHILD_RECORDS: tuple[type[StepData | HookData | WaitData], ...] = (
     *HOOK_RECORDS,
     *WAIT_RECORDS,
 )
+# The status each step transition (not the create: it depends on its owner) leaves its step in.
+STEP_STATUS_AFTER: dict[EventType, StepStatus] = {
+    record.TYPE: record.STATUS for record in STEP_RECORDS if issubclass(record, _StepRule)
+}
 
 
 _FIELDS = {record: tuple(f.name for f in fields(record)) for record in get_args(EventData)}
