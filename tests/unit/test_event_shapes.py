@@ -11,11 +11,14 @@ import pytest
 from world_aws.contract import rules
 from world_aws.contract.records import (
     DATA_RECORDS,
+    RUN_TRANSITIONS,
     STEP_STATUS_AFTER,
     EventData,
     EventRequest,
     EventType,
+    Run,
     RunCreation,
+    RunStatus,
     Step,
     StepCompletedData,
     StepCreatedData,
@@ -27,7 +30,7 @@ from world_aws.contract.records import (
     required_fields,
     without_payloads,
 )
-from world_aws.errors import BadInput
+from world_aws.errors import BadInput, Conflict
 
 CREATION = RunCreation(workflow_name="wf", deployment_id="dpl", spec_version=1, input=b"in")
 # One legal value per field name any record has.
@@ -108,6 +111,29 @@ def test_a_step_transition_applies_the_status_its_record_names(etype: EventType)
     after = rules.apply_step_event(_request(etype, _full(etype)), "wrun_1", step, now)
     assert after.status is STEP_STATUS_AFTER[etype]
     assert set(STEP_STATUS_AFTER) == {t for t in EventType if t.is_step_event and not t.creates_entity}
+
+
+@pytest.mark.parametrize("etype", sorted(RUN_TRANSITIONS), ids=str)
+@pytest.mark.parametrize("status", list(RunStatus), ids=str)
+def test_a_run_transition_leaves_the_statuses_its_record_names_for_its_status(
+    etype: EventType, status: RunStatus
+) -> None:
+    # GIVEN a run in each status WHEN the transition is judged (and applied where accepted)
+    # THEN it changes a run in FROM into STATUS (the condition the AWS World writes), refuses
+    # any other with Conflict, but for run_started on a running run, the accepted no-op
+    allowed, after = RUN_TRANSITIONS[etype]
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    run = Run("wrun_1", "wf", status, "dpl", 1, input=b"i", created_at=now, updated_at=now)
+    request = _request(etype, _full(etype))
+    if status in allowed:
+        assert rules.judge_run_event(request, run) is True
+        assert rules.apply_run_event(request, run, now).status is after
+    elif etype is EventType.RUN_STARTED and status is RunStatus.RUNNING:
+        assert rules.judge_run_event(request, run) is False
+    else:
+        with pytest.raises(Conflict):
+            rules.judge_run_event(request, run)
+    assert set(RUN_TRANSITIONS) == {t for t in EventType if t.is_run_event and t is not EventType.RUN_CREATED}
 
 
 def test_a_rule_is_asked_of_its_entitys_records_only() -> None:

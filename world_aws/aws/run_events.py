@@ -53,6 +53,7 @@ from world_aws.aws.sequencer import (
 )
 from world_aws.contract import rules
 from world_aws.contract.records import (
+    RUN_TRANSITIONS,
     Event,
     EventData,
     EventRequest,
@@ -61,24 +62,10 @@ from world_aws.contract.records import (
     Run,
     RunCompletedData,
     RunFailedData,
-    RunStatus,
     creation_of,
 )
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Conflict, Transient, WorldAwsError
-
-_ALLOWED_FROM = {
-    EventType.RUN_STARTED: (RunStatus.PENDING,),
-    EventType.RUN_COMPLETED: (RunStatus.RUNNING,),
-    EventType.RUN_FAILED: (RunStatus.RUNNING,),
-    EventType.RUN_CANCELLED: (RunStatus.PENDING, RunStatus.RUNNING),
-}
-_NEW_STATUS = {
-    EventType.RUN_STARTED: RunStatus.RUNNING,
-    EventType.RUN_COMPLETED: RunStatus.COMPLETED,
-    EventType.RUN_FAILED: RunStatus.FAILED,
-    EventType.RUN_CANCELLED: RunStatus.CANCELLED,
-}
 
 
 class RunEvents:
@@ -307,7 +294,7 @@ def transition_changes(
     ``copy_start`` False: no repair copy of a ``run_started`` (its batch is the run item's
     ``tail``, which repairs it; the copy would weigh on every later write of the item).
 
-    The condition is the allowed current status (``_ALLOWED_FROM``).
+    The condition is the statuses the transition leaves (``records.RUN_TRANSITIONS``).
     """
     slot = run_event_slot(etype)
     # The copy kept for repair leaves out output/error: they are the run's own fields.
@@ -317,9 +304,9 @@ def transition_changes(
         "data": items.encode_data(data, writer, limit=ENTITY_INLINE_LIMIT, leave_out=("output", "error")),
     }
     sets = ["#status = :new"]  # the run's updated_at is its start's or end's (items.run_from_item)
-    allowed = _ALLOWED_FROM[etype]
+    allowed, status = RUN_TRANSITIONS[etype]
     values: dict[str, object] = {
-        ":new": _NEW_STATUS[etype].value,
+        ":new": status.value,
         ":now": items.iso(now),
         **{f":from{i}": status.value for i, status in enumerate(allowed)},
     }
@@ -344,6 +331,6 @@ def transition_changes(
             sets.append("error_code = :code")
             values[":code"] = data.error_code
     # A terminal transition takes the run out of the sparse live index in this same write.
-    removes = [keys.LIVE_PK, keys.LIVE_SK] if _NEW_STATUS[etype].terminal else []
+    removes = [keys.LIVE_PK, keys.LIVE_SK] if status.terminal else []
     condition = "#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")"
     return RunChanges(sets, removes, names, values, condition, copy_slot)

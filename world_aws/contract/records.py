@@ -178,6 +178,10 @@ class _Definition:
 class _RunRule(_Definition):
     __slots__ = ()
     ENTITY = Entity.RUN
+    # A transition's statuses: the ones it leaves (``FROM``) and the one it enters
+    # (``STATUS``); the DynamoDB World's reservation is conditioned on ``FROM``.
+    FROM: ClassVar[tuple[RunStatus, ...]] = (RunStatus.RUNNING,)
+    STATUS: ClassVar[RunStatus]
 
     def judge(self, run: Run | None) -> bool:
         """Raises NotFound (no run), Conflict (a terminal run, or a live one this type may not leave)."""
@@ -188,10 +192,11 @@ class _RunRule(_Definition):
         return self._judge_live(run)
 
     def _judge_live(self, run: Run) -> bool:
-        """An end (completed, failed) leaves a running run."""
-        if run.status is not RunStatus.RUNNING:
+        """A live run this type leaves (``FROM``)."""
+        if run.status not in self.FROM:
+            allowed = " or ".join(status.value for status in self.FROM)
             raise Conflict(
-                f"run {run.run_id} is {run.status.value}, not running: cannot apply {self.TYPE.value}"
+                f"run {run.run_id} is {run.status.value}, not {allowed}: cannot apply {self.TYPE.value}"
             )
         return True
 
@@ -202,6 +207,8 @@ class _RunRule(_Definition):
 @dataclass(frozen=True, slots=True)
 class RunCreatedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_CREATED
+    FROM: ClassVar[tuple[RunStatus, ...]] = ()  # no run before it
+    STATUS: ClassVar[RunStatus] = RunStatus.PENDING
     creation: RunCreation
 
     def judge(self, run: Run | None) -> bool:
@@ -216,6 +223,8 @@ class RunCreatedData(_RunRule):
 @dataclass(frozen=True, slots=True)
 class RunStartedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_STARTED
+    FROM: ClassVar[tuple[RunStatus, ...]] = (RunStatus.PENDING,)
+    STATUS: ClassVar[RunStatus] = RunStatus.RUNNING
     creation: RunCreation | None = None  # the resilient start: creates the run if missing (SPEC §6.1)
 
     def judge(self, run: Run | None) -> bool:
@@ -224,25 +233,27 @@ class RunStartedData(_RunRule):
         return _RunRule.judge(self, run)
 
     def _judge_live(self, run: Run) -> bool:
-        return run.status is RunStatus.PENDING  # a start of a running run is the accepted no-op
+        return run.status in self.FROM  # a start of a running run is the accepted no-op
 
     def apply(self, run: Run, now: datetime) -> Run:
-        return replace(run, status=RunStatus.RUNNING, started_at=run.started_at or now, updated_at=now)
+        return replace(run, status=self.STATUS, started_at=run.started_at or now, updated_at=now)
 
 
 @dataclass(frozen=True, slots=True)
 class RunCompletedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_COMPLETED
+    STATUS: ClassVar[RunStatus] = RunStatus.COMPLETED
     ENDS_RUN: ClassVar[bool] = True
     output: bytes | None = None
 
     def apply(self, run: Run, now: datetime) -> Run:
-        return replace(run, status=RunStatus.COMPLETED, output=self.output, completed_at=now, updated_at=now)
+        return replace(run, status=self.STATUS, output=self.output, completed_at=now, updated_at=now)
 
 
 @dataclass(frozen=True, slots=True)
 class RunFailedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_FAILED
+    STATUS: ClassVar[RunStatus] = RunStatus.FAILED
     ENDS_RUN: ClassVar[bool] = True
     error: bytes | None
     error_code: str | None = None
@@ -250,7 +261,7 @@ class RunFailedData(_RunRule):
     def apply(self, run: Run, now: datetime) -> Run:
         return replace(
             run,
-            status=RunStatus.FAILED,
+            status=self.STATUS,
             error=self.error,
             error_code=self.error_code,
             completed_at=now,
@@ -261,14 +272,13 @@ class RunFailedData(_RunRule):
 @dataclass(frozen=True, slots=True)
 class RunCancelledData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_CANCELLED
+    FROM: ClassVar[tuple[RunStatus, ...]] = (RunStatus.PENDING, RunStatus.RUNNING)  # a pending run too
+    STATUS: ClassVar[RunStatus] = RunStatus.CANCELLED
     ENDS_RUN: ClassVar[bool] = True
     reason: str | None = None
 
-    def _judge_live(self, run: Run) -> bool:
-        return True  # a pending run may be cancelled too
-
     def apply(self, run: Run, now: datetime) -> Run:
-        return replace(run, status=RunStatus.CANCELLED, completed_at=now, updated_at=now)
+        return replace(run, status=self.STATUS, completed_at=now, updated_at=now)
 
 
 # --- child events: ``judge(cid, run, entity, now)`` with the entity as it is (None: missing),
@@ -572,6 +582,10 @@ CHILD_RECORDS: tuple[type[StepData | HookData | WaitData], ...] = (
     *HOOK_RECORDS,
     *WAIT_RECORDS,
 )
+# Each run transition (not the creation) as (the statuses it leaves, the status it enters).
+RUN_TRANSITIONS: dict[EventType, tuple[tuple[RunStatus, ...], RunStatus]] = {
+    record.TYPE: (record.FROM, record.STATUS) for record in RUN_RECORDS if not record.CREATES and record.FROM
+}
 # The status each step transition (not the create: it depends on its owner) leaves its step in.
 STEP_STATUS_AFTER: dict[EventType, StepStatus] = {
     record.TYPE: record.STATUS for record in STEP_RECORDS if issubclass(record, _StepRule)
