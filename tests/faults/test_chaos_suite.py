@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bench.chaos import ChaosConfig, run_configuration
+from world_aws.runtime.config import RuntimeConfig
 
 MEMORY_GROUPS = ("transient", "lost", "delivery", "crash", "reorder", "all")
 SEED = 11
@@ -38,10 +39,12 @@ def assert_sound(row: dict[str, Any]) -> None:
     assert row["same_attempt_executions"] == 0, "two bodies ran under one attempt number"
 
 
+@pytest.mark.parametrize("max_inline", [RuntimeConfig().max_inline_steps, 0], ids=["inline", "kill-switch"])
 @pytest.mark.parametrize("group", MEMORY_GROUPS)
-def test_every_run_ends_soundly_under_faults_on_the_memory_world(group: str) -> None:
-    # GIVEN 30 runs of the every-feature workload under one fault group
-    config = ChaosConfig(group, runs=30, seed=SEED, batch=15)
+def test_every_run_ends_soundly_under_faults_on_the_memory_world(group: str, max_inline: int) -> None:
+    # GIVEN 30 runs of the every-feature workload under one fault group, inline execution
+    # on (the default) or off (WORKFLOW_MAX_INLINE_STEPS=0, every step by message)
+    config = ChaosConfig(group, runs=30, seed=SEED, batch=15, max_inline=max_inline)
     # WHEN they are pumped until the queues settle
     row = run_configuration(config)
     # THEN faults fired, and every run is terminal with its fault-free outcome and a sound log
@@ -69,9 +72,29 @@ def test_configurations_that_once_stranded_a_run_end_soundly(group: str, seed: i
     assert_sound(row)
 
 
-def test_every_run_ends_soundly_under_all_faults_on_the_aws_world() -> None:
-    # GIVEN 2 runs with 8-way fan-outs under every fault, on moto
-    config = ChaosConfig("all", runs=2, seed=SEED, world="aws", fanout=(8, 8))
+@pytest.mark.parametrize(
+    ("fast_seconds", "fanout"),
+    [(RuntimeConfig().inline_fast_seconds, (24, 40)), (0.0, (24, 40)), (1e-6, (24, 40))],
+    ids=["fast-rounds", "no-fast-rounds", "every-round-slow"],
+)
+def test_wide_fan_outs_end_soundly_under_all_faults_whatever_their_rounds(
+    fast_seconds: float, fanout: tuple[int, int]
+) -> None:
+    # GIVEN 30 runs with fan-outs wider than the inline width under every fault: run in fast
+    # rounds (the default), dispatched past the width at once, or held and then dispatched
+    # beside the running bodies by a slow round's watcher
+    config = ChaosConfig("all", runs=30, seed=SEED, batch=15, fanout=fanout, inline_fast_seconds=fast_seconds)
+    # WHEN they are pumped until the queues settle
+    row = run_configuration(config)
+    # THEN every run is terminal with its fault-free outcome and a sound log
+    assert sum(row["faults_fired"].values()) > 0
+    assert_sound(row)
+
+
+@pytest.mark.parametrize("max_inline", [RuntimeConfig().max_inline_steps, 0], ids=["inline", "kill-switch"])
+def test_every_run_ends_soundly_under_all_faults_on_the_aws_world(max_inline: int) -> None:
+    # GIVEN 2 runs with 8-way fan-outs under every fault, on moto, inline on or off
+    config = ChaosConfig("all", runs=2, seed=SEED, world="aws", fanout=(8, 8), max_inline=max_inline)
     # WHEN they are pumped until the queues settle
     row = run_configuration(config)
     # THEN every run is terminal with its fault-free outcome and a sound log
