@@ -149,6 +149,7 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         # Woken by the reconciler after their batch went quiet: late, not lost (their own ids).
         "reconciled": len(set(driver.reconciled)),
         "reconciled_runs": sorted(set(driver.reconciled))[:10],
+        "reconciled_details": driver.reconciled_details,  # how the reconciler found them
         "violations": {kind: violations[kind] for kind in VIOLATIONS if kind != "stuck"},
         "examples": examples,
         "broken_runs": details,  # each one's last events and the faults fired on it

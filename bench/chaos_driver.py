@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from bench.chaos_checks import CallerView
+from bench.chaos_checks import CallerView, explain
 from bench.chaos_workload import WORKFLOW, hook_payload, spec_for
 from world_aws.contract.payload import HealthCheck
 from world_aws.contract.transport import decode_payload
@@ -84,6 +84,8 @@ class ChaosDriver:
         self.rounds = 0
         self.reconciler = Reconciler(faulty.inner)
         self.reconciled: list[str] = []  # runs the reconciler woke, in order
+        # The first few woken runs as the reconciler found them (last events, faults on them).
+        self.reconciled_details: dict[str, list[str]] = {}
 
     # --- a batch --------------------------------------------------------------------
 
@@ -103,6 +105,11 @@ class ChaosDriver:
         self.harness.advance(max(config.after_seconds, config.sweep_lag_seconds) + 1)
         woken = self.reconciler.tick().woken
         self.reconciled += [repair.run_id for repair in woken]
+        for repair in woken:
+            if len(self.reconciled_details) < 5 and repair.run_id not in self.reconciled_details:
+                self.reconciled_details[repair.run_id] = explain(
+                    self.faulty.inner, repair.run_id, self.plan.journal
+                )
         return bool(woken)
 
     def _quiesce(self, callers: list[CallerView]) -> None:
