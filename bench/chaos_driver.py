@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from bench.chaos_checks import CallerView, explain
 from bench.chaos_workload import WORKFLOW, hook_payload, spec_for
 from world_aws.contract.payload import HealthCheck
+from world_aws.contract.records import ResolveData
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, WorldAwsError
@@ -107,9 +108,11 @@ class ChaosDriver:
         self.reconciled += [repair.run_id for repair in woken]
         for repair in woken:
             if len(self.reconciled_details) < 5 and repair.run_id not in self.reconciled_details:
-                self.reconciled_details[repair.run_id] = explain(
-                    self.faulty.inner, repair.run_id, self.plan.journal
-                )
+                run = self.faulty.inner.runs.get(repair.run_id, resolve_data=ResolveData.NONE)
+                self.reconciled_details[repair.run_id] = [
+                    f"{run.workflow_name} {run.status.value} {run.attributes}",
+                    *explain(self.faulty.inner, repair.run_id, self.plan.journal),
+                ]
         return bool(woken)
 
     def _quiesce(self, callers: list[CallerView]) -> None:
