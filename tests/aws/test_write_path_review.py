@@ -10,13 +10,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+from botocore.exceptions import EndpointConnectionError
+
 from world_aws.aws import items, keys
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventType
+from world_aws.contract.records import EventType, RunCompletedData, RunStatus
+from world_aws.errors import WorldAwsError
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
-from world_aws.testing.conformance.support import create_run, create_step, new_id
+from world_aws.testing.conformance.support import create_run, create_step, new_id, running_step, write
 from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
@@ -93,3 +97,51 @@ def test_a_seal_never_lands_inside_a_batch_that_landed_after_the_sealers_last_lo
     assert sealed is None or sealed["type"] != EventType.NOOP.value
     batch = _stored(world, run_id, after + 2)
     assert batch is not None and items.item_span(batch) == (after + 1, after + 2)
+
+
+@contextmanager
+def event_puts_fail(world: AwsWorld, etype: EventType) -> Iterator[None]:
+    """Every plain PutItem of an event of ``etype`` fails to connect while inside (a writer that died)."""
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        item = params.get("Item", {})
+        if item.get("type", {}).get("S") == etype.value and "evt#" in item.get("sk", {}).get("S", ""):
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.invalid")
+
+    events = world.clients.dynamodb.meta.events
+    events.register("before-parameter-build.dynamodb.PutItem", refuse)
+    try:
+        yield
+    finally:
+        events.unregister("before-parameter-build.dynamodb.PutItem", refuse)
+
+
+def test_a_read_shows_the_end_of_a_run_whose_end_was_followed_by_a_late_reservation(
+    world: AwsWorld, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a running run with a dispatched step running, whose run_completed reserved its
+    # position (the run is completed) and whose writer died before its event put
+    run_id = create_run(world)
+    step_id = running_step(world, run_id)
+    with event_puts_fail(world, EventType.RUN_COMPLETED), pytest.raises(WorldAwsError):
+        write(world, run_id, EventType.RUN_COMPLETED, data=RunCompletedData(output=b"the-output"))
+    end = int(world.table.get(keys.run_key(run_id))["rev_final_pos"])  # type: ignore[index]
+    assert _stored(world, run_id, end) is None
+    # AND the step's late outcome (unfenced: a running step may report after its run ended)
+    # reserved the next position, and its writer died before its commit
+
+    def refuse(_run: object) -> None:
+        raise AssertionError("an outcome's reservation is not fenced")
+
+    late, _ = world.sequencer.reserve(run_id, world.clock.now(), fenced=False, judge=refuse)
+    assert late == end + 1
+    # WHEN the log is read, then read again past the grace period (nothing will ever be
+    # written after those two positions: no later item shows them as a hole)
+    world.events.list(run_id)
+    fake_time.sleep(GRACE_SECONDS)
+    events = world.events.list(run_id)
+    # THEN the run reads completed, and its log ends with its run_completed, at its position
+    assert world.runs.get(run_id).status is RunStatus.COMPLETED
+    assert (events[-1].position, events[-1].type) == (end, EventType.RUN_COMPLETED)
+    assert events[-1].data.output == b"the-output"
+    assert step_id in {e.correlation_id for e in events}
