@@ -17,10 +17,17 @@ from world_aws.aws import items, keys
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.records import EventType, RunCompletedData, RunStatus
-from world_aws.errors import WorldAwsError
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    RunCompletedData,
+    RunStatus,
+    StepCreatedData,
+    StepStatus,
+)
+from world_aws.errors import Conflict, WorldAwsError
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
-from world_aws.testing.conformance.support import create_run, create_step, new_id, running_step, write
+from world_aws.testing.conformance.support import STEP, create_run, create_step, new_id, running_step, write
 from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
@@ -145,3 +152,50 @@ def test_a_read_shows_the_end_of_a_run_whose_end_was_followed_by_a_late_reservat
     assert (events[-1].position, events[-1].type) == (end, EventType.RUN_COMPLETED)
     assert events[-1].data.output == b"the-output"
     assert step_id in {e.correlation_id for e in events}
+
+
+def test_a_re_ensure_racing_an_append_does_not_hide_its_creates_from_later_duplicate_checks(
+    world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a run whose owner created a step without its item (the log holds such steps)
+    run_id = create_run(world)
+    done = new_id("step")
+    after = last_position(world, run_id)
+    assert world.events.append_after(run_id, after, [owned_create(done)], at=clock.now())
+    after += 1
+    nxt = new_id("step")
+    with reader_on(world, fake_time) as consumer:
+        real_items = consumer.sequencer.committed_items
+
+        def after_the_owner_appended(run: str, first: int, run_item: Any) -> Any:
+            # Between the consumer's read of the run (and of the missing step) and its look at
+            # the log's creates: the owner appends its outcome and the next create without an
+            # item (kept to carry while its body runs), and a dispatched step is created after.
+            assert world.events.append_after(
+                run_id, after, [owned_outcome(done), owned_create(nxt)], at=clock.now(), flush_later=True
+            )
+            world.events.flush(run_id)
+            create_step(world, run_id)
+            consumer.sequencer.committed_items = real_items  # type: ignore[method-assign]
+            return real_items(run, first, run_item)
+
+        consumer.sequencer.committed_items = after_the_owner_appended  # type: ignore[method-assign]
+        # WHEN a step consumer re-ensures its step, whose create had not landed (SPEC §5.2)
+        dispatched = EventRequest(
+            EventType.STEP_CREATED,
+            new_id("step"),
+            StepCreatedData(step_name=STEP, input=b"x", via_step_dispatch=True),
+        )
+        assert consumer.events.create(run_id, dispatched).event is not None
+        # AND the owner settles its step (its outcome, appended after what it reads of the log)
+        end = world.events.list(run_id)[-1].position
+        assert world.events.append_after(run_id, end, [owned_outcome(nxt)], at=clock.now())
+        assert world.steps.get(run_id, nxt).output == b"out"
+        # THEN a later create of that step in the consumer's process (a stale replay's
+        # one-by-one fallback) is a Conflict, as on every World: the step exists, completed
+        with pytest.raises(Conflict):
+            consumer.events.create(run_id, owned_create(nxt))
+    creates = [e for e in world.events.list(run_id) if e.correlation_id == nxt]
+    assert [e.type for e in creates].count(EventType.STEP_CREATED) == 1
+    # AND the step still reads completed (a second create would write it an item, running)
+    assert world.steps.get(run_id, nxt).status is StepStatus.COMPLETED
