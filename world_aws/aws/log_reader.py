@@ -68,9 +68,14 @@ class HoleRepairPolicy:
 
 
 def _unlanded_end(run_item: Item) -> int | None:
-    """The position of a terminal run's end event if it is the run's last reserved one."""
+    """The position of a terminal run's end event (committed by its reservation; maybe not landed).
+
+    Not only when it is the run's last reserved position: a step's late outcome may have
+    reserved the next one and died before its commit, and no later item then shows the
+    end's position as a hole.
+    """
     end = run_item.get(f"{FINAL_SLOT}_pos")
-    if end is None or not RunStatus(run_item["status"]).terminal or int(run_item["seq"]) != int(end):
+    if end is None or not RunStatus(run_item["status"]).terminal:
         return None
     return int(end)
 
@@ -141,8 +146,8 @@ class LogReader:
             events += items.events_from_item(run_id, landed, reader, since=expected)
             expected = items.item_span(tail)[1] + 1
         if run_item is not None and _unlanded_end(run_item) == expected:
-            # The run's end is committed (its reservation is the run item's last write) but
-            # its event has not landed: put it from the run item's copy, as a refused late
+            # The run's end is committed (by its reservation) but its event has not landed,
+            # and nothing read after it: put it from the run item's copy, as a refused late
             # transition would (``RunEvents._finish_terminal``), so no read ever shows a
             # terminal run without its terminal event.
             rebuilt = rebuild_run_event(run_item, expected)

@@ -535,13 +535,21 @@ class Sequencer:
         If the run item's ``tail`` copy holds a batch that covers it, that batch item is
         put (keyed by its last position, so the whole batch lands and no seal splits it);
         if the reservation of ``position`` was a run transition (the run item says so),
-        the real run event is rebuilt from the run item; otherwise a ``noop``.
+        the real run event is rebuilt from the run item; otherwise, unless a batch item
+        that landed since the caller's look covers it, a ``noop``.
         """
         run_item = self.table.get(keys.run_key(run_id))
         item = None
         if run_item is not None:
             item = tail_batch(run_item, position) or rebuild_run_event(run_item, position)
         if item is None:
+            # A batch that was the tail when the caller last looked may have landed and left
+            # the tail since: a noop at ``position`` (its key is not the batch's) would hide its
+            # event. A batch leaves the tail only once landed (or carried by the next tail), so
+            # a Query after this read of the run item finds it.
+            covering = self.covering_item(run_id, position)
+            if covering is not None:
+                return covering
             item = items.noop_item(run_id, position, now)
         return self.land(item)
 

@@ -737,8 +737,12 @@ class _LoggedCreates:
             return True
         created = set(created)
         headers = PayloadReader(self._seq.blobs, ResolveData.NONE)
+        # Remembered as read only up to ``run_item``'s last position: a batch committed in the
+        # run item after that image (its ``tail``, not landed) is in neither this read nor the
+        # image, while an item after it may be; the next look reads from there again.
+        vouched = int(run_item["seq"])
         for item in self._seq.committed_items(run_id, read_to + 1, run_item):
-            read_to = max(read_to, items.item_span(item)[1])
+            read_to = max(read_to, min(items.item_span(item)[1], vouched))
             for event in items.events_from_item(run_id, item, headers, since=start):
                 if event.type is EventType.STEP_CREATED and event.correlation_id is not None:
                     created.add(event.correlation_id)
