@@ -186,7 +186,9 @@ def test_a_completer_refused_by_a_claim_that_may_have_missed_it_leaves_a_wake_up
         raced.append(other.step_id)
         name = StepStartedData(step_name=other.step_name)
         h.world.events.create(handle.run_id, EventRequest(EventType.STEP_STARTED, other.step_id, name))
-        output = runtime.app.serializer.dumps(2, context="the other part", payload=Payload.STEP_RESULT)
+        # its own result: the part's argument (whichever of the two branches it is)
+        (value,) = runtime.app.serializer.loads(h.world.steps.get(handle.run_id, other.step_id).input)["args"]
+        output = runtime.app.serializer.dumps(value, context="the other part", payload=Payload.STEP_RESULT)
         done = EventRequest(EventType.STEP_COMPLETED, other.step_id, StepCompletedData(output=output))
         event = h.world.events.create(handle.run_id, done).event
         assert event is not None
