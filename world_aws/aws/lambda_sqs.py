@@ -20,7 +20,9 @@ malformed record never fails its neighbours. Per record:
 * chained delay not yet due -> re-enqueued for the remainder (<= 900 s), acked;
 * otherwise the handler gets ``Delivery(queue, message_id, attempt, cbor_bytes)``:
   ``Ack`` -> success (Lambda deletes it); ``Redeliver(s)`` -> visibility set to s
-  (capped at 12 h) and reported as failure; raised -> logged, failure (visible
+  and reported as failure, or, when s is more than SQS can hide the message (12 h
+  less its age), re-enqueued as a chained delay due in s (same message id) and
+  acked; raised -> logged, failure (visible
   again after the queue's visibility timeout). ``Misconfigured`` (a missing table,
   queue or bucket, refused access) is logged at error naming the resource, one line
   without a traceback, and passed to ``on_misconfigured`` (to count it in a metric);
@@ -32,6 +34,7 @@ exception is turned off): Lambda then retries exactly those records.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -43,7 +46,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from world_aws.aws import sqs_wire
 from world_aws.aws.errors import mapped_errors
-from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.clock import Clock, SystemClock, epoch_ms
+from world_aws.contract.limits import MAX_DELAY_SECONDS
 from world_aws.contract.transport import decode_body_bytes, decode_payload
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver
 from world_aws.errors import BadInput, Misconfigured, WorldAwsError
@@ -201,6 +205,8 @@ class _RecordConsumer:
         if isinstance(result, Ack):
             return
         if isinstance(result, Redeliver):
+            if self._carry(delivery, raw, result.seconds, context):
+                return  # a copy comes back when due, as a chained delay does
             self._redeliver(delivery, raw, result.seconds, context)
             raise RedeliveryRequested(f"redeliver after {result.seconds} s")
         self._logger.error(
@@ -271,6 +277,40 @@ class _RecordConsumer:
             attributes=sqs_wire.chain_attributes(due_at, delivery.message_id),
             max_bytes=self._max_bytes,
         )
+
+    def _carry(
+        self, delivery: Delivery, raw: Mapping[str, Any], seconds: float, context: dict[str, Any]
+    ) -> bool:
+        """A ``Redeliver`` longer than SQS can hide the message, re-enqueued as a chained delay: True if sent.
+
+        A visibility change holds a message at most 12 h (less its age): asked for longer
+        (a step's ``retry_after`` hours or days ahead, met as TooEarly), the message would
+        come back early, again and again, each receive counting towards the delivery cap
+        (``WORKFLOW_MAX_QUEUE_DELIVERIES``), and once 12 h old at once every time, which
+        failed the run. So the body is sent again, due at now + ``seconds`` (capped at the
+        horizon), under the same message id, and this receive is acked. If that send
+        fails, the capped visibility change is made as before.
+        """
+        if math.isnan(seconds) or seconds <= sqs_wire.visibility_seconds(
+            math.inf, elapsed_seconds=_age_seconds(raw)
+        ):
+            return False
+        now = self._clock.now()
+        due_at = epoch_ms(now) + math.ceil(min(seconds, MAX_DELAY_SECONDS) * 1000)
+        hop = sqs_wire.next_hop(now, due_at)
+        assert hop is not None  # seconds > 0
+        try:
+            self._reenqueue(delivery, raw, hop, due_at)
+        except Misconfigured as exc:
+            self._misconfigured(exc, context)
+            return False
+        except WorldAwsError as exc:
+            self._logger.warning(
+                "could not re-enqueue a long redelivery; changing its visibility instead",
+                extra={**context, "reason": str(exc)},
+            )
+            return False
+        return True
 
     def _redeliver(
         self, delivery: Delivery, raw: Mapping[str, Any], seconds: float, context: dict[str, Any]

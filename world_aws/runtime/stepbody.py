@@ -99,10 +99,12 @@ def run_step_body(
         )
     except (FatalError, SerializationError) as exc:
         return BodyOutcome(EventType.STEP_FAILED, error=encode_error(exc))
-    except (Exception, asyncio.CancelledError) as exc:
-        # Any other failure of the body is retried (SPEC §8.2); CancelledError is a
-        # BaseException, but a step that cancels itself has failed, not the consumer.
-        failure = exc if isinstance(exc, Exception) else RuntimeError(f"step cancelled: {exc!r}")
+    except (Exception, asyncio.CancelledError, SystemExit) as exc:
+        # Any other failure of the body is retried (SPEC §8.2). CancelledError and SystemExit
+        # are BaseExceptions, but a step that cancels itself or calls sys.exit has failed, not
+        # the consumer: let through, SystemExit would leave Powertools' batch processor (which
+        # catches Exception) and fail the whole SQS batch, every neighbour redelivered.
+        failure = exc if isinstance(exc, Exception) else RuntimeError(f"step {_ended(exc)}: {exc!r}")
         handed_on = started_inline and isinstance(failure, StepTimeoutError) and failure.handed_on
         if step.attempt >= max_attempts and not handed_on:
             return BodyOutcome(EventType.STEP_FAILED, error=encode_error(failure))
@@ -110,6 +112,10 @@ def run_step_body(
     finally:
         context.reset_step_metadata(token)
     return BodyOutcome(EventType.STEP_COMPLETED, output=output)
+
+
+def _ended(exc: BaseException) -> str:
+    return "exited" if isinstance(exc, SystemExit) else "cancelled"
 
 
 def retry_delay(outcome: BodyOutcome, attempt: int) -> float:

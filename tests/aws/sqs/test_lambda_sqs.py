@@ -17,6 +17,7 @@ from world_aws.aws.infra.provision import ProvisionedResources
 from world_aws.aws.lambda_sqs import process_sqs_event
 from world_aws.aws.sqs import SqsQueue
 from world_aws.contract.clock import ManualClock, epoch_ms, from_epoch_ms
+from world_aws.contract.limits import MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName, Redeliver
@@ -137,17 +138,31 @@ def test_redeliver_sets_the_visibility_and_reports_a_failure(
     assert (record["messageId"], record["attributes"]["ApproximateReceiveCount"]) == (message_id, "2")
 
 
-def test_redeliver_beyond_twelve_hours_is_capped_not_refused(
-    sqs: Any, resources: ProvisionedResources, receive_event: ReceiveEvent, caplog: pytest.LogCaptureFixture
+def test_redeliver_beyond_twelve_hours_is_carried_by_a_chained_copy_not_capped(
+    sqs: Any,
+    resources: ProvisionedResources,
+    receive_event: ReceiveEvent,
+    release_delayed: Callable[[str], list[int]],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    # GIVEN a received message whose handler asks to see it again far beyond SQS's 12 h of visibility
+    clock = ManualClock()
     message_id = SqsQueue(sqs, resources.queue_urls()).publish(QueueName.STEP, BODY)
+    event = receive_event(QueueName.STEP)
     response = process_sqs_event(
-        receive_event(QueueName.STEP), Recorder(Redeliver(10**9)), sqs=sqs, queue_urls=resources.queue_urls()
+        event, Recorder(Redeliver(10**9)), sqs=sqs, queue_urls=resources.queue_urls(), clock=clock
     )
-    assert _failures(response) == {message_id}
-    # THEN SQS accepted the change (nothing logged about it) and the message stays hidden
+    # THEN it is acked, no visibility change was tried, and a copy (same message id) is re-enqueued,
+    # chained up to the one-year horizon: SQS could not hold the message that long
+    assert _failures(response) == set()
     assert not [r for r in caplog.records if "visibility" in r.getMessage()]
-    assert receive_event(QueueName.STEP)["Records"] == []
+    sqs.delete_message(QueueUrl=resources.step_queue_url, ReceiptHandle=event["Records"][0]["receiptHandle"])
+    assert release_delayed(resources.step_queue_url) == [900]
+    (record,) = receive_event(QueueName.STEP)["Records"]
+    attributes = record["messageAttributes"]
+    assert attributes[sqs_wire.ORIGIN_ID_ATTRIBUTE]["stringValue"] == message_id
+    due_at = int(attributes[sqs_wire.DUE_AT_ATTRIBUTE]["stringValue"])
+    assert due_at == epoch_ms(clock.now()) + MAX_DELAY_SECONDS * 1000
 
 
 def test_redeliver_visibility_is_capped_at_twelve_hours_less_the_message_age() -> None:
