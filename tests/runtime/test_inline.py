@@ -15,8 +15,16 @@ from datetime import timedelta
 
 import pytest
 
-from world_aws import Workflows
-from world_aws.contract.records import EventType, RunStatus, StepStatus, owner_of
+from world_aws import Workflows, get_step_metadata
+from world_aws.contract.records import (
+    EventRequest,
+    EventResult,
+    EventType,
+    RunStatus,
+    StepStartedData,
+    StepStatus,
+    owner_of,
+)
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import BadInput, Transient, WorkflowFailedError
 from world_aws.runtime.config import RuntimeConfig
@@ -26,7 +34,7 @@ from world_aws.testing.harness import Harness
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 from .failures import Crash, survive_crashes
-from .inline_support import chain_app, fan_app, inject_at_outcome
+from .inline_support import AroundWorld, Write, chain_app, fan_app, inject_at_outcome
 from .spy import Call, Fault
 
 
@@ -254,6 +262,82 @@ def test_crash_inside_an_inline_step_is_taken_over_by_the_owners_redelivery(harn
     assert harness.step_deliveries() == []
 
 
+def test_two_consumers_of_one_redelivery_never_both_take_over_an_inline_step(harness: Harness) -> None:
+    # GIVEN an inline step whose owner died writing its outcome; its message comes back (receive
+    # 2) and SQS hands that delivery to two consumers at once, which both replay the log (the
+    # step owned by receive 1: gone) before either writes its takeover; the first lands first
+    ran: list[tuple[str, int, int]] = []  # (call, attempt, other bodies of that call running)
+    running: dict[str, int] = {}
+    lock = threading.Lock()
+    second_consumer: list[threading.Thread] = []
+    app = Workflows()
+
+    @app.step(name="add")
+    def add(x: int, y: int) -> int:
+        call = f"add {x}+{y}"
+        with lock:
+            ran.append((call, get_step_metadata().attempt, running.get(call, 0)))
+            running[call] = running.get(call, 0) + 1
+        if second_consumer and threading.current_thread() is threading.main_thread():
+            second_consumer[0].join(timeout=10)  # the other consumer's handling runs meanwhile
+        with lock:
+            running[call] -= 1
+        return x + y
+
+    @app.workflow
+    async def chain(n: int) -> int:
+        total = 0
+        for i in range(n):
+            total = await add(total, i)
+        return total
+
+    redelivered: list[Delivery] = []
+    second_at_takeover = threading.Event()
+    first_took_over = threading.Event()
+
+    def first_takeover(write: Write) -> EventResult:
+        if redelivered:  # the other consumer replays now; this write goes once it is at its own
+            delivery = redelivered.pop()
+            second_consumer.append(threading.Thread(target=survive_crashes, args=(delivery, second.handle)))
+            second_consumer[0].start()
+            assert second_at_takeover.wait(timeout=10)
+        try:
+            return write()
+        finally:
+            first_took_over.set()
+
+    def second_takeover(write: Write) -> EventResult:
+        second_at_takeover.set()
+        assert first_took_over.wait(timeout=10)
+        return write()
+
+    def takeover(request: EventRequest) -> bool:
+        return request.type is EventType.STEP_STARTED and owner_of(request.data) is not None
+
+    second = harness.runtime_for(app, world=AroundWorld(harness.spy, takeover, second_takeover))
+    runtime = harness.runtime_for(app, world=AroundWorld(harness.spy, takeover, first_takeover))
+    inject_at_outcome(harness, 1, Crash())  # type: ignore[arg-type]
+
+    def two_consumers(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        if delivery.queue is QueueName.WORKFLOW and delivery.attempt == 2:
+            redelivered.append(delivery)
+        try:
+            return survive_crashes(delivery, handle)
+        finally:
+            for thread in second_consumer:
+                thread.join(timeout=10)
+
+    # WHEN the run settles
+    handle = runtime.start("chain", 2)
+    assert harness.settle(handle, intercept=two_consumers) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 1
+    # THEN the step's body ran once after the crash, never beside another run of it: the second
+    # takeover was refused (the step no longer at the attempt it saw), and ran nothing
+    assert ran == [("add 0+0", 1, 0), ("add 0+0", 2, 0), ("add 0+1", 1, 0)]
+    starts = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_STARTED]
+    assert [e.data_as(StepStartedData).takes_over for e in starts] == [1]
+
+
 def test_a_wake_of_another_message_never_starts_an_inline_step_its_owner_may_still_run() -> None:
     with fresh_memory_harness(visibility_timeout_seconds=900) as harness:
         _wake_during_an_inline_step(harness)
@@ -477,7 +561,7 @@ def test_owned_steps_are_taken_over_only_from_a_gone_owner(
     since = memory_harness.clock.now() - timedelta(seconds=age)
     owned = OwnedStep(StepRequest("step_1", "add", b""), owner_tag, since, attempt=1)
     plan = planner.plan(_suspended([owned], []), Owner("m-2", 2, handling="me"))
-    assert (plan.reclaim == [owned.request]) is (expected == "reclaim")
+    assert (plan.reclaim == [owned]) is (expected == "reclaim")
     assert (plan.adopt == [owned]) is (expected == "adopt")
 
 
@@ -497,7 +581,7 @@ def test_a_hand_on_takes_over_the_steps_of_the_delivery_it_succeeds(
     since = memory_harness.clock.now() - timedelta(seconds=10)
     owned = OwnedStep(StepRequest("step_1", "add", b""), owner_tag, since, attempt=1)
     plan = planner.plan(_suspended([owned], []), Owner("m-2", 1, handling="me", predecessor="m-1#3"))
-    assert (plan.reclaim == [owned.request]) is (expected == "reclaim")
+    assert (plan.reclaim == [owned]) is (expected == "reclaim")
 
 
 def test_no_inline_step_starts_when_the_deadline_is_within_the_margin(memory_harness: Harness) -> None:

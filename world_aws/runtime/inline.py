@@ -121,7 +121,7 @@ class InlinePlan:
     """What a suspension pass runs here and what it dispatches."""
 
     create: list[StepRequest] = field(default_factory=list)  # new steps this delivery runs
-    reclaim: list[StepRequest] = field(default_factory=list)  # owned steps whose owner is gone
+    reclaim: list[OwnedStep] = field(default_factory=list)  # owned steps whose owner is gone
     adopt: list[OwnedStep] = field(default_factory=list)  # ours already, whose claim's answer was lost
     republish: list[OwnedStep] = field(default_factory=list)  # their retries, never published
     dispatch: list[StepRequest] = field(default_factory=list)  # new steps that go by message
@@ -232,10 +232,10 @@ class InlineSteps:
             if owned.retrying:
                 plan.republish.append(owned)
             else:
-                plan.reclaim.append(owned.request)
+                plan.reclaim.append(owned)
         if owner is None or not self.time_left(owner):
             # No delivery to own them, or too little time: hand them all on by message.
-            plan.dispatch = list(outcome.new_steps) + plan.reclaim
+            plan.dispatch = list(outcome.new_steps) + [owned.request for owned in plan.reclaim]
             plan.reclaim = []
             return plan
         holding = width is not None and self._config.inline_fast_seconds > 0
@@ -333,7 +333,7 @@ class InlineSteps:
         elif start is not None:
             start_run(self._world, run.run_id, start)
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
-        claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
+        claims += [partial(self._reclaim, run, owned, owner) for owned in plan.reclaim]
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
         claimed: list[Claim] = appended + _values(run_parallel(self._pool, claims))
         started = [(c.step, c.request) for c in claimed if c.step is not None]
@@ -473,14 +473,18 @@ class InlineSteps:
         claims = [Claim(r.step, s, r.event) for r, s in zip(results, creates, strict=False)]
         return claims, creates[len(results) :], started
 
-    def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
-        data = StepStartedData(step_name=request.step_name, owner=owner.tag)
+    def _reclaim(self, run: Run, owned: OwnedStep, owner: Owner) -> Claim:
+        """A new attempt of a step whose owner is gone, refused unless it still runs the attempt the
+        replay saw (``takes_over``): of two deliveries that take it over at once, one runs it."""
+        request = owned.request
+        data = StepStartedData(step_name=request.step_name, owner=owner.tag, takes_over=owned.attempt)
         try:
             result = self._world.events.create(
                 run.run_id, EventRequest(EventType.STEP_STARTED, request.step_id, data)
             )
         except (Conflict, RunExpired, TooEarly, Throttled, Transient):
-            return Claim(None, request)  # settled, handed to a retry message, the run ended, or above
+            # Settled, taken over by another, handed to a retry message, the run ended, or above.
+            return Claim(None, request)
         return Claim(result.step, request, result.event)
 
     def _adopt(self, run: Run, owned: OwnedStep) -> Claim:
