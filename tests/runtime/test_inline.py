@@ -10,6 +10,7 @@ delayed step message.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from datetime import timedelta
 
@@ -336,6 +337,36 @@ def test_two_consumers_of_one_redelivery_never_both_take_over_an_inline_step(har
     assert ran == [("add 0+0", 1, 0), ("add 0+0", 2, 0), ("add 0+1", 1, 0)]
     starts = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_STARTED]
     assert [e.data_as(StepStartedData).takes_over for e in starts] == [1]
+
+
+def test_a_step_taken_over_too_near_the_deadline_goes_by_message_without_a_second_create(
+    harness: Harness,
+) -> None:
+    # GIVEN an inline step whose owner died writing its outcome, and its message's redelivery
+    # handled with 5 s left (under the 10 s margin): no time to run the step, so it is handed
+    # to a step message; the pass writes nothing else (the one that appends its creates)
+    ran: list[str] = []
+    runtime = harness.runtime_for(chain_app(ran))
+    inject_at_outcome(harness, 1, Crash())  # type: ignore[arg-type]
+
+    def near_its_deadline(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        if delivery.queue is QueueName.WORKFLOW and delivery.attempt == 2:
+            delivery = dataclasses.replace(delivery, deadline=harness.clock.now() + timedelta(seconds=5))
+        return survive_crashes(delivery, handle)
+
+    # WHEN the run settles
+    handle = runtime.start("chain", 2)
+    assert harness.settle(handle, intercept=near_its_deadline) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 1
+    # THEN the step message took it over (attempt 2), and the log holds one create per step: the
+    # handed-off step was published, not appended as a new create (the DynamoDB World logged a
+    # second step_created and reset the step to pending, so its takeover counted attempt 1 again)
+    assert ran == ["add 0+0", "add 0+0", "add 0+1"]
+    assert [d.attempt for d in harness.step_deliveries()] == [1]
+    events = harness.events(handle.run_id)
+    creates = [e.correlation_id for e in events if e.type is EventType.STEP_CREATED]
+    assert len(creates) == len(set(creates)) == 2
+    assert harness.world.steps.get(handle.run_id, creates[0]).attempt == 2
 
 
 def test_a_wake_of_another_message_never_starts_an_inline_step_its_owner_may_still_run() -> None:

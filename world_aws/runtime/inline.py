@@ -125,6 +125,9 @@ class InlinePlan:
     adopt: list[OwnedStep] = field(default_factory=list)  # ours already, whose claim's answer was lost
     republish: list[OwnedStep] = field(default_factory=list)  # their retries, never published
     dispatch: list[StepRequest] = field(default_factory=list)  # new steps that go by message
+    # Owned steps whose owner is gone, left to a step message (too little time to run them
+    # here): published, never created again (they exist).
+    handoff: list[StepRequest] = field(default_factory=list)
     # New steps past the inline ones that wait for them: the next round's if they are fast.
     held: list[StepRequest] = field(default_factory=list)
 
@@ -235,7 +238,8 @@ class InlineSteps:
                 plan.reclaim.append(owned)
         if owner is None or not self.time_left(owner):
             # No delivery to own them, or too little time: hand them all on by message.
-            plan.dispatch = list(outcome.new_steps) + [owned.request for owned in plan.reclaim]
+            plan.dispatch = list(outcome.new_steps)
+            plan.handoff = [owned.request for owned in plan.reclaim]
             plan.reclaim = []
             return plan
         holding = width is not None and self._config.inline_fast_seconds > 0
@@ -660,6 +664,7 @@ def creates_only(outcome: Suspended, plan: InlinePlan, *, dispatched: bool = Fal
         or outcome.undispatched_steps
         or (plan.dispatch and not dispatched)
         or plan.reclaim
+        or plan.handoff
         or plan.adopt
         or plan.republish
     )

@@ -147,8 +147,10 @@ class Orchestrator:
                 plan = self._plan(outcome, owner, ran, width=width)  # not copied: a long run has run many
                 if not plan.held:
                     width = first_width  # the next wave starts narrow again
+                # Steps handed off to a message exist (owned, their owner gone): published as the
+                # undispatched are, never created (an append of a create names a new step).
                 outcome.undispatched_steps[:] = [
-                    s for s in outcome.undispatched_steps if s.step_id not in published
+                    s for s in [*outcome.undispatched_steps, *plan.handoff] if s.step_id not in published
                 ]
                 # A pass that writes nothing but creates (inline or dispatched) knows where
                 # the log ends: its creates append, the dispatched ones first.
