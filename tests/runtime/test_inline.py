@@ -31,11 +31,12 @@ from world_aws.errors import BadInput, Transient, WorkflowFailedError
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
 from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
+from world_aws.runtime.runtime import Runtime
 from world_aws.testing.harness import Harness
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 from .failures import Crash, survive_crashes
-from .inline_support import AroundWorld, Write, chain_app, fan_app, inject_at_outcome
+from .inline_support import AroundWorld, Write, chain_app, fan_app, inject_at_outcome, requests_of
 from .spy import Call, Fault
 
 
@@ -78,6 +79,53 @@ def test_fan_out_runs_max_inline_steps_branches_inline_and_dispatches_the_rest(h
     assert len(created) == 5
     assert len([e for e in created if owner_of(e.data) is not None]) == 3
     assert len({d.step_id for d in harness.step_deliveries()}) == 2
+
+
+def test_a_dispatched_branch_whose_create_failed_is_never_run_inline_beside_its_message(
+    harness: Harness,
+) -> None:
+    # GIVEN 3 inline steps, no fast rounds, and a 5-way gather whose 4th branch is dispatched:
+    # the append of the dispatched creates fails, then the 4th's own create fails transiently
+    # (tolerated: its message went, and its consumer creates it from the message)
+    ran: list[str] = []
+    lock = threading.Lock()
+    running: dict[int, int] = {}
+    bodies: list[tuple[int, int]] = []  # (branch, bodies of that branch running as it began)
+    consumer: list[Runtime] = []
+
+    def gate(x: int) -> None:
+        with lock:
+            bodies.append((x, running.get(x, 0)))
+            running[x] = running.get(x, 0) + 1
+        if x == 3 and bodies.count((3, 0)) == 1:
+            harness.drain(consumer[0], queues=[QueueName.STEP])  # step messages meanwhile
+        with lock:
+            running[x] -= 1
+
+    app = fan_app(ran, gate)
+    config = RuntimeConfig(max_inline_steps=3, inline_fast_seconds=0)
+    consumer.append(harness.runtime_for(app, config))
+    runtime = harness.runtime_for(app, config)
+
+    def dispatched_creates(call: Call) -> bool:
+        requests = requests_of(call)
+        return any(r.type is EventType.STEP_CREATED and owner_of(r.data) is None for r in requests)
+
+    def fourth_create(call: Call) -> bool:
+        return dispatched_creates(call) and str(requests_of(call)[0].correlation_id).endswith("_4")
+
+    harness.spy.inject("events.append_after", Transient("throttled"), match=dispatched_creates)
+    harness.spy.inject("events.create", Transient("throttled"), match=fourth_create)
+    # WHEN it settles
+    handle = runtime.start("fan", 5)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # THEN the 4th branch's body ran once: the continuation, finding it still new after its
+    # inline round, dispatched it again instead of creating it as its own and running it
+    # while the step message's consumer started it too
+    assert handle.result(timeout=0) == [0, 1, 4, 9, 16]
+    assert sorted(bodies) == [(i, 0) for i in range(5)]
+    created = [e for e in harness.events(handle.run_id) if e.type is EventType.STEP_CREATED]
+    assert [owner_of(e.data) is None for e in created if e.correlation_id.endswith("_4")] == [True]
 
 
 def test_a_fan_out_of_fast_steps_runs_inline_in_rounds_twice_as_wide_each_time(harness: Harness) -> None:

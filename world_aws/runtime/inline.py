@@ -213,6 +213,7 @@ class InlineSteps:
         ran: AbstractSet[str] = frozenset(),
         *,
         width: int | None = None,
+        published: AbstractSet[str] = frozenset(),
     ) -> InlinePlan:
         """Split ``outcome``'s new steps into inline and dispatched ones; find owned steps to take over.
 
@@ -221,7 +222,10 @@ class InlineSteps:
         write landed, its retry was refused): it is ours to run. ``width``: a round of that
         many inline steps (else ``max_inline_steps``) whose new steps past it wait for it
         (``held``) instead of being dispatched, if ``inline_fast_seconds`` allows
-        (ARCHITECTURE §5, "Fast rounds").
+        (ARCHITECTURE §5, "Fast rounds"). ``published``: steps this continuation sent a
+        message for: one still new (its create failed, which resilient dispatch tolerates)
+        is dispatched again, never run here, where that message's consumer would start it
+        beside this delivery's body.
         """
         now = self._world.clock.now()
         plan = InlinePlan()
@@ -245,12 +249,15 @@ class InlineSteps:
         holding = width is not None and self._config.inline_fast_seconds > 0
         inline = width if width is not None and holding else self._config.max_inline_steps
         room = max(0, inline - len(plan.reclaim) - len(plan.adopt))
-        plan.create = list(outcome.new_steps[:room])
-        rest = list(outcome.new_steps[room:])
+        sent = [s for s in outcome.new_steps if s.step_id in published] if published else []
+        new = [s for s in outcome.new_steps if s.step_id not in published] if sent else outcome.new_steps
+        plan.create = list(new[:room])
+        rest = list(new[room:])
         if holding and plan.runs_steps:
             plan.held = rest
         else:
             plan.dispatch = rest
+        plan.dispatch[:0] = sent
         return plan
 
     def hold(self, outcome: Suspended, owner: Owner | None) -> Hold | None:
