@@ -128,6 +128,58 @@ def test_a_dispatched_branch_whose_create_failed_is_never_run_inline_beside_its_
     assert [owner_of(e.data) is None for e in created if e.correlation_id.endswith("_4")] == [True]
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="a step message's claim starts a running step whoever created it: only a protocol "
+    "change (the World refusing a dispatch message's start of an owned step) closes it",
+)
+def test_a_branch_dispatched_by_one_continuation_is_never_run_inline_by_another_beside_its_message(
+    harness: Harness,
+) -> None:
+    # GIVEN 1 inline step, no fast rounds, and a 2-way gather: the first continuation runs
+    # branch 0 inline and dispatches branch 1, whose create fails transiently after its
+    # append did (tolerated: its message went); while branch 0 runs, a wake-up of the run is
+    # handled by another runtime, which finds branch 1 new and runs it inline
+    ran: list[str] = []
+    lock = threading.Lock()
+    running: dict[int, int] = {}
+    bodies: list[tuple[int, int]] = []  # (branch, bodies of that branch running as it began)
+    others: list[Runtime] = []
+    run_ids: list[str] = []
+
+    def gate(x: int) -> None:
+        with lock:
+            bodies.append((x, running.get(x, 0)))
+            running[x] = running.get(x, 0) + 1
+        if x == 0 and bodies.count((0, 0)) == 1:  # a wake, handled meanwhile
+            others[0].orchestrator.wake(run_ids[0], delay_seconds=0, key="hook-resume")
+            harness.drain(others[0], queues=[QueueName.WORKFLOW])
+        if x == 1 and bodies.count((1, 0)) == 1:  # step messages, meanwhile
+            harness.drain(others[1], queues=[QueueName.STEP])
+        with lock:
+            running[x] -= 1
+
+    app = fan_app(ran, gate)
+    config = RuntimeConfig(max_inline_steps=1, inline_fast_seconds=0)
+    others += [harness.runtime_for(app, config), harness.runtime_for(app, config)]
+    runtime = harness.runtime_for(app, config)
+
+    def dispatched_creates(call: Call) -> bool:
+        requests = requests_of(call)
+        return any(r.type is EventType.STEP_CREATED and owner_of(r.data) is None for r in requests)
+
+    harness.spy.inject("events.append_after", Transient("throttled"), match=dispatched_creates)
+    harness.spy.inject("events.create", Transient("throttled"), match=dispatched_creates)
+    # WHEN it settles
+    handle = runtime.start("fan", 2)
+    run_ids.append(handle.run_id)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == [0, 1]
+    # THEN branch 1's body ran once (today: the wake's continuation created it as its own and
+    # ran it, and the message's consumer started it too while that body ran)
+    assert sorted(bodies) == [(0, 0), (1, 0)]
+
+
 def test_a_fan_out_of_fast_steps_runs_inline_in_rounds_twice_as_wide_each_time(harness: Harness) -> None:
     # GIVEN 3 inline steps with fast rounds on (the default), and a 25-way gather of instant steps
     ran: list[str] = []
