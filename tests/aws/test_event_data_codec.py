@@ -36,6 +36,7 @@ SAMPLES: dict[FieldKind, Any] = {
     FieldKind.CREATION: RunCreation("wf", "dpl_1", 2, b"run-input", {"k": "v"}),
     FieldKind.FLAG: True,
     FieldKind.TEXT: "name.with.dots",
+    FieldKind.NUMBER: 3,
 }
 
 

@@ -7,7 +7,8 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from world_aws import Workflows
-from world_aws.contract.records import EventType
+from world_aws.contract.records import EventRequest, EventResult, EventType
+from world_aws.contract.world import ForwardingWorld, World
 from world_aws.testing.harness import Harness
 
 from .spy import Call, Fault
@@ -83,3 +84,38 @@ def inject_at_outcome(
         harness.spy.inject(op, error, match=nth_outcome, times=len(nths), after=after)
         for op in ("events.create", "events.append_after")
     ]
+
+
+# Runs one ``events.create``: what an ``Around`` is handed, to call when it lets the write go.
+Write = Callable[[], EventResult]
+Around = Callable[[Write], EventResult]
+
+
+class AroundWorld(ForwardingWorld):
+    """``inner`` whose ``events.create`` of the requests ``which`` picks go through ``around``.
+
+    A runtime bound to it can be held at such a write, or have it followed by something
+    (another runtime's handling, say): two runtimes over one World, interleaved there.
+    """
+
+    def __init__(self, inner: World, which: Callable[[EventRequest], bool], around: Around) -> None:
+        super().__init__(inner)
+        self.events = _AroundEvents(inner.events, which, around)  # type: ignore[assignment]
+
+    def close(self) -> None:
+        """The inner World is the harness's."""
+
+
+class _AroundEvents:
+    def __init__(self, inner: Any, which: Callable[[EventRequest], bool], around: Around) -> None:
+        self._inner = inner
+        self._which = which
+        self._around = around
+
+    def create(self, run_id: str, request: EventRequest) -> EventResult:
+        if self._which(request):
+            return self._around(lambda: self._inner.create(run_id, request))
+        return self._inner.create(run_id, request)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)

@@ -45,6 +45,7 @@ SAMPLE: dict[str, Any] = {
     "via_step_dispatch": True,
     "retry_after": datetime(2026, 1, 1, tzinfo=UTC),
     "owner": "m#1#h",
+    "takes_over": 1,
     "token": "t",
     "metadata": b"m",
     "payload": b"p",

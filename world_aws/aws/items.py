@@ -303,7 +303,7 @@ def encode_data(
             }
             if value.attributes:  # none: left out, as the run item does (every byte is billed)
                 out[name]["attributes"] = dict(value.attributes)
-        else:  # TEXT, or a FLAG that is true
+        else:  # TEXT, a NUMBER, or a FLAG that is true
             out[name] = value
     return out
 
@@ -326,6 +326,8 @@ def decode_data(etype: EventType, stored: dict[str, Any] | None, reader: Payload
             values[name] = None if raw is None else _creation(raw, reader)
         elif kind is FieldKind.FLAG:
             values[name] = bool(raw)
+        elif kind is FieldKind.NUMBER:
+            values[name] = None if raw is None else int(raw)
         else:
             values[name] = None if raw is None else str(raw)
     return record(**values)

@@ -380,13 +380,25 @@ class StepStartedData(_StepRule):
     FENCED: ClassVar[bool] = True
     step_name: str | None = None  # the step the start is for: a stale message's start is refused
     owner: str | None = None
+    # A takeover of an owned step from a gone owner (``runtime/inline.py``): the attempt the
+    # taker saw it running at. Refused unless it still is, so of two takers (two consumers of
+    # one redelivery, say) one starts a new attempt (SPEC §5.5: at most one).
+    takes_over: int | None = None
 
     def _judge_live(self, run: Run, step: Step, now: datetime) -> None:
         """A start that names another step than the entity's (a stale message of a step whose id a
-        corrected replay reused, SPEC §4.4) is refused before ``retry_after`` is looked at."""
+        corrected replay reused, SPEC §4.4) is refused before ``retry_after`` is looked at; so is
+        a takeover of a step no longer running at the attempt it names."""
         if self.step_name is not None and self.step_name != step.step_name:
             raise Conflict(
                 f"step {step.step_id} is {step.step_name!r}: a start of {self.step_name!r} is stale"
+            )
+        if self.takes_over is not None and (
+            step.status is not StepStatus.RUNNING or step.attempt != self.takes_over
+        ):
+            raise Conflict(
+                f"step {step.step_id} is {step.status.value} at attempt {step.attempt}: "
+                f"not the attempt {self.takes_over} this start takes over"
             )
         if step.retry_after is not None and step.retry_after > now:
             left = (step.retry_after - now).total_seconds()
@@ -619,6 +631,7 @@ class FieldKind(StrEnum):
     CREATION = "creation"  # a RunCreation
     FLAG = "flag"  # a bool, stored only when true
     TEXT = "text"  # a name, a token, an id, a reason
+    NUMBER = "number"  # an int
 
 
 def _kind(declared: tuple[type, ...]) -> FieldKind:
@@ -628,6 +641,7 @@ def _kind(declared: tuple[type, ...]) -> FieldKind:
         (RunCreation, FieldKind.CREATION),
         (bool, FieldKind.FLAG),
         (str, FieldKind.TEXT),
+        (int, FieldKind.NUMBER),
     ):
         if declared == (python_type,):
             return kind

@@ -121,10 +121,13 @@ class InlinePlan:
     """What a suspension pass runs here and what it dispatches."""
 
     create: list[StepRequest] = field(default_factory=list)  # new steps this delivery runs
-    reclaim: list[StepRequest] = field(default_factory=list)  # owned steps whose owner is gone
+    reclaim: list[OwnedStep] = field(default_factory=list)  # owned steps whose owner is gone
     adopt: list[OwnedStep] = field(default_factory=list)  # ours already, whose claim's answer was lost
     republish: list[OwnedStep] = field(default_factory=list)  # their retries, never published
     dispatch: list[StepRequest] = field(default_factory=list)  # new steps that go by message
+    # Owned steps whose owner is gone, left to a step message (too little time to run them
+    # here): published, never created again (they exist).
+    handoff: list[StepRequest] = field(default_factory=list)
     # New steps past the inline ones that wait for them: the next round's if they are fast.
     held: list[StepRequest] = field(default_factory=list)
 
@@ -210,6 +213,7 @@ class InlineSteps:
         ran: AbstractSet[str] = frozenset(),
         *,
         width: int | None = None,
+        published: AbstractSet[str] = frozenset(),
     ) -> InlinePlan:
         """Split ``outcome``'s new steps into inline and dispatched ones; find owned steps to take over.
 
@@ -218,7 +222,10 @@ class InlineSteps:
         write landed, its retry was refused): it is ours to run. ``width``: a round of that
         many inline steps (else ``max_inline_steps``) whose new steps past it wait for it
         (``held``) instead of being dispatched, if ``inline_fast_seconds`` allows
-        (ARCHITECTURE §5, "Fast rounds").
+        (ARCHITECTURE §5, "Fast rounds"). ``published``: steps this continuation sent a
+        message for: one still new (its create failed, which resilient dispatch tolerates)
+        is dispatched again, never run here, where that message's consumer would start it
+        beside this delivery's body.
         """
         now = self._world.clock.now()
         plan = InlinePlan()
@@ -232,21 +239,25 @@ class InlineSteps:
             if owned.retrying:
                 plan.republish.append(owned)
             else:
-                plan.reclaim.append(owned.request)
+                plan.reclaim.append(owned)
         if owner is None or not self.time_left(owner):
             # No delivery to own them, or too little time: hand them all on by message.
-            plan.dispatch = list(outcome.new_steps) + plan.reclaim
+            plan.dispatch = list(outcome.new_steps)
+            plan.handoff = [owned.request for owned in plan.reclaim]
             plan.reclaim = []
             return plan
         holding = width is not None and self._config.inline_fast_seconds > 0
         inline = width if width is not None and holding else self._config.max_inline_steps
         room = max(0, inline - len(plan.reclaim) - len(plan.adopt))
-        plan.create = list(outcome.new_steps[:room])
-        rest = list(outcome.new_steps[room:])
+        sent = [s for s in outcome.new_steps if s.step_id in published] if published else []
+        new = [s for s in outcome.new_steps if s.step_id not in published] if sent else outcome.new_steps
+        plan.create = list(new[:room])
+        rest = list(new[room:])
         if holding and plan.runs_steps:
             plan.held = rest
         else:
             plan.dispatch = rest
+        plan.dispatch[:0] = sent
         return plan
 
     def hold(self, outcome: Suspended, owner: Owner | None) -> Hold | None:
@@ -333,7 +344,7 @@ class InlineSteps:
         elif start is not None:
             start_run(self._world, run.run_id, start)
         claims: list[Callable[[], Any]] = [partial(self._create, run, s, owner) for s in one_by_one]
-        claims += [partial(self._reclaim, run, s, owner) for s in plan.reclaim]
+        claims += [partial(self._reclaim, run, owned, owner) for owned in plan.reclaim]
         claims += [partial(self._adopt, run, owned) for owned in plan.adopt]
         claimed: list[Claim] = appended + _values(run_parallel(self._pool, claims))
         started = [(c.step, c.request) for c in claimed if c.step is not None]
@@ -473,14 +484,18 @@ class InlineSteps:
         claims = [Claim(r.step, s, r.event) for r, s in zip(results, creates, strict=False)]
         return claims, creates[len(results) :], started
 
-    def _reclaim(self, run: Run, request: StepRequest, owner: Owner) -> Claim:
-        data = StepStartedData(step_name=request.step_name, owner=owner.tag)
+    def _reclaim(self, run: Run, owned: OwnedStep, owner: Owner) -> Claim:
+        """A new attempt of a step whose owner is gone, refused unless it still runs the attempt the
+        replay saw (``takes_over``): of two deliveries that take it over at once, one runs it."""
+        request = owned.request
+        data = StepStartedData(step_name=request.step_name, owner=owner.tag, takes_over=owned.attempt)
         try:
             result = self._world.events.create(
                 run.run_id, EventRequest(EventType.STEP_STARTED, request.step_id, data)
             )
         except (Conflict, RunExpired, TooEarly, Throttled, Transient):
-            return Claim(None, request)  # settled, handed to a retry message, the run ended, or above
+            # Settled, taken over by another, handed to a retry message, the run ended, or above.
+            return Claim(None, request)
         return Claim(result.step, request, result.event)
 
     def _adopt(self, run: Run, owned: OwnedStep) -> Claim:
@@ -656,6 +671,7 @@ def creates_only(outcome: Suspended, plan: InlinePlan, *, dispatched: bool = Fal
         or outcome.undispatched_steps
         or (plan.dispatch and not dispatched)
         or plan.reclaim
+        or plan.handoff
         or plan.adopt
         or plan.republish
     )

@@ -144,11 +144,14 @@ class Orchestrator:
                 if isinstance(outcome, Completed | Failed):
                     self._end(run.run_id, run_end(outcome), run)
                     return Ack()
-                plan = self._plan(outcome, owner, ran, width=width)  # not copied: a long run has run many
+                # Not copied: a long run has run many.
+                plan = self._plan(outcome, owner, ran, width=width, published=published)
                 if not plan.held:
                     width = first_width  # the next wave starts narrow again
+                # Steps handed off to a message exist (owned, their owner gone): published as the
+                # undispatched are, never created (an append of a create names a new step).
                 outcome.undispatched_steps[:] = [
-                    s for s in outcome.undispatched_steps if s.step_id not in published
+                    s for s in [*outcome.undispatched_steps, *plan.handoff] if s.step_id not in published
                 ]
                 # A pass that writes nothing but creates (inline or dispatched) knows where
                 # the log ends: its creates append, the dispatched ones first.
@@ -183,7 +186,7 @@ class Orchestrator:
                         while inline_round.deferred is not None:
                             assert owner is not None  # only an owner runs steps
                             replay, inline_round, fed = self._pipeline.settle(
-                                run, workflow, replay, inline_round.deferred, fed, owner, ran
+                                run, workflow, replay, inline_round.deferred, fed, owner, ran, published
                             )
                             ran |= inline_round.ran
                         if inline_round.ended:  # the last outcome landed with the run's end
@@ -230,11 +233,17 @@ class Orchestrator:
                 replay.close()
 
     def _plan(
-        self, outcome: Suspended, owner: Owner | None, ran: AbstractSet[str], *, width: int
+        self,
+        outcome: Suspended,
+        owner: Owner | None,
+        ran: AbstractSet[str],
+        *,
+        width: int,
+        published: AbstractSet[str],
     ) -> InlinePlan:
         if self._inline is None:
             return InlinePlan(dispatch=list(outcome.new_steps))
-        return self._inline.plan(outcome, owner, ran, width=width)
+        return self._inline.plan(outcome, owner, ran, width=width, published=published)
 
     @property
     def runs_inline(self) -> bool:

@@ -12,6 +12,7 @@ no parent) has its end in the same append.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from functools import partial
 from typing import Any
 
@@ -63,11 +64,13 @@ class OutcomePipeline:
         fed: bool,
         owner: Owner,
         ran: set[str],
+        published: AbstractSet[str],
     ) -> tuple[Replay, InlineRound, bool]:
         """Write ``settled`` (a deferred outcome), with the creates of the steps the workflow calls next.
 
         ``fed``: the round's writes continued the cached log, so the log ends at the
-        replay's last position. Without that the outcome is simply written. If the
+        replay's last position. ``published``: the steps this continuation sent messages
+        for (``InlineSteps.plan``). Without that the outcome is simply written. If the
         append does not land (the log moved, or its answer was lost), the outcome is
         written one by one and the replay, which saw it at a position it may not have,
         starts over from the log.
@@ -92,7 +95,11 @@ class OutcomePipeline:
         closing = None  # the run's end, when the workflow returns or fails here (and tells no parent)
         if isinstance(outcome, Completed | Failed) and room >= 0 and PARENT_RUN_ID not in run.attributes:
             closing = run_end(outcome)
-        creates = [] if closing is not None else self._next_creates(outcome, owner, ran, room=room)
+        creates = (
+            []
+            if closing is not None
+            else self._next_creates(outcome, owner, ran, room=room, published=published)
+        )
         # Not landed, or unknown: the one-by-one write finds out (a landed batch refuses the
         # outcome; the replay from the log then shows our creates, which the next pass adopts,
         # or the run's end, which the pass's own end then finds written).
@@ -119,13 +126,15 @@ class OutcomePipeline:
             return replay, bodies, fed and bodies.complete
         return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)
 
-    def _next_creates(self, outcome: Outcome, owner: Owner, ran: set[str], *, room: int) -> list[StepRequest]:
+    def _next_creates(
+        self, outcome: Outcome, owner: Owner, ran: set[str], *, room: int, published: AbstractSet[str]
+    ) -> list[StepRequest]:
         """The steps to create with the outcome: the next pass's, if it only creates inline ones."""
         if self._inline is None or not isinstance(outcome, Suspended):
             return []
         if len(outcome.new_steps) > min(room, rules.MAX_BATCH_EVENTS - 1):
             return []  # wider than one batch (or than the log's room): the normal pass creates them
-        plan = self._inline.plan(outcome, owner, ran)
+        plan = self._inline.plan(outcome, owner, ran, published=published)
         return list(plan.create) if creates_only(outcome, plan) else []
 
 

@@ -7,6 +7,8 @@ owner re-claims it (a new attempt) and the owner is kept in the log for replay.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from world_aws.contract.clock import ManualClock
@@ -87,6 +89,27 @@ def test_step_started_naming_an_owner_reclaims_an_owned_step_as_a_new_attempt(wo
     result = write(world, run_id, EventType.STEP_STARTED, step_id, data)
     assert result.step is not None and (result.step.status, result.step.attempt) == (StepStatus.RUNNING, 2)
     assert [owner_of(e.data) for e in world.events.list(run_id)[-2:]] == [OWNER, "msg-1#2"]
+
+
+def test_a_takeover_is_refused_once_the_step_left_the_attempt_it_names(world: World) -> None:
+    # GIVEN an owned step taken over from its gone owner (attempt 1 -> 2)
+    run_id = create_run(world)
+    step_id = create_owned(world, run_id)
+    taken = StepStartedData(step_name=STEP, owner="msg-1#2#a", takes_over=1)
+    result = write(world, run_id, EventType.STEP_STARTED, step_id, taken)
+    assert result.step is not None and result.step.attempt == 2
+    # WHEN a second taker, which saw it at attempt 1 too, writes its takeover
+    # THEN it is refused and the step stays the first taker's attempt
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_STARTED, step_id, replace(taken, owner="msg-1#2#b"))
+    # AND so is one of a step no longer running at that attempt (handed to its retry message)
+    write(world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"x", owner="msg-1#2#a"))
+    with pytest.raises(Conflict):
+        write(world, run_id, EventType.STEP_STARTED, step_id, replace(taken, takes_over=2))
+    step = world.steps.get(run_id, step_id)
+    assert (step.status, step.attempt) == (StepStatus.PENDING, 2)
+    starts = [e for e in world.events.list(run_id) if e.type is EventType.STEP_STARTED]
+    assert [(owner_of(e.data), e.data_as(StepStartedData).takes_over) for e in starts] == [("msg-1#2#a", 1)]
 
 
 def test_owned_step_created_on_a_terminal_run_is_refused(world: World) -> None:
