@@ -128,11 +128,6 @@ def test_a_dispatched_branch_whose_create_failed_is_never_run_inline_beside_its_
     assert [owner_of(e.data) is None for e in created if e.correlation_id.endswith("_4")] == [True]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a step message's claim starts a running step whoever created it: only a protocol "
-    "change (the World refusing a dispatch message's start of an owned step) closes it",
-)
 def test_a_branch_dispatched_by_one_continuation_is_never_run_inline_by_another_beside_its_message(
     harness: Harness,
 ) -> None:
@@ -175,8 +170,9 @@ def test_a_branch_dispatched_by_one_continuation_is_never_run_inline_by_another_
     run_ids.append(handle.run_id)
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == [0, 1]
-    # THEN branch 1's body ran once (today: the wake's continuation created it as its own and
-    # ran it, and the message's consumer started it too while that body ran)
+    # THEN branch 1's body ran once: the wake's continuation, finding branch 0 run inline by a
+    # live owner, dispatched branch 1 under its key instead of creating it as its own and
+    # running it beside the first message's consumer
     assert sorted(bodies) == [(0, 0), (1, 0)]
 
 

@@ -229,12 +229,14 @@ class InlineSteps:
         """
         now = self._world.clock.now()
         plan = InlinePlan()
+        shared = False  # another delivery may still run steps of this run inline
         for owned in outcome.owned_steps:
             if owner is not None and owned.owner == owner.tag:
                 if not owned.retrying and owned.request.step_id not in ran:
                     plan.adopt.append(owned)
                 continue
             if not self._owner_gone(owned, owner, now):
+                shared = True
                 continue  # its owner may still be running it: leave it alone
             if owned.retrying:
                 plan.republish.append(owned)
@@ -245,6 +247,14 @@ class InlineSteps:
             plan.dispatch = list(outcome.new_steps)
             plan.handoff = [owned.request for owned in plan.reclaim]
             plan.reclaim = []
+            return plan
+        if shared:
+            # Another delivery runs steps of this run inline: it may have sent messages for
+            # the new ones whose creates have not landed (resilient dispatch tolerates a
+            # failed create), and a message's consumer starts a running step, so one created
+            # here would run twice at once. By message they go under the same keys (a copy
+            # of such a message collapses) and their creates are ensured.
+            plan.dispatch = list(outcome.new_steps)
             return plan
         holding = width is not None and self._config.inline_fast_seconds > 0
         inline = width if width is not None and holding else self._config.max_inline_steps
