@@ -4,10 +4,13 @@ Each event type's data is one record with exactly its fields
 (``records.DATA_RECORDS``). ``validate_request`` (``rules``) checks a request
 against it before anything is read or written, so a field a type does not take
 cannot be given, and what is wrong is named: another type's record, a required
-field missing (``None``, or an empty name or token), or a field of the wrong type.
+field missing (``None``, or an empty name or token), a field of the wrong type, or a
+time without a timezone (a World stores and compares times as UTC instants).
 """
 
 from __future__ import annotations
+
+from datetime import datetime
 
 from world_aws.contract.records import (
     DATA_RECORDS,
@@ -37,4 +40,6 @@ def shape_errors(etype: EventType, data: object) -> list[str]:
         if value is not None and not isinstance(value, expected):
             wanted = " or ".join(t.__name__ for t in expected)
             errors.append(f"{etype.value}'s {name} is a {wanted}, not {type(value).__name__}")
+        elif isinstance(value, datetime) and value.utcoffset() is None:
+            errors.append(f"{etype.value}'s {name} has no timezone: {value.isoformat()}")
     return errors
