@@ -17,8 +17,10 @@ class MemoryStreamStore:
         self._streams: dict[tuple[str, str], builtins.list[StreamChunk]] = {}
 
     def append(self, run_id: str, name: str, chunk: StreamChunk) -> None:
-        """Store ``chunk`` at its position. Raises Conflict (taken), BadInput (past the tail)."""
+        """Store ``chunk`` at its position. Raises Conflict (taken), BadInput (negative, past the tail)."""
         check_stream_name(name)
+        if chunk.position < 0:
+            raise BadInput(f"stream position {chunk.position} is out of range")
         with self._lock:
             chunks = self._streams.setdefault((run_id, name), [])
             if chunk.position < len(chunks):

@@ -98,3 +98,15 @@ def test_a_read_goes_past_a_one_megabyte_page(world: World, clock: ManualClock) 
     assert [c.position for c in read] == list(range(12))
     assert all(c.data == bytes([c.position]) * (120 * 1024) for c in read)
     assert [c.position for c in world.streams.read(run_id, "default", after=3, limit=5)] == [4, 5, 6, 7, 8]
+
+
+def test_an_append_at_a_negative_position_is_bad_input(world: World, clock: ManualClock) -> None:
+    # GIVEN a stream with one chunk
+    run_id = create_run(world)
+    world.streams.append(run_id, "default", chunk(clock, 0, data=b"first"))
+    # WHEN a chunk is appended at position -1
+    # THEN it is BadInput naming the position (not a Conflict, which tells a writer that
+    # someone took the position and sends it to read the tail and try again)
+    with pytest.raises(BadInput, match="position -1"):
+        world.streams.append(run_id, "default", chunk(clock, -1, data=b"bad"))
+    assert [c.data for c in world.streams.read(run_id, "default")] == [b"first"]
