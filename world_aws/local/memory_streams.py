@@ -39,7 +39,8 @@ class MemoryStreamStore:
         check_stream_name(name)
         with self._lock:
             chunks = self._streams.get((run_id, name), [])
-            return chunks[after + 1 : after + 1 + max(0, limit)]
+            first = max(0, after + 1)  # a slice from a negative index would count from the end
+            return chunks[first : first + max(0, limit)]
 
     def tail(self, run_id: str, name: str) -> int:
         """The next free position."""

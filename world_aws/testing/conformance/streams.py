@@ -110,3 +110,16 @@ def test_an_append_at_a_negative_position_is_bad_input(world: World, clock: Manu
     with pytest.raises(BadInput, match="position -1"):
         world.streams.append(run_id, "default", chunk(clock, -1, data=b"bad"))
     assert [c.data for c in world.streams.read(run_id, "default")] == [b"first"]
+
+
+def test_a_read_after_a_position_below_minus_one_starts_at_the_first_chunk(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a stream of five chunks
+    run_id = create_run(world)
+    for position in range(5):
+        world.streams.append(run_id, "default", chunk(clock, position, seq=position, data=bytes([position])))
+    # WHEN it is read after position -3 (chunks from -2 on), whole and two at a time
+    # THEN the read starts at the first chunk, as a read after -1 does (not at the last ones)
+    assert [c.position for c in world.streams.read(run_id, "default", after=-3)] == [0, 1, 2, 3, 4]
+    assert [c.position for c in world.streams.read(run_id, "default", after=-3, limit=2)] == [0, 1]
