@@ -123,3 +123,30 @@ def test_a_read_after_a_position_below_minus_one_starts_at_the_first_chunk(
     # THEN the read starts at the first chunk, as a read after -1 does (not at the last ones)
     assert [c.position for c in world.streams.read(run_id, "default", after=-3)] == [0, 1, 2, 3, 4]
     assert [c.position for c in world.streams.read(run_id, "default", after=-3, limit=2)] == [0, 1]
+
+
+def test_an_append_past_the_tail_is_bad_input_and_leaves_no_gap(
+    world: World, clock: ManualClock, request: pytest.FixtureRequest
+) -> None:
+    if request.node.callspec.params.get("world") == "aws":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "DynamoStreamStore.append is one PutItem conditioned on its own key: it cannot "
+                    "see whether the position before it is taken without a read or a transaction "
+                    "(a ConditionCheck), which would double the cost of every chunk"
+                ),
+            )
+        )
+    # GIVEN a stream with one chunk
+    run_id = create_run(world)
+    world.streams.append(run_id, "default", chunk(clock, 0, data=b"first"))
+    # WHEN a chunk is appended at position 3, past the tail (1)
+    # THEN it is BadInput naming the position, and nothing is stored: the chunks stay a
+    # gap-free prefix (a chunk at 3 would be read before 1 and 2, which a reader that went
+    # past it would then never read)
+    with pytest.raises(BadInput, match="position 3"):
+        world.streams.append(run_id, "default", chunk(clock, 3, data=b"gap"))
+    assert world.streams.tail(run_id, "default") == 1
+    assert [c.data for c in world.streams.read(run_id, "default")] == [b"first"]
