@@ -8,6 +8,8 @@ written, not silently dropped, and the log is left as it was.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -18,17 +20,20 @@ from world_aws.contract.records import (
     EventType,
     HookCreatedData,
     RunCompletedData,
+    RunCreatedData,
+    RunStartedData,
     StepCreatedData,
     StepFailedData,
     StepRetryingData,
     WaitCreatedData,
 )
 from world_aws.contract.world import World
-from world_aws.errors import BadInput
+from world_aws.errors import BadInput, NotFound
 from world_aws.testing.conformance.support import (
     STEP,
     create_run,
     create_step,
+    creation,
     new_id,
     running_step,
     start_step,
@@ -113,3 +118,30 @@ def test_a_time_without_a_timezone_is_bad_input_naming_it(world: World, clock: M
         world, run_id, EventType.STEP_RETRYING, step_id, StepRetryingData(error=b"e", retry_after=clock.now())
     )
     start_step(world, run_id, step_id)
+
+
+BAD_CREATIONS: dict[str, tuple[dict[str, object], str]] = {
+    "input_none": ({"input": None}, "run_created's creation's input is bytes, not NoneType"),
+    "input_str": ({"input": "text"}, "run_created's creation's input is bytes, not str"),
+    "spec_version_str": ({"spec_version": "3"}, "run_created's creation's spec_version is an int, not str"),
+    "attribute_int": ({"attributes": {"k": 1}}, "run_created's creation's attributes map str to str"),
+    "workflow_empty": ({"workflow_name": ""}, "run_created's creation needs workflow_name"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_CREATIONS))
+def test_a_run_creation_with_a_field_of_the_wrong_type_is_bad_input_naming_it(world: World, bad: str) -> None:
+    # GIVEN creation data with one field missing or of the wrong type (a Python caller's
+    # RunCreation is not type-checked; a World would store it as it is, or convert it, or
+    # fail on it: the memory World kept {"k": 1} and the DynamoDB World read back {"k": "1"})
+    change, named = BAD_CREATIONS[bad]
+    made = replace(creation(), **change)  # type: ignore[arg-type]
+    run_id = new_id("wrun")
+    # WHEN a run is created with it, or started with it (the resilient start)
+    # THEN each is BadInput naming the field, and no run exists
+    with pytest.raises(BadInput, match=re.escape(named)):
+        write(world, run_id, EventType.RUN_CREATED, data=RunCreatedData(creation=made))
+    with pytest.raises(BadInput, match=re.escape(named.replace("run_created", "run_started"))):
+        write(world, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=made))
+    with pytest.raises(NotFound):
+        world.runs.get(run_id)
