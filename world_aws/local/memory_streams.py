@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import threading
 
-from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_stream_name
+from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_chunk, check_stream_name
 from world_aws.errors import BadInput, Conflict
 
 
@@ -19,6 +19,7 @@ class MemoryStreamStore:
     def append(self, run_id: str, name: str, chunk: StreamChunk) -> None:
         """Store ``chunk`` at its position. Raises Conflict (taken), BadInput (negative, past the tail)."""
         check_stream_name(name)
+        check_chunk(chunk)
         if chunk.position < 0:
             raise BadInput(f"stream position {chunk.position} is out of range")
         with self._lock:

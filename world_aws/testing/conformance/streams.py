@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
 
 import pytest
 
@@ -150,3 +153,33 @@ def test_an_append_past_the_tail_is_bad_input_and_leaves_no_gap(
         world.streams.append(run_id, "default", chunk(clock, 3, data=b"gap"))
     assert world.streams.tail(run_id, "default") == 1
     assert [c.data for c in world.streams.read(run_id, "default")] == [b"first"]
+
+
+BAD_CHUNKS: dict[str, tuple[dict[str, object], str]] = {
+    "created_at_naive": (
+        {"created_at": datetime(2026, 1, 1)},
+        "created_at must be a datetime with a timezone",
+    ),
+    "data_str": ({"data": "text"}, "data must be bytes, not str"),
+    "count_str": ({"count": "1"}, "count must be an int of at least 0, not '1'"),
+    "seq_negative": ({"seq": -1}, "seq must be an int of at least 0, not -1"),
+    "closed_int": ({"closed": 1}, "closed must be a bool, not 1"),
+    "writer_empty": ({"writer": ""}, "writer must be a non-empty str, not ''"),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_CHUNKS))
+def test_a_chunk_with_a_field_of_the_wrong_type_is_bad_input_naming_it(
+    world: World, clock: ManualClock, bad: str
+) -> None:
+    # GIVEN a chunk with one field of the wrong type (a Python caller's StreamChunk is not
+    # type-checked: the memory World kept count "1" and closed 1 as given, the DynamoDB World
+    # read them back as 1 and True, and failed on str data with a TypeError)
+    run_id = create_run(world)
+    change, named = BAD_CHUNKS[bad]
+    bad_chunk = replace(chunk(clock, 0), **change)  # type: ignore[arg-type]
+    # WHEN it is appended
+    # THEN it is BadInput naming the field, and the stream stays empty
+    with pytest.raises(BadInput, match=re.escape(named)):
+        world.streams.append(run_id, "default", bad_chunk)
+    assert world.streams.tail(run_id, "default") == 0
