@@ -428,7 +428,9 @@ def batch_items(event_items: list[Item]) -> list[Item]:
 def _batch_item(group: list[Item]) -> Item:
     first, last = group[0], group[-1]
     shared = _most_common([item.get("created_at") for item in group])
-    owner = _most_common([(item.get("data") or {}).get("owner") for item in group])
+    owners = [(item.get("data") or {}).get("owner") for item in group]
+    # Kept once, its events name it "": an event whose own owner is "" would read back as it.
+    owner = None if "" in owners else _most_common(owners)
     events: list[Item] = []
     for item in group:
         event = {k: v for k, v in item.items() if k not in _EVENT_KEYS}

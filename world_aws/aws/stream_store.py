@@ -17,7 +17,7 @@ from world_aws.aws import keys
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.items import iso, parse_iso
 from world_aws.aws.payloads import EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_stream_name
+from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_chunk, check_stream_name
 from world_aws.contract.world import BlobStore
 from world_aws.errors import BadInput, Conflict
 
@@ -32,6 +32,7 @@ class DynamoStreamStore:
     def append(self, run_id: str, name: str, chunk: StreamChunk) -> None:
         """One conditional PutItem. Raises Conflict when the position is taken."""
         check_stream_name(name)
+        check_chunk(chunk)
         if not 0 <= chunk.position <= keys.MAX_POSITION:
             raise BadInput(f"stream position {chunk.position} is out of range")
         item: Item = {

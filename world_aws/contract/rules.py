@@ -63,8 +63,10 @@ def validate_stamp(at: datetime, now: datetime) -> None:
     """Reject an ``events.append_after`` stamp later than the World's clock.
 
     Raises:
-        BadInput: ``at`` is after ``now``.
+        BadInput: ``at`` has no timezone, or is after ``now``.
     """
+    if at.utcoffset() is None:
+        raise BadInput(f"append_after: at={at.isoformat()} has no timezone")
     if at > now:
         raise BadInput(f"append_after: at={at.isoformat()} is later than the World's now")
 

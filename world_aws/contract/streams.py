@@ -66,6 +66,33 @@ class StreamChunk:
     created_at: datetime
 
 
+def check_chunk(chunk: StreamChunk) -> StreamChunk:
+    """``chunk``, if each field has its type: a World stores a chunk as it is given.
+
+    Raises:
+        BadInput: naming the field: ``writer`` not a non-empty str; ``position``, ``attempt``,
+            ``seq`` or ``count`` not an int (``position`` is the store's to judge, the others
+            must not be negative); ``data`` not bytes; ``closed`` not a bool; ``created_at``
+            not a datetime with a timezone.
+    """
+    errors = []
+    if not isinstance(chunk.writer, str) or not chunk.writer:
+        errors.append(f"writer must be a non-empty str, not {chunk.writer!r}")
+    for name in ("position", "attempt", "seq", "count"):
+        value = getattr(chunk, name)
+        if not isinstance(value, int) or isinstance(value, bool) or (name != "position" and value < 0):
+            errors.append(f"{name} must be an int of at least 0, not {value!r}")
+    if not isinstance(chunk.data, bytes):
+        errors.append(f"data must be bytes, not {type(chunk.data).__name__}")
+    if not isinstance(chunk.closed, bool):
+        errors.append(f"closed must be a bool, not {chunk.closed!r}")
+    if not isinstance(chunk.created_at, datetime) or chunk.created_at.utcoffset() is None:
+        errors.append(f"created_at must be a datetime with a timezone, not {chunk.created_at!r}")
+    if errors:
+        raise BadInput("stream chunk: " + "; ".join(errors))
+    return chunk
+
+
 class StreamStore(Protocol):
     def append(self, run_id: str, name: str, chunk: StreamChunk) -> None:
         """Store ``chunk`` at ``chunk.position`` of stream ``name`` of the run.
@@ -76,7 +103,7 @@ class StreamStore(Protocol):
         Raises:
             Conflict: the position is taken (another writer got there first, or this
                 same chunk landed and its answer was lost). Ask for the tail again.
-            BadInput: a bad name or position.
+            BadInput: a bad name or position, or a field of the wrong type (``check_chunk``).
         """
         ...
 

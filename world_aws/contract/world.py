@@ -180,7 +180,11 @@ class RunStore(Protocol):
         limit: int = 100,
         cursor: str | None = None,
     ) -> RunPage:
-        """Runs, newest first, optionally filtered."""
+        """Runs, newest first, optionally filtered.
+
+        Ordered by creation time, then (runs created at one instant) by run id, both
+        descending: every World lists the same runs in the same order.
+        """
         ...
 
     def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:

@@ -180,7 +180,7 @@ class MemoryEventStore:
             return EventResult(event=None, run=run_out(run))
         if record is None:
             # run_created, or run_started carrying creation data on a missing run (SPEC §6.1).
-            record = RunRecord(run=rules.new_run(run_id, request, now), seq=self._state.next_seq())
+            record = RunRecord(run=rules.new_run(run_id, request, now))
             self._state.runs[run_id] = record
             created = self._append(record, EventType.RUN_CREATED, None, rules.created_data(request), now)
             if request.type is EventType.RUN_CREATED:

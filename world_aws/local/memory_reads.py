@@ -18,7 +18,7 @@ from world_aws.errors import BadInput, NotFound
 from world_aws.local.memory_state import MemoryState, RunRecord, run_out, step_out
 from world_aws.local.memory_stats import Stat, WorldStats
 
-_CURSOR_PREFIX = "mem1:"
+_CURSOR_PREFIX = "mem2:"
 
 
 class _Reader:
@@ -112,7 +112,8 @@ class MemoryRunStore(_Reader):
         limit: int = 100,
         cursor: str | None = None,
     ) -> RunPage:
-        """Runs newest first (by creation order), filtered; ``cursor`` continues a previous page.
+        """Runs newest first (by creation time, then run id, as the DynamoDB World's index
+        sorts them), filtered; ``cursor`` continues a previous page.
 
         Raises:
             BadInput: ``limit`` below 1, or a cursor this store did not make.
@@ -122,30 +123,37 @@ class MemoryRunStore(_Reader):
             raise BadInput(f"limit must be at least 1, not {limit}")
         before = _decode_cursor(cursor) if cursor is not None else None
         with self._state.lock:
-            records = sorted(self._state.runs.values(), key=lambda r: r.seq, reverse=True)
+            records = sorted(self._state.runs.values(), key=_listed_by, reverse=True)
             matching = [
                 record
                 for record in records
-                if (before is None or record.seq < before)
+                if (before is None or _listed_by(record) < before)
                 and (status is None or record.run.status is status)
                 and (workflow_name is None or record.run.workflow_name == workflow_name)
             ]
             page = matching[:limit]
             runs = [run_out(record.run) for record in page]
         more = len(matching) > limit
-        return RunPage(runs=runs, cursor=_encode_cursor(page[-1].seq) if more else None)
+        return RunPage(runs=runs, cursor=_encode_cursor(_listed_by(page[-1])) if more else None)
 
 
-def _encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{seq}".encode()).decode()
+def _listed_by(record: RunRecord) -> tuple[datetime, str]:
+    """A run's place in ``runs.list``: its creation time, then its id (both newest first)."""
+    return record.run.created_at, record.run.run_id
 
 
-def _decode_cursor(cursor: str) -> int:
+def _encode_cursor(place: tuple[datetime, str]) -> str:
+    created_at, run_id = place
+    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{created_at.isoformat()}#{run_id}".encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         text = base64.urlsafe_b64decode(cursor.encode()).decode()
         if not text.startswith(_CURSOR_PREFIX):
             raise ValueError(cursor)
-        return int(text.removeprefix(_CURSOR_PREFIX))
+        created_at, run_id = text.removeprefix(_CURSOR_PREFIX).split("#", 1)
+        return datetime.fromisoformat(created_at), run_id
     except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
         raise BadInput(f"not a runs.list cursor: {cursor!r}") from exc
 

@@ -34,7 +34,6 @@ class RunRecord:
     """One run and everything that hangs off it. Mutated only under ``MemoryState.lock``."""
 
     run: Run
-    seq: int  # creation order, for runs.list (newest first)
     events: list[Event] = field(default_factory=list)
     steps: dict[str, Step] = field(default_factory=dict)
     # Ids of the steps without an outcome (steps.any_pending in O(1), as the pend# markers).
@@ -64,12 +63,6 @@ class MemoryState:
         self.tokens: dict[str, tuple[str, str]] = {}
         # The last run a sweep read (runs.sweep_created): (created_at, run_id).
         self.sweep_cursor: tuple[datetime, str] | None = None
-        self._next_seq = 0
-
-    def next_seq(self) -> int:
-        """The next run creation number. Call under ``lock``."""
-        self._next_seq += 1
-        return self._next_seq
 
 
 # ----------------------------------------------------------------------------- copies

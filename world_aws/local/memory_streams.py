@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 import threading
 
-from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_stream_name
+from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_chunk, check_stream_name
 from world_aws.errors import BadInput, Conflict
 
 
@@ -17,8 +17,11 @@ class MemoryStreamStore:
         self._streams: dict[tuple[str, str], builtins.list[StreamChunk]] = {}
 
     def append(self, run_id: str, name: str, chunk: StreamChunk) -> None:
-        """Store ``chunk`` at its position. Raises Conflict (taken), BadInput (past the tail)."""
+        """Store ``chunk`` at its position. Raises Conflict (taken), BadInput (negative, past the tail)."""
         check_stream_name(name)
+        check_chunk(chunk)
+        if chunk.position < 0:
+            raise BadInput(f"stream position {chunk.position} is out of range")
         with self._lock:
             chunks = self._streams.setdefault((run_id, name), [])
             if chunk.position < len(chunks):
@@ -37,7 +40,8 @@ class MemoryStreamStore:
         check_stream_name(name)
         with self._lock:
             chunks = self._streams.get((run_id, name), [])
-            return chunks[after + 1 : after + 1 + max(0, limit)]
+            first = max(0, after + 1)  # a slice from a negative index would count from the end
+            return chunks[first : first + max(0, limit)]
 
     def tail(self, run_id: str, name: str) -> int:
         """The next free position."""

@@ -32,6 +32,7 @@ from world_aws.contract.records import (
     StepRetryingData,
     StepStartedData,
     StepStatus,
+    owner_of,
 )
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
@@ -101,6 +102,23 @@ def test_an_outcome_and_the_next_creates_land_together_at_the_positions_after(
         assert (step.status, step.attempt, step.input) == (StepStatus.RUNNING, 1, b"in")
         assert result.step is not None and result.step.step_id == step_id
     assert world.steps.any_pending(run_id) is False
+
+
+def test_each_appended_event_keeps_the_owner_it_was_written_with(world: World, clock: ManualClock) -> None:
+    # GIVEN a run whose log ends with an owned step running
+    run_id = create_run(world)
+    done = running_owned(world, run_id)
+    after = last_position(world, run_id)
+    # WHEN its outcome is appended with three owned creates, two owned like it and one by an
+    # empty owner between them (a World may keep the owner most of a batch's events share once)
+    nexts = [new_id("step"), new_id("step"), new_id("step")]
+    owners = [OWNER, "", OWNER]
+    creates = [owned_create(step_id, owner) for step_id, owner in zip(nexts, owners, strict=True)]
+    assert world.events.append_after(run_id, after, [owned_outcome(done), *creates], at=clock.now())
+    # THEN the log names each event's own owner, the empty one too, in every read of it
+    assert [owner_of(e.data) for e in world.events.list(run_id, after=after)] == [OWNER, *owners]
+    created = world.events.list(run_id, after=after + 1, resolve_data=ResolveData.NONE)
+    assert [owner_of(e.data) for e in created] == owners
 
 
 def test_an_append_to_flush_later_is_committed_when_it_answers_and_goes_on_after_its_flush(

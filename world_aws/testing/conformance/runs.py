@@ -216,6 +216,31 @@ def test_runs_list_is_newest_first_and_pages_with_a_cursor(world: World, clock: 
     assert seen == list(reversed(made))
 
 
+def test_runs_list_orders_runs_created_at_one_instant_by_id(world: World, clock: ManualClock) -> None:
+    # GIVEN three runs created at the same instant, whose ids do not sort in creation
+    # order (client-minted ids, concurrent starts), and one created a second later
+    workflow = new_id("wf")
+    tied = [f"wrun_{prefix}_{new_id('x')}" for prefix in ("m", "z", "a")]
+    for run_id in tied:
+        write(world, run_id, EventType.RUN_CREATED, data=RunCreatedData(creation(workflow_name=workflow)))
+    clock.advance(1)
+    later = create_run(world, workflow_name=workflow)
+    expected = [later, *sorted(tied, reverse=True)]
+    # WHEN they are listed whole, and a page of one at a time
+    whole = [run.run_id for run in world.runs.list(workflow_name=workflow).runs]
+    paged: list[str] = []
+    cursor = None
+    for _ in range(10):
+        page = world.runs.list(workflow_name=workflow, limit=1, cursor=cursor)
+        paged.extend(run.run_id for run in page.runs)
+        cursor = page.cursor
+        if cursor is None:
+            break
+    # THEN both list newest first, runs of one instant by id (descending), every run once
+    assert whole == expected
+    assert paged == expected
+
+
 def test_runs_list_filters_by_status_and_workflow_name(world: World) -> None:
     workflow, other = new_id("wf"), new_id("wf")
     running = create_run(world, workflow_name=workflow)
