@@ -14,7 +14,7 @@ from typing import cast
 
 import pytest
 
-from world_aws import Workflows
+from world_aws import RetryableError, Workflows
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, RunStatus
@@ -33,7 +33,7 @@ from world_aws.errors import Transient
 from world_aws.local.memory import create_memory_world
 from world_aws.local.reconcile_loop import ReconcilerLoop
 from world_aws.local.stack import local_stack
-from world_aws.runtime.config import ReconcilerConfig
+from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
 from world_aws.runtime.reconciler import Reconciler, bucket_of
 from world_aws.testing.conformance.support import create_run
 
@@ -223,6 +223,96 @@ def test_a_tick_looks_at_no_more_than_its_limit_and_the_next_tick_goes_on(harnes
         woken.append([r.run_id for r in report.woken])
     # THEN successive ticks woke every run once, oldest first, then nothing is left
     assert woken == [runs[:2], runs[2:4], runs[4:], []]
+
+
+def flaky_app(calls: list[int]) -> Workflows:
+    """A step whose first attempt fails (a retry by message, after its backoff), then succeeds."""
+    app = Workflows()
+
+    @app.step(name="rec.flaky")
+    def flaky(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise ValueError("the first attempt fails")
+        return x + 1
+
+    @app.workflow(name="rec.retried")
+    async def retried(x: int) -> int:
+        return await flaky(x)
+
+    return app
+
+
+def tick_every_period(h: Harness, reconciler: Reconciler, seconds: int, period: int = 300) -> None:
+    """The reconciler's schedule for ``seconds``: advance a period, tick, deliver what is visible."""
+    for _ in range(seconds // period):
+        h.advance(period)
+        reconciler.tick()
+        h.drain()
+
+
+@pytest.mark.parametrize("max_inline", [0, 3], ids=["dispatched", "inline"])
+def test_a_run_whose_retry_message_was_lost_is_woken_and_completes(
+    memory_harness: Harness, max_inline: int
+) -> None:
+    # GIVEN a run whose step failed its first attempt (by a step message, or inline) and
+    # whose retry message was deleted unhandled: the step is pending, and the retry's key
+    # is retained (a plain re-publish of it is absorbed for 24 h)
+    h, calls, dropped = memory_harness, list[int](), list[str]()
+    runtime = h.runtime_for(flaky_app(calls), RuntimeConfig(max_inline_steps=max_inline))
+    run_id = runtime.start("rec.retried", 1).run_id
+
+    def drop_the_retry(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, InvokePayload) and payload.step_id is not None and calls and not dropped:
+            dropped.append(delivery.message_id)
+            return Ack()
+        return handle(delivery)
+
+    for _ in range(3):
+        h.drain(intercept=drop_the_retry)
+        h.advance(60)
+    assert dropped and calls == [1] and h.status(run_id) is RunStatus.RUNNING
+    assert h.event_types(run_id)[-1] is EventType.STEP_RETRYING
+    # WHEN the reconciler ticks on its schedule for an hour
+    tick_every_period(h, Reconciler(h.world, CONFIG), 3600)
+    # THEN the run was woken, its step's next attempt ran once, and it completed
+    assert h.status(run_id) is RunStatus.COMPLETED
+    assert runtime.get_run(run_id).result() == 2
+    assert calls == [1, 1]
+    assert reconcile_wakes(h)
+
+
+@pytest.mark.parametrize("max_inline", [0, 3], ids=["dispatched", "inline"])
+def test_a_retry_due_later_is_not_sent_again_by_the_reconciler(
+    memory_harness: Harness, max_inline: int
+) -> None:
+    # GIVEN a run whose step asked to be retried in an hour (its retry message is on its way)
+    h, calls = memory_harness, list[int]()
+    app = Workflows()
+
+    @app.step(name="rec.later")
+    def later(x: int) -> int:
+        calls.append(x)
+        if len(calls) == 1:
+            raise RetryableError("not yet", retry_after=3600)
+        return x + 1
+
+    @app.workflow(name="rec.patient")
+    async def patient(x: int) -> int:
+        return await later(x)
+
+    runtime = h.runtime_for(app, RuntimeConfig(max_inline_steps=max_inline))
+    run_id = runtime.start("rec.patient", 1).run_id
+    h.drain()
+    assert calls == [1] and h.event_types(run_id)[-1] is EventType.STEP_RETRYING
+    # WHEN the reconciler wakes the silent run meanwhile, on its schedule
+    tick_every_period(h, Reconciler(h.world, CONFIG), 2 * 3600)
+    # THEN it was woken, sent no copy of the retry, and the step's second attempt ran once
+    assert reconcile_wakes(h)
+    assert h.status(run_id) is RunStatus.COMPLETED and calls == [1, 1]
+    types = h.event_types(run_id)
+    assert types[types.index(EventType.STEP_RETRYING) :].count(EventType.STEP_STARTED) == 1
 
 
 def test_a_run_idle_on_purpose_is_woken_with_doubling_gaps(memory_harness: Harness) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -42,7 +43,7 @@ from world_aws.errors import Conflict, RetryLater
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.outcomes import append_batches
-from world_aws.runtime.replay import StepRequest
+from world_aws.runtime.replay import RetryingStep, StepRequest
 
 
 def run_context_of(run: Run) -> RunContext:
@@ -101,11 +102,15 @@ class StepDispatcher:
         *,
         redispatch_tag: str | None = None,
         after: int | None = None,
+        retrying: Sequence[RetryingStep] = (),
     ) -> int | None:
         """Create and publish ``new_steps``; re-publish ``undispatched`` ones (idempotent).
 
         ``redispatch_tag`` (a reconciler's wake) re-publishes ``undispatched`` under their key
         plus the tag: a message lost after its send would otherwise keep its key retained.
+        So it does the ``retrying`` steps whose retry message is overdue (``overdue_retries``):
+        nothing else re-publishes a lost retry message of a dispatched step, and an inline
+        step's owner re-publishes under the retry's own key, which a lost message keeps.
         ``after``: where the log ends, if this pass writes nothing but creates.
 
         Returns:
@@ -114,6 +119,8 @@ class StepDispatcher:
         Raises:
             WorldAwsError: the pass failed and must be redone (its message redelivered).
         """
+        if redispatch_tag is not None and retrying:
+            undispatched = [*undispatched, *self.overdue_retries(retrying)]
         appended: list[StepRequest] = []
         rest = new_steps
         if after is not None and new_steps:
@@ -136,6 +143,18 @@ class StepDispatcher:
             if isinstance(result, Exception):
                 raise result
         return after
+
+    def overdue_retries(self, retrying: Sequence[RetryingStep]) -> list[StepRequest]:
+        """The ``retrying`` steps whose retry message should have started them long ago.
+
+        Overdue: due ``inline_lease_seconds`` ago (the queues' visibility timeout, after
+        which a delivery of the message that died before its claim is back). One due later
+        may still come, and a copy of it would start the step beside it (a step message
+        starts a running step): it is left to a later wake.
+        """
+        grace = timedelta(seconds=self._config.inline_lease_seconds)
+        now = self._world.clock.now()
+        return [step.request for step in retrying if step.retry_after + grace <= now]
 
     def _dispatch_resilient(
         self,

@@ -431,7 +431,12 @@ class Orchestrator:
                 events.create(run.run_id, EventRequest(EventType.WAIT_COMPLETED, wait.wait_id))
         # 3. dispatch
         end = self._dispatcher.dispatch(
-            run, new_steps, outcome.undispatched_steps, redispatch_tag=redispatch_tag, after=after
+            run,
+            new_steps,
+            outcome.undispatched_steps,
+            redispatch_tag=redispatch_tag,
+            after=after,
+            retrying=outcome.retrying_steps,
         )
         later = [w for w in outcome.pending_waits if w.resume_at > now]
         self._wake_for(run.run_id, later, now, owner)

@@ -35,6 +35,7 @@ from world_aws.contract.records import (
     StepCompletedData,
     StepCreatedData,
     StepFailedData,
+    StepRetryingData,
     WaitCreatedData,
     owner_of,
 )
@@ -87,6 +88,14 @@ class OwnedStep:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryingStep:
+    """A step whose last attempt failed: its next one waits for a retry message, due at ``retry_after``."""
+
+    request: StepRequest
+    retry_after: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class HookRequest:
     hook_id: str
     token: str
@@ -130,6 +139,7 @@ class Suspended:
     owned_steps: list[OwnedStep] = field(default_factory=list)  # running inline steps (runtime/inline.py)
     new_children: list[ChildRequest] = field(default_factory=list)  # child calls with no hook in the log
     open_children: list[ChildRequest] = field(default_factory=list)  # started, outcome not in the log
+    retrying_steps: list[RetryingStep] = field(default_factory=list)  # waiting for their retry message
 
 
 Outcome = Completed | Failed | Continued | Suspended
@@ -160,6 +170,8 @@ class _LogIndex:
     # Open inline steps: the owner of their latest write, when, and whether it was a retry.
     owners: dict[str, tuple[str, datetime, bool]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)  # starts recorded per step
+    # Steps whose latest event is a step_retrying: when their retry message is due.
+    retry_due: dict[str, datetime] = field(default_factory=dict)
     hooks: dict[str, str] = field(default_factory=dict)
     hooks_disposed: set[str] = field(default_factory=set)
     waits: dict[str, datetime] = field(default_factory=dict)
@@ -182,6 +194,10 @@ class _LogIndex:
     def _add_step_event(self, event: Event, cid: str) -> None:
         etype = event.type
         owner = owner_of(event.data)
+        if isinstance(event.data, StepRetryingData):
+            self.retry_due[cid] = event.data.retry_after or event.created_at
+        else:
+            self.retry_due.pop(cid, None)
         if isinstance(event.data, StepCreatedData):
             self.step_names.setdefault(cid, event.data.step_name or "")
             self.step_inputs.setdefault(cid, event.data.input)
@@ -488,6 +504,7 @@ class Replay:
         new_steps: list[StepRequest] = []
         undispatched: list[StepRequest] = []
         owned: list[OwnedStep] = []
+        to_retry: list[RetryingStep] = []
         for cid, call in list(self._open_steps.items()):
             if call.future.done():
                 del self._open_steps[cid]
@@ -500,6 +517,8 @@ class Replay:
             elif cid in index.owners:
                 owner, since, retrying = index.owners[cid]
                 owned.append(OwnedStep(request, owner, since, index.attempts.get(cid, 1), retrying))
+            if cid in index.retry_due:
+                to_retry.append(RetryingStep(request, index.retry_due[cid]))
         new_hooks = [
             HookRequest(cid, hook.token, hook.metadata)
             for cid, hook in self._hooks.items()
@@ -530,6 +549,7 @@ class Replay:
             owned,
             new_children=new_children,
             open_children=open_children,
+            retrying_steps=to_retry,
         )
 
     def _continued(self, signal: ContinueAsNew) -> Outcome:
