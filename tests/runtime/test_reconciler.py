@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import cast
 
 import pytest
@@ -340,6 +340,46 @@ def test_a_run_idle_on_purpose_is_woken_with_doubling_gaps(memory_harness: Harne
     # AND it completes when its own wake-up comes
     assert h.settle(run_id) is RunStatus.COMPLETED
     assert h.event_types(run_id).count(EventType.WAIT_COMPLETED) == 1
+
+
+def test_a_run_stranded_after_a_long_sleep_is_woken_within_the_threshold(memory_harness: Harness) -> None:
+    # GIVEN a run that sleeps six hours, then runs a step; the reconciler ticks every 5 minutes
+    # and wakes the sleeper with doubling gaps, its mark moved to its next bucket each time
+    app = Workflows()
+
+    @app.step(name="rec.after_nap")
+    def after_nap(x: int) -> int:
+        return x + 1
+
+    @app.workflow(name="rec.napper")
+    async def napper(x: int) -> int:
+        await asyncio.sleep(6 * 3600)
+        return await after_nap(x)
+
+    h, lost_at = memory_harness, list[datetime]()
+    run_id = h.runtime_for(app).start("rec.napper", 1).run_id
+    h.drain()
+
+    def lose_the_step_message(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, InvokePayload) and payload.step_id is not None and not lost_at:
+            lost_at.append(h.clock.now())
+            return Ack()
+        return handle(delivery)
+
+    reconciler, woken = Reconciler(h.world, CONFIG), list[datetime]()
+    # WHEN the sleep ends, its step's message is lost, and the reconciler goes on ticking
+    for _ in range(12 * 12):
+        h.advance(300)
+        woken += [h.clock.now() for _ in reconciler.tick().woken]
+        h.drain(intercept=lose_the_step_message)
+        if h.status(run_id).terminal:
+            break
+    # THEN the stranded run was woken within T and a tick of its last event (the step's create),
+    # not when the bucket its sleep was last woken in ends (about 5 hours later), and completes
+    assert lost_at and h.status(run_id) is RunStatus.COMPLETED
+    first_wake = min(moment for moment in woken if moment > lost_at[0])
+    assert first_wake - lost_at[0] <= timedelta(seconds=AFTER + 2 * 300)
 
 
 @pytest.mark.parametrize(

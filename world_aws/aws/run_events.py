@@ -157,13 +157,15 @@ class RunEvents:
         changes.values.update({":one": 1, ":at": items.epoch_us(now)})
         # Timeline: two transitions race (run_completed vs run_cancelled, or a redelivered
         # run_started): the first write changes the status, the second fails this condition.
-        return self._table.update(
+        run_item = self._table.update(
             keys.run_key(run_id),
             changes.update_expression(),
             condition=changes.condition,
             names=changes.names,
             values=changes.values,
         )
+        self._seq.pull_back_mark(run_id, run_item, now)  # an end removed it: nothing to do
+        return run_item
 
     def _create_started(
         self, run_id: str, request: EventRequest, logged: EventData, now: datetime

@@ -41,7 +41,7 @@ from world_aws.aws.payloads import PayloadReader, PayloadWriter
 from world_aws.contract import rules
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run
 from world_aws.contract.world import BlobStore
-from world_aws.errors import Transient, WorldAwsError
+from world_aws.errors import Throttled, Transient, WorldAwsError
 
 # A reader seals a position only after its grace period, so a writer loses its
 # position to a seal rarely; a few fresh reservations are plenty.
@@ -245,7 +245,36 @@ class Sequencer:
         except ConditionFailed as refused:
             judge(self.run_header(refused.item))
             raise Transient("the run changed while reserving a position; retry") from None
+        self.pull_back_mark(run_id, run_item, now)
         return int(run_item["seq"]), run_item
+
+    def pull_back_mark(self, run_id: str, run_item: Item, now: datetime) -> None:
+        """Bring the run's reconcile mark back to ``now`` if it is later (the live index, ``live_index``).
+
+        The reconciler moves a silent run's mark to when its next wake is due, up to a day
+        ahead. A run that progresses before then and goes silent again must be looked at
+        ``after_seconds`` after that progress, as any run is, not when the old silence's next
+        wake would have been. ``run_item`` is the reservation's image, so a run whose mark is
+        not ahead (every run but one just woken by the reconciler) pays nothing; one whose
+        mark is ahead pays one conditional ``UpdateItem`` (and its index entry), once. Best
+        effort: the event is not refused for it, and without it the run is looked at late.
+        """
+        seen = run_item.get(keys.LIVE_SK)
+        due = keys.live_sk(items.iso(now), run_id)
+        if seen is None or str(seen) <= due:
+            return
+        try:
+            # Timeline: the run's end removes live_sk, and the reconciler may move the mark
+            # meanwhile: either makes this condition fail, and that write stands.
+            self.table.update(
+                keys.run_key(run_id),
+                f"SET {keys.LIVE_SK} = :due",
+                condition=f"{keys.LIVE_SK} = :seen",
+                values={":due": due, ":seen": seen},
+                return_values="NONE",
+            )
+        except (ConditionFailed, Throttled, Transient):
+            pass
 
     def take_positions_action(
         self,

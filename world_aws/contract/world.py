@@ -225,6 +225,10 @@ class RunStore(Protocol):
     def mark_live(self, run_id: str, *, mark: datetime) -> bool:
         """Set the reconcile mark of a non-terminal run, entering it in the live index if it is not.
 
+        A mark later than the run's progress comes back to it when the run next takes a
+        position (at least through ``events.create``): the reconciler's look at a run it
+        pushed to its next wake is then ``after_seconds`` after the run's new progress.
+
         ``False`` (no write) if the run ended or is missing: an ended run never enters
         the index, even when this races its terminal transition.
         """

@@ -165,6 +165,8 @@ class MemoryEventStore:
             data=own_data(data),
         )
         record.events.append(event)
+        if record.mark is not None and record.mark > now:
+            record.mark = now  # a reconcile mark past the run's progress comes back to it
         self._stats.incr(Stat.EVENTS_APPENDED)
         return event
 

@@ -3,7 +3,8 @@
 What the reconciler relies on: a run is not in the index at its creation; a
 sweep reads every run once, in creation order, from a cursor the World keeps,
 and marks those still going at their last progress (the time of their last
-event); a mark moves only when told; an ended run leaves the index in the write
+event); a mark moves only when told, or back to the run's progress when the run
+takes a position before it; an ended run leaves the index in the write
 that ends it, is never listed and cannot be marked back in.
 """
 
@@ -215,6 +216,29 @@ def test_marking_a_run_moves_it_past_the_bound_and_keeps_its_progress(
     later = world.runs.list_live(marked_before=ahead + timedelta(seconds=1), limit=10)
     assert [(run.run_id, run.mark) for run in later][-1] == (older, ahead)
     assert later[-1].progress_at == progress
+
+
+def test_a_runs_next_event_pulls_back_a_mark_set_past_it(world: World, clock: ManualClock) -> None:
+    # GIVEN a live run whose mark was moved five hours ahead (the reconciler woke it while it
+    # was silent, and looks again when its next wake is due)
+    run_id = create_run(world)
+    clock.advance(60)
+    world.runs.sweep_created(created_before=clock.now(), limit=10)
+    assert world.runs.mark_live(run_id, mark=clock.now() + timedelta(hours=5)) is True
+    # WHEN the run takes a position before that mark
+    clock.advance(60)
+    moved = clock.now()
+    create_step(world, run_id)
+    # THEN its mark is that event's time: it is looked at T after it, as after any progress
+    clock.advance(1)
+    (live,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert (live.run_id, live.mark, live.progress_at) == (run_id, moved, moved)
+    # AND a mark before the run's progress is left where it is
+    assert world.runs.mark_live(run_id, mark=moved - timedelta(minutes=1)) is True
+    clock.advance(1)
+    create_step(world, run_id)
+    (live,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert live.mark == moved - timedelta(minutes=1)
 
 
 def test_marking_a_missing_run_is_false(world: World, clock: ManualClock) -> None:
