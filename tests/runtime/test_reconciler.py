@@ -382,6 +382,51 @@ def test_a_run_stranded_after_a_long_sleep_is_woken_within_the_threshold(memory_
     assert first_wake - lost_at[0] <= timedelta(seconds=AFTER + 2 * 300)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a sleeper's wakes follow its silence's doubling buckets (20, 40, 80, 160, 320, 640 min): "
+        "its wake-up lost at 360 min is found at the 640-min bucket. Closing it needs the "
+        "reconciler's next look to know the run's earliest due wait (a mark no later than it, "
+        "set by the woken pass without racing the reconciler's own mark): a contract change"
+    ),
+)
+def test_a_sleepers_lost_wake_up_is_repaired_within_the_threshold_of_its_due_time(
+    memory_harness: Harness,
+) -> None:
+    # GIVEN a run sleeping six hours, woken by the reconciler with doubling gaps meanwhile
+    app = Workflows()
+
+    @app.workflow(name="rec.sleeps_6h")
+    async def sleeps() -> str:
+        await asyncio.sleep(6 * 3600)
+        return "rested"
+
+    h, lost_at = memory_harness, list[datetime]()
+    run_id = h.runtime_for(app).start("rec.sleeps_6h").run_id
+    h.drain()
+
+    def lose_the_wake_up(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, InvokePayload) and payload.wakes is not None and not lost_at:
+            lost_at.append(h.clock.now())
+            return Ack()
+        return handle(delivery)
+
+    reconciler = Reconciler(h.world, CONFIG)
+    # WHEN its wake-up is lost when due, and the reconciler ticks every 5 minutes
+    for _ in range(12 * 12):
+        h.advance(300)
+        reconciler.tick()
+        h.drain(intercept=lose_the_wake_up)
+        if h.status(run_id).terminal:
+            break
+    # THEN the run completes within T and a tick or two of its wake-up's due time
+    assert lost_at and h.status(run_id) is RunStatus.COMPLETED
+    (completed,) = [e for e in h.events(run_id) if e.type is EventType.RUN_COMPLETED]
+    assert completed.created_at - lost_at[0] <= timedelta(seconds=AFTER + 2 * 300)
+
+
 @pytest.mark.parametrize(
     ("idle_minutes", "expected"),
     [(10, (0, 10, 20)), (19, (0, 10, 20)), (20, (1, 20, 40)), (79, (2, 40, 80)), (160, (4, 160, 320))],
