@@ -35,7 +35,7 @@ from world_aws.contract.world import (
     Redeliver,
     World,
 )
-from world_aws.errors import BadInput, Conflict, NotFound
+from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
@@ -250,14 +250,19 @@ class Runtime:
         payload = checked_payload(self.app.hook_type, declared, payload, hook_type)
         data = self.app.serializer.dumps(payload, context="a hook payload", payload=Payload.HOOK_PAYLOAD)
         resume_id = resume_id or f"resume_{ids.new_ulid()}"
-        self.world.events.create(
-            hook.run_id,
-            EventRequest(
-                EventType.HOOK_RECEIVED,
-                hook.hook_id,
-                HookReceivedData(token=token, payload=data, resume_id=resume_id),
-            ),
-        )
+        try:
+            self.world.events.create(
+                hook.run_id,
+                EventRequest(
+                    EventType.HOOK_RECEIVED,
+                    hook.hook_id,
+                    HookReceivedData(token=token, payload=data, resume_id=resume_id),
+                ),
+            )
+        except RunExpired:
+            # The run ended since the hook was read: its hooks went with it, as a resume
+            # that came after the end is told.
+            raise NotFound(f"no live hook holds token {token!r}") from None
         # The payload is recorded: the run must hear of it. Retry the wake-up here
         # before giving the caller an error to retry with.
         retry_in_process(
