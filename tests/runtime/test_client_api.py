@@ -8,8 +8,9 @@ import pytest
 
 from world_aws import NotFound, SerializationError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunCancelledData, RunStatus
-from world_aws.errors import ResultTimeout
+from world_aws.errors import ResultTimeout, Transient
 from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call
 
 
 def waiting_app() -> Workflows:
@@ -44,6 +45,29 @@ def test_result_of_a_running_run_times_out(harness: Harness) -> None:
     # WHEN a client asks for its result without waiting THEN it times out, naming the status
     with pytest.raises(ResultTimeout, match="still running"):
         handle.result(timeout=0)
+
+
+def test_result_of_a_run_whose_run_created_failed_waits_for_the_first_message_to_create_it(
+    harness: Harness,
+) -> None:
+    # GIVEN a start whose run_created fails transiently (tolerated: its first message creates
+    # the run, SPEC 6.1), and that message not handled yet
+    def run_created(call: Call) -> bool:
+        return getattr(call.detail, "type", None) is EventType.RUN_CREATED
+
+    harness.spy.inject("events.create", Transient("DynamoDB 500"), match=run_created)
+    runtime = harness.runtime_for(waiting_app())
+    handle = runtime.start("wait_for_ok", "e")
+    # WHEN the caller waits for its result meanwhile
+    # THEN the run is still to come (a timeout naming it pending), not NotFound: the handle
+    # start() returned names a run that exists as soon as its first message is handled
+    with pytest.raises(ResultTimeout, match="still pending"):
+        handle.result(timeout=0.05)
+    # AND once the message is handled the same handle gives the run's result
+    assert harness.settle(handle) is RunStatus.RUNNING
+    runtime.resume_hook("ok:e", "fine")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=1) == "fine"
 
 
 def test_cancel_records_the_reason_given(harness: Harness) -> None:

@@ -176,7 +176,7 @@ class Runtime:
         created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
         if isinstance(created, Conflict) and idempotency_key and compare:
             self._check_same_start(run_id, idempotency_key, creation)
-        return RunHandle(self.world, self.app.serializer, run_id)
+        return RunHandle(self.world, self.app.serializer, run_id, started=True)
 
     def _check_same_start(self, run_id: str, idempotency_key: str, creation: RunCreation) -> None:
         """A start whose key names an existing run must ask for the same workflow and input.
