@@ -8,7 +8,7 @@ import pytest
 
 from world_aws import NotFound, SerializationError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunCancelledData, RunStatus
-from world_aws.errors import ResultTimeout, Transient
+from world_aws.errors import BadInput, ResultTimeout, Transient
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
 
@@ -68,6 +68,23 @@ def test_result_of_a_run_whose_run_created_failed_waits_for_the_first_message_to
     runtime.resume_hook("ok:e", "fine")
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=1) == "fine"
+
+
+def test_a_start_with_a_reserved_attribute_is_refused_and_touches_no_other_run(harness: Harness) -> None:
+    # GIVEN a run waiting on its hook
+    runtime = harness.runtime_for(waiting_app())
+    waiting = runtime.start("wait_for_ok", "f")
+    harness.settle(waiting)
+    log = harness.event_types(waiting.run_id)
+    # WHEN a client starts another run naming it as its parent ("$" attributes are the
+    # runtime's own, SPEC 2.1: a run with "$parent_run_id" writes its call's hook and its
+    # outcome into that run's log)
+    forged = {"$parent_run_id": waiting.run_id, "$parent_call_id": "child_forged_1"}
+    # THEN the start is refused naming the attribute, and the waiting run's log is untouched
+    with pytest.raises(BadInput, match=r"\$parent_run_id"):
+        runtime.start("wait_for_ok", "g", attributes=forged)
+    harness.settle()
+    assert harness.event_types(waiting.run_id) == log
 
 
 def test_cancel_records_the_reason_given(harness: Harness) -> None:

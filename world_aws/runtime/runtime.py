@@ -25,6 +25,7 @@ from world_aws.contract.records import (
     RunStartedData,
     RunStatus,
 )
+from world_aws.contract.rules import RESERVED_ATTRIBUTE_PREFIX
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import (
     SPEC_VERSION_CURRENT,
@@ -106,7 +107,8 @@ class Runtime:
         """Start a run of ``workflow``; the same ``idempotency_key`` returns the same run.
 
         Raises:
-            BadInput: unknown workflow, arguments that do not bind or do not serialize.
+            BadInput: unknown workflow, arguments that do not bind or do not serialize, an
+                attribute whose name starts with ``$`` (reserved).
             WorldAwsError: the first message could not be published.
         """
         return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=True)
@@ -141,6 +143,14 @@ class Runtime:
         *,
         compare: bool,
     ) -> RunHandle:
+        reserved = sorted(k for k in attributes or {} if k.startswith(RESERVED_ATTRIBUTE_PREFIX))
+        if reserved:
+            # The runtime's own links ($parent_run_id, $continued_from, ...): a run started with
+            # them would write its hook and its outcome into the run they name.
+            raise BadInput(
+                f"attributes: {', '.join(reserved)}: names starting with "
+                f"{RESERVED_ATTRIBUTE_PREFIX!r} are reserved (SPEC §2.1)"
+            )
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(args, kwargs)
         data = self.app.serializer.dumps(
