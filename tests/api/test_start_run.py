@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from world_aws.contract.records import RunStatus
+from world_aws.errors import Transient
 
 from .conftest import Api
 
@@ -38,6 +39,26 @@ def test_post_runs_with_the_same_idempotency_key_names_the_same_run(api: Api) ->
     assert first.body["run_id"] == second.body["run_id"]
     assert second.body["status"] == "completed"
     assert len(api.world.runs.list().runs) == 1
+
+
+def test_a_started_run_is_a_201_even_when_reading_its_status_back_fails(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN a backend whose run reads fail for a moment (the start's own writes go through)
+    def busy(*_args: Any, **_kwargs: Any) -> Any:
+        raise Transient("DynamoDB 500")
+
+    monkeypatch.setattr(api.world.runs, "get", busy)
+    # WHEN a run is started without an idempotency key
+    answer = api.call("POST", "/runs", body={"workflow": "greet", "args": ["cy"]})
+    # THEN the answer names the started run: not a 503 "try again", whose retry would
+    # start a second run (a start without a key names a new run each time)
+    assert answer.status == 201, answer.body
+    assert answer.body == {"run_id": answer.body["run_id"], "status": "pending"}
+    monkeypatch.undo()
+    assert [run.run_id for run in api.world.runs.list().runs] == [answer.body["run_id"]]
+    api.drain()
+    assert api.runtime.get_run(answer.body["run_id"]).status() is RunStatus.COMPLETED
 
 
 def test_post_runs_with_a_used_key_and_other_arguments_is_a_409_naming_the_run(api: Api) -> None:

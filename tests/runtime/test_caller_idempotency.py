@@ -102,6 +102,48 @@ def test_a_resume_whose_answer_was_lost_is_not_delivered_twice(harness: Harness)
     assert handle.result(timeout=0) == ["alice", "carol"]
 
 
+def approval_app() -> Workflows:
+    app = Workflows()
+
+    @app.workflow(name="ci.approve")
+    async def approve(order: str) -> str:
+        decision: str = await create_hook(token=f"ok:{order}")
+        return f"{order}:{decision}"
+
+    return app
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a resume is found by its token, and a token is released when its hook is disposed or "
+    "its run ends: the retry cannot name the run whose log holds its resume id (SPEC 6.2 dedups "
+    "per (run, resume_id)); a fix needs a World read of a token's last holder",
+)
+def test_a_resume_retried_after_its_run_used_the_payload_and_ended_is_still_a_success(
+    harness: Harness,
+) -> None:
+    # GIVEN a run waiting on one payload, and a resume whose hook_received lands while its
+    # answer is lost (a timeout)
+    runtime = harness.runtime_for(approval_app())
+    handle = runtime.start("ci.approve", "o-1")
+    assert harness.settle(handle) is RunStatus.RUNNING
+
+    def receives(call: Call) -> bool:
+        return getattr(call.detail, "type", None) is EventType.HOOK_RECEIVED
+
+    harness.spy.inject("events.create", Transient("timed out"), match=receives, after=True)
+    with pytest.raises(Transient):
+        runtime.resume_hook("ok:o-1", "yes", resume_id="req-1")
+    # AND the run, woken by the reconciler or any message, uses the payload and completes
+    runtime.orchestrator.wake(handle.run_id, delay_seconds=0, key=None)
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # WHEN the caller retries with the same resume id, as it was told to
+    # THEN the retry is answered as the first resume was recorded: a success, the payload once
+    # (today it is NotFound: the caller is told its payload reached no hook)
+    assert runtime.resume_hook("ok:o-1", "yes", resume_id="req-1") == "req-1"
+    assert received_payloads(harness, handle.run_id) == [runtime.app.serializer.dumps("yes")]
+
+
 @pytest.mark.parametrize("resume_id", ["", "has space", "x" * 201, "tab\there"])
 def test_an_unusable_resume_id_is_refused_before_anything_is_written(
     memory_harness: Harness, resume_id: str

@@ -8,8 +8,9 @@ import pytest
 
 from world_aws import NotFound, SerializationError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunCancelledData, RunStatus
-from world_aws.errors import ResultTimeout
+from world_aws.errors import BadInput, ResultTimeout, Transient
 from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call
 
 
 def waiting_app() -> Workflows:
@@ -44,6 +45,46 @@ def test_result_of_a_running_run_times_out(harness: Harness) -> None:
     # WHEN a client asks for its result without waiting THEN it times out, naming the status
     with pytest.raises(ResultTimeout, match="still running"):
         handle.result(timeout=0)
+
+
+def test_result_of_a_run_whose_run_created_failed_waits_for_the_first_message_to_create_it(
+    harness: Harness,
+) -> None:
+    # GIVEN a start whose run_created fails transiently (tolerated: its first message creates
+    # the run, SPEC 6.1), and that message not handled yet
+    def run_created(call: Call) -> bool:
+        return getattr(call.detail, "type", None) is EventType.RUN_CREATED
+
+    harness.spy.inject("events.create", Transient("DynamoDB 500"), match=run_created)
+    runtime = harness.runtime_for(waiting_app())
+    handle = runtime.start("wait_for_ok", "e")
+    # WHEN the caller waits for its result meanwhile
+    # THEN the run is still to come (a timeout naming it pending), not NotFound: the handle
+    # start() returned names a run that exists as soon as its first message is handled
+    with pytest.raises(ResultTimeout, match="still pending"):
+        handle.result(timeout=0.05)
+    # AND once the message is handled the same handle gives the run's result
+    assert harness.settle(handle) is RunStatus.RUNNING
+    runtime.resume_hook("ok:e", "fine")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=1) == "fine"
+
+
+def test_a_start_with_a_reserved_attribute_is_refused_and_touches_no_other_run(harness: Harness) -> None:
+    # GIVEN a run waiting on its hook
+    runtime = harness.runtime_for(waiting_app())
+    waiting = runtime.start("wait_for_ok", "f")
+    harness.settle(waiting)
+    log = harness.event_types(waiting.run_id)
+    # WHEN a client starts another run naming it as its parent ("$" attributes are the
+    # runtime's own, SPEC 2.1: a run with "$parent_run_id" writes its call's hook and its
+    # outcome into that run's log)
+    forged = {"$parent_run_id": waiting.run_id, "$parent_call_id": "child_forged_1"}
+    # THEN the start is refused naming the attribute, and the waiting run's log is untouched
+    with pytest.raises(BadInput, match=r"\$parent_run_id"):
+        runtime.start("wait_for_ok", "g", attributes=forged)
+    harness.settle()
+    assert harness.event_types(waiting.run_id) == log
 
 
 def test_cancel_records_the_reason_given(harness: Harness) -> None:

@@ -6,14 +6,19 @@ import itertools
 
 import pytest
 
-from world_aws import ContinuedAsNew, Workflows, continue_as_new
+from world_aws import ContinuedAsNew, Workflows, continue_as_new, create_hook
+from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.runtime.chain import CONTINUED_FROM, ERROR_CODE_EVENT_LIMIT
+from world_aws.contract.transport import decode_payload
+from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Redeliver
+from world_aws.errors import Transient
+from world_aws.runtime.chain import CONTINUED_FROM, ERROR_CODE_EVENT_LIMIT, next_run_id
 from world_aws.runtime.children import ROOT_RUN_ID
 from world_aws.runtime.config import RuntimeConfig
 
 from .failures import failure_of
 from .harness import Harness
+from .spy import Call
 from .test_stranding import Crash, survive_crashes
 
 
@@ -127,3 +132,64 @@ def test_the_event_limit_comes_from_the_environment() -> None:
 def test_continue_as_new_outside_a_workflow_is_refused() -> None:
     with pytest.raises(RuntimeError, match="inside a workflow"):
         continue_as_new(1)
+
+
+def inbox_app() -> Workflows:
+    """A mailbox that continues as new after each payload, awaiting every one on the same token."""
+    app = Workflows()
+
+    @app.workflow(name="can.inbox")
+    async def inbox(total: int) -> int:
+        got: int = await create_hook(token="can-inbox")
+        if total + got >= 2:
+            return total + got
+        continue_as_new(total + got)
+
+    return app
+
+
+def test_the_next_run_gets_the_token_its_predecessor_held_even_when_it_comes_first(
+    harness: Harness,
+) -> None:
+    # GIVEN a mailbox run waiting on its hook, whose continuation will start the next run
+    # and then fail to write its own run_completed once (a timeout): its message comes
+    # back later (after SQS's visibility timeout), so the next run's first delivery comes
+    # first, while the link is still running (a run's end releases its hooks)
+    runtime = harness.runtime_for(inbox_app())
+    handle = runtime.start("can.inbox", 0)
+    harness.settle()
+    second = next_run_id(handle.run_id)
+
+    def link_end(call: Call) -> bool:
+        return getattr(call.detail, "type", None) is EventType.RUN_COMPLETED and call.run_id == handle.run_id
+
+    faults = [
+        harness.spy.inject("events.create", Transient("timed out"), match=link_end),
+        harness.spy.inject("events.append_after", Transient("timed out"), match=link_end),
+    ]
+    link_when_next_came: list[RunStatus] = []
+
+    def next_run_first(delivery: Delivery, handle_message: MessageHandler) -> HandlerResult:
+        # Any message of the link after the timeout (its redelivery, or a hand-on) waits
+        # for the next run's first delivery.
+        payload = decode_payload(delivery.body)
+        run_id = payload.run_id if isinstance(payload, InvokePayload) else None
+        if run_id == second and not link_when_next_came:
+            link_when_next_came.append(harness.status(handle.run_id))
+        if run_id == handle.run_id and any(f.fired for f in faults) and not link_when_next_came:
+            return Redeliver(30.0)
+        return handle_message(delivery)
+
+    # WHEN the mailbox gets a payload and the queues settle
+    runtime.resume_hook("can-inbox", 1)
+    harness.settle(intercept=next_run_first)
+    # THEN the next run came while the link was running; the link completed and the next
+    # run waits on the same token (no hook_conflict)
+    assert link_when_next_came == [RunStatus.RUNNING]
+    assert harness.status(handle.run_id) is RunStatus.COMPLETED
+    assert harness.status(second) is RunStatus.RUNNING
+    assert EventType.HOOK_CONFLICT not in harness.event_types(second)
+    # AND the next payload reaches it and ends the chain with the total
+    runtime.resume_hook("can-inbox", 1)
+    assert harness.settle(second) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == 2

@@ -14,7 +14,9 @@ import pytest
 from world_aws import NotFound, RunCancelledError, Workflows, create_hook, sleep
 from world_aws.contract.records import EventRequest, EventType, HookReceivedData, RunStatus, WaitCreatedData
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.runtime.handle import RunHandle
 from world_aws.testing.harness import Harness
+from world_aws.testing.spy import Call
 
 DAY = 86_400.0
 
@@ -140,6 +142,29 @@ def test_hook_resumed_three_times_delivers_each_payload_once_in_order(harness: H
     # AND once the run ended its token is free: a late resume is NotFound
     with pytest.raises(NotFound):
         runtime.resume_hook(token, "late")
+
+
+def test_a_resume_that_loses_the_race_with_its_runs_end_is_not_found(harness: Harness) -> None:
+    # GIVEN a run waiting on its hook, and a caller whose resume finds the hook live but
+    # whose payload is written only after the run was cancelled
+    runtime = harness.runtime_for(approvals_app())
+    handle = runtime.start("approvals", "doc-9")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    elsewhere = RunHandle(harness.world, runtime.app.serializer, handle.run_id)
+
+    def cancel_first(call: Call) -> bool:
+        if getattr(call.detail, "type", None) is EventType.HOOK_RECEIVED:
+            elsewhere.cancel("by an operator")
+        return False
+
+    harness.spy.inject("events.create", RuntimeError("unused"), match=cancel_first)
+    # WHEN the caller resumes it
+    # THEN it is told what a resume after the end is told: no live hook holds the token
+    # (NotFound, a 404; not RunExpired, a 410 the API does not document), and nothing landed
+    with pytest.raises(NotFound, match="approve:doc-9"):
+        runtime.resume_hook("approve:doc-9", "legal")
+    assert harness.status(handle.run_id) is RunStatus.CANCELLED
+    assert EventType.HOOK_RECEIVED not in harness.event_types(handle.run_id)
 
 
 def test_resume_of_an_unknown_token_is_not_found_and_writes_nothing(harness: Harness) -> None:

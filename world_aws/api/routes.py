@@ -35,7 +35,7 @@ from world_aws.api.models import (
 from world_aws.api.schedule_routes import list_schedules
 from world_aws.api.stream_route import read_stream
 from world_aws.contract.records import Event, ResolveData, RunStatus
-from world_aws.errors import BadInput, Conflict, NotFound, UnknownWorkflow
+from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, UnknownWorkflow
 from world_aws.runtime.runtime import Runtime
 
 # Keyword names Runtime.start() takes for itself: a workflow argument of that name cannot pass.
@@ -62,6 +62,10 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
         status = handle.status()
     except NotFound:
         status = RunStatus.PENDING  # run_created may land later (resilient start, SPEC §6.1)
+    except RetryLater:
+        # The run is started: a failed read of its status must not answer "try again", whose
+        # retry would start a second run when the start has no idempotency key.
+        status = RunStatus.PENDING
     started = StartedRun(run_id=handle.run_id, status=status)
     return json_response(201, _dump(started), headers={"location": f"/runs/{handle.run_id}"})
 

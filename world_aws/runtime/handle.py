@@ -9,7 +9,7 @@ from typing import Any
 from world_aws.contract.records import Event, ResolveData, Run, RunStatus
 from world_aws.contract.streams import DEFAULT_STREAM
 from world_aws.contract.world import World
-from world_aws.errors import ResultTimeout, RunCancelledError, WorkflowFailedError
+from world_aws.errors import NotFound, ResultTimeout, RunCancelledError, WorkflowFailedError
 from world_aws.runtime.chain import ContinuedAsNew
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.serde import Serializer, decode_error
@@ -20,10 +20,14 @@ POLL_MAX_SECONDS = 0.5
 
 
 class RunHandle:
-    def __init__(self, world: World, serializer: Serializer, run_id: str) -> None:
+    def __init__(self, world: World, serializer: Serializer, run_id: str, *, started: bool = False) -> None:
+        """``started``: the run was started (by ``start()``, or as a chain's next run), so a
+        read that does not find it finds it still to come: its ``run_created`` may have failed,
+        and its first message creates it (resilient start, SPEC §6.1)."""
         self._world = world
         self._serializer = serializer
         self.run_id = run_id
+        self._started = started
 
     def __repr__(self) -> str:
         return f"RunHandle({self.run_id!r})"
@@ -43,15 +47,21 @@ class RunHandle:
 
         Raises:
             ResultTimeout: ``timeout`` seconds passed first.
+            NotFound: no such run (a handle that ``start()`` did not return).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         interval = POLL_MIN_SECONDS
         while True:
-            run = self.run(resolve_data=ResolveData.NONE)
-            if run.status.terminal:
+            try:
+                status = self.run(resolve_data=ResolveData.NONE).status
+            except NotFound:
+                if not self._started:
+                    raise
+                status = RunStatus.PENDING  # its first message has not created it yet
+            if status.terminal:
                 return self.run()
             if deadline is not None and time.monotonic() >= deadline:
-                raise ResultTimeout(f"run {self.run_id} is still {run.status.value} after {timeout}s")
+                raise ResultTimeout(f"run {self.run_id} is still {status.value} after {timeout}s")
             time.sleep(interval)
             interval = min(POLL_MAX_SECONDS, interval * 1.5)
 
@@ -70,7 +80,7 @@ class RunHandle:
         if run.status is RunStatus.COMPLETED:
             value = self._serializer.loads(run.output or b"")
             if isinstance(value, ContinuedAsNew):  # follow the chain to its last run
-                return RunHandle(self._world, self._serializer, value.run_id).result(timeout)
+                return RunHandle(self._world, self._serializer, value.run_id, started=True).result(timeout)
             return value
         if run.status is RunStatus.CANCELLED:
             raise RunCancelledError(self.run_id)

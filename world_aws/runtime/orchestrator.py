@@ -137,6 +137,11 @@ class Orchestrator:
                     start_run(self._world, run.run_id, start)
                     start = None
                 if isinstance(outcome, Continued):
+                    # The next run may create hooks with this run's tokens, and its first
+                    # delivery may come before this run's end releases them (a hook_conflict
+                    # there): free them before it exists.
+                    for hook_id in replay.live_hooks():
+                        self._dispose(run.run_id, hook_id)
                     output = self.lineage.continue_as_new(run, outcome.input)
                     completed = EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=output))
                     self._end(run.run_id, completed, tell_parent=False)  # the chain's last run tells it

@@ -324,6 +324,11 @@ class Replay:
         except SerializationError as err:
             return Failed(encode_error(err), ERROR_CODE_SERIALIZATION)
 
+    def live_hooks(self) -> list[str]:
+        """The ids of this run's hooks whose create the log holds and whose disposal it does not."""
+        index = self._index
+        return [cid for cid in self._hooks if cid in index.hooks and cid not in index.hooks_disposed]
+
     def close(self) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()

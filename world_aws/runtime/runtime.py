@@ -25,6 +25,7 @@ from world_aws.contract.records import (
     RunStartedData,
     RunStatus,
 )
+from world_aws.contract.rules import RESERVED_ATTRIBUTE_PREFIX
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import (
     SPEC_VERSION_CURRENT,
@@ -35,7 +36,7 @@ from world_aws.contract.world import (
     Redeliver,
     World,
 )
-from world_aws.errors import BadInput, Conflict, NotFound
+from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
@@ -106,7 +107,8 @@ class Runtime:
         """Start a run of ``workflow``; the same ``idempotency_key`` returns the same run.
 
         Raises:
-            BadInput: unknown workflow, arguments that do not bind or do not serialize.
+            BadInput: unknown workflow, arguments that do not bind or do not serialize, an
+                attribute whose name starts with ``$`` (reserved).
             WorldAwsError: the first message could not be published.
         """
         return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=True)
@@ -141,6 +143,14 @@ class Runtime:
         *,
         compare: bool,
     ) -> RunHandle:
+        reserved = sorted(k for k in attributes or {} if k.startswith(RESERVED_ATTRIBUTE_PREFIX))
+        if reserved:
+            # The runtime's own links ($parent_run_id, $continued_from, ...): a run started with
+            # them would write its hook and its outcome into the run they name.
+            raise BadInput(
+                f"attributes: {', '.join(reserved)}: names starting with "
+                f"{RESERVED_ATTRIBUTE_PREFIX!r} are reserved (SPEC §2.1)"
+            )
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(args, kwargs)
         data = self.app.serializer.dumps(
@@ -176,7 +186,7 @@ class Runtime:
         created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
         if isinstance(created, Conflict) and idempotency_key and compare:
             self._check_same_start(run_id, idempotency_key, creation)
-        return RunHandle(self.world, self.app.serializer, run_id)
+        return RunHandle(self.world, self.app.serializer, run_id, started=True)
 
     def _check_same_start(self, run_id: str, idempotency_key: str, creation: RunCreation) -> None:
         """A start whose key names an existing run must ask for the same workflow and input.
@@ -250,14 +260,19 @@ class Runtime:
         payload = checked_payload(self.app.hook_type, declared, payload, hook_type)
         data = self.app.serializer.dumps(payload, context="a hook payload", payload=Payload.HOOK_PAYLOAD)
         resume_id = resume_id or f"resume_{ids.new_ulid()}"
-        self.world.events.create(
-            hook.run_id,
-            EventRequest(
-                EventType.HOOK_RECEIVED,
-                hook.hook_id,
-                HookReceivedData(token=token, payload=data, resume_id=resume_id),
-            ),
-        )
+        try:
+            self.world.events.create(
+                hook.run_id,
+                EventRequest(
+                    EventType.HOOK_RECEIVED,
+                    hook.hook_id,
+                    HookReceivedData(token=token, payload=data, resume_id=resume_id),
+                ),
+            )
+        except RunExpired:
+            # The run ended since the hook was read: its hooks went with it, as a resume
+            # that came after the end is told.
+            raise NotFound(f"no live hook holds token {token!r}") from None
         # The payload is recorded: the run must hear of it. Retry the wake-up here
         # before giving the caller an error to retry with.
         retry_in_process(
