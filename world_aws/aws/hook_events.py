@@ -8,7 +8,8 @@ The token item (``token#<token>``) makes tokens unique among live hooks. If the 
 
 * by a live hook (its run not terminal, its hook not disposed): the reserved
   position gets a ``hook_conflict`` event (token, conflicting run id) instead,
-  and that is the answer (SPEC §3; no error). +1 read, +1 write;
+  committed with a tombstone of the hook id (its item, disposed, no token), and that
+  is the answer (SPEC §3; no error). +1 read, +1 transaction;
 * by a dead holder (its run ended or its hook is gone, and the cleanup that
   should have freed the token was lost): the token is taken over, conditioned
   on the old holder still being the one named in it. +1 read, +1 transaction.
@@ -127,7 +128,7 @@ class HookEvents:
                         break
                     holder = self._judge_created(request, run_item, position, cancelled, now)
                     if holder is not None and self._holder_live(holder):
-                        return self._conflict(run_id, request, position, holder, now)
+                        return self._conflict(run_id, request, position, holder, hook, run_item, now)
                     takeover[:] = [holder] if holder is not None else []
                     cancelled = self._seq.commit(run_id, position, build(position, run_item), now)
             except PositionTaken:
@@ -178,13 +179,36 @@ class HookEvents:
         )
 
     def _conflict(
-        self, run_id: str, request: EventRequest, position: int, holder: Item, now: datetime
+        self,
+        run_id: str,
+        request: EventRequest,
+        position: int,
+        holder: Item,
+        hook: Hook,
+        run_item: Item,
+        now: datetime,
     ) -> EventResult:
+        """Commit ``hook_conflict`` at the reserved position, with the hook id's tombstone.
+
+        The tombstone (the hook item, disposed, holding no token) keeps the id taken, as a
+        disposed hook's item does: a later create of it (a pass that replayed the log before
+        the conflict, once the holder freed the token) is a duplicate, not a hook its
+        workflow was told it does not have. A conflict is rare: its commit is a transaction.
+        """
         token = request.data_as(HookCreatedData).token
         data = HookConflictData(token=token, conflicting_run_id=str(holder["run_id"]))
         event = Event(run_id, position, EventType.HOOK_CONFLICT, request.correlation_id, now, data)
-        action = self._seq.item_put(items.event_item(event, PayloadWriter(self._blobs)))
-        if self._seq.commit(run_id, position, [action], now) is not None:
+        writer = PayloadWriter(self._blobs)
+        tombstone = {**items.hook_item(hook, writer, position=position), "disposed_at": items.iso(now)}
+        actions = [
+            self._seq.item_put(items.event_item(event, writer)),
+            self._table.put_action(tombstone, condition="attribute_not_exists(sk)", name=plans.ENTITY),
+        ]
+        cancelled = self._seq.commit(run_id, position, actions, now)
+        if cancelled is not None:
+            # The id was created meanwhile (a racing create of it committed first).
+            self._seq.seal_noop(run_id, position, now)
+            rules.judge_child_create(request, self._seq.run_header(run_item), cancelled.item_of(plans.ENTITY))
             raise Transient("hook_conflict could not be written; retry")  # pragma: no cover
         return EventResult(event=event)
 

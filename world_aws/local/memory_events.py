@@ -244,6 +244,7 @@ class MemoryEventStore:
         holder = self._state.tokens.get(token)
         if holder is not None:
             conflict = HookConflictData(token=token, conflicting_run_id=holder[0])
+            record.hook_ids.add(hook_id)  # the id is taken: a later create of it is a duplicate
             return EventResult(event=self._append(record, EventType.HOOK_CONFLICT, hook_id, conflict, now))
         hook = rules.apply_hook_event(request, record.run.run_id, None, now)
         record.hooks[hook_id] = hook

@@ -74,15 +74,6 @@ def test_hook_token_taken_yields_hook_conflict_event(world: World) -> None:
     assert world.hooks.list(other) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a hook_conflict leaves no trace of its hook id but the event: the memory World does not "
-        "count the id as taken, and the DynamoDB World writes no hook item, so a later create of "
-        "that id passes attribute_not_exists(sk); a tombstone hook item in the conflict's commit "
-        "would change that plan and its cost"
-    ),
-)
 def test_a_hook_id_answered_with_hook_conflict_is_not_created_later(world: World) -> None:
     # GIVEN a run whose hook_created was answered with hook_conflict (another run held the
     # token), and the holder's end freeing the token
