@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
-from lambda_support import CONTEXT, metrics, receive, step_id_of
+from lambda_support import CONTEXT, access_denied, metrics, receive, step_id_of
 
 from functions import api_handler, step_handler, workflow_handler
 from functions._container import PROCESS
@@ -195,21 +193,6 @@ def test_record_from_a_queue_the_configuration_does_not_name_is_a_misconfigurati
     assert getattr(error, "resource", None) == f"queue {resources.queues[QueueName.WORKFLOW].arn}"
     counted = operator.metrics()
     assert counted["Misconfigurations"] == 1 and "DeliveriesRejected" not in counted
-
-
-@contextmanager
-def access_denied(client: Any, service: str) -> Iterator[None]:
-    """Every call of ``client`` refused as AWS refuses a role without the permission."""
-
-    def deny(**_: Any) -> None:
-        response: Any = {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}
-        raise ClientError(response, "call")
-
-    client.meta.events.register(f"before-call.{service}", deny)
-    try:
-        yield
-    finally:
-        client.meta.events.unregister(f"before-call.{service}", deny)
 
 
 @pytest.mark.usefixtures("deployed")
