@@ -262,6 +262,26 @@ class LambdaProcess:
         )
         return cls(logger, metrics, LazyContainer(lambda: Container.from_env(logger, metrics)))
 
+    def built(self) -> Container:
+        """The container, built on first use; a build that fails is logged and counted, then raised.
+
+        A wrong ``WORKFLOW_APP`` (or any variable ``Container.from_env`` refuses, or an
+        import error in the app's module) fails every invocation of every container the same
+        way. The failure is raised, so Lambda deletes nothing (the records come back after
+        the queue's visibility timeout); it is also a misconfiguration like a missing table,
+        counted for ``MisconfigurationAlarm`` (the handler's ``log_metrics`` flushes it).
+        """
+        try:
+            return self.container.get()
+        except Exception as exc:
+            self.logger.error(
+                "misconfigured: the function could not be built from its environment; "
+                "every invocation fails until it is fixed",
+                extra={"reason": str(exc), "error_type": type(exc).__name__},
+            )
+            self.metrics.add_metric(name=MISCONFIGURATIONS, unit="Count", value=1)
+            raise
+
 
 # module-state-ok: Lambda keeps a container's module state between invocations; this one holder
 # is where the World, its clients and the Runtime are cached for that life (SPEC §9 registry).

@@ -30,7 +30,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     Returns:
         ``{"statusCode", "headers", "body", "isBase64Encoded"}``.
     """
-    container = PROCESS.container.get()
+    container = PROCESS.built()
     response = handle_http(event, container.runtime)
     container.record_http(response)
     return response

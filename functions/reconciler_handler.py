@@ -27,7 +27,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     Returns:
         ``{"looked_at", "woken", "remarked", "failed"}``: what the tick did.
     """
-    report = PROCESS.container.get().reconcile()
+    report = PROCESS.built().reconcile()
     return {
         "looked_at": report.looked_at,
         "woken": len(report.woken),

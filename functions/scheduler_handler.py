@@ -28,6 +28,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
     Returns:
         How many ticks the pass started, found started, skipped and missed, and the schedules it failed.
     """
-    report = PROCESS.container.get().schedule()
+    report = PROCESS.built().schedule()
     counts = {outcome.value: report.count(outcome) for outcome in TickOutcome}
     return {**counts, "failed": len(report.failed)}

@@ -27,4 +27,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     Returns:
         The partial batch response ``{"batchItemFailures": [...]}``.
     """
-    return dict(PROCESS.container.get().process_sqs(event, context.get_remaining_time_in_millis()))
+    return dict(PROCESS.built().process_sqs(event, context.get_remaining_time_in_millis()))

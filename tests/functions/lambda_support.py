@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from botocore.exceptions import ClientError
 
 from world_aws.aws.event_source import lambda_sqs_event
 from world_aws.aws.infra.provision import ProvisionedResources
@@ -70,3 +74,21 @@ def step_id_of(event: dict[str, Any]) -> str:
     payload = decode_body(event["Records"][0]["body"])
     assert isinstance(payload, InvokePayload) and payload.step_id is not None
     return payload.step_id
+
+
+@contextmanager
+def access_denied(client: Any, operation: str) -> Iterator[None]:
+    """Every call of ``operation`` (``"dynamodb"``, ``"sqs.SendMessage"``) refused as AWS refuses a role.
+
+    The refusal is the one a role without the permission gets (AccessDenied).
+    """
+
+    def deny(**_: Any) -> None:
+        response: Any = {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}
+        raise ClientError(response, "call")
+
+    client.meta.events.register(f"before-call.{operation}", deny)
+    try:
+        yield
+    finally:
+        client.meta.events.unregister(f"before-call.{operation}", deny)

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
-from lambda_support import CONTEXT, metrics, receive, step_id_of
+from lambda_support import CONTEXT, access_denied, metrics, receive, step_id_of
 
-from functions import api_handler, step_handler, workflow_handler
+from functions import api_handler, reconciler_handler, scheduler_handler, step_handler, workflow_handler
 from functions._container import PROCESS
 from infra.events.make_events import RUN_ID
 from world_aws.aws.infra.provision import ProvisionedResources
@@ -30,7 +28,7 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunStatus, StepStatus
 from world_aws.contract.transport import decode_body, encode_body
 from world_aws.contract.world import QueueName
-from world_aws.errors import NotFound
+from world_aws.errors import BadInput, NotFound
 from world_aws.local.embedded import EmbeddedAws
 from world_aws.runtime.runtime import MISSING_RUN_DELIVERIES
 
@@ -197,21 +195,6 @@ def test_record_from_a_queue_the_configuration_does_not_name_is_a_misconfigurati
     assert counted["Misconfigurations"] == 1 and "DeliveriesRejected" not in counted
 
 
-@contextmanager
-def access_denied(client: Any, service: str) -> Iterator[None]:
-    """Every call of ``client`` refused as AWS refuses a role without the permission."""
-
-    def deny(**_: Any) -> None:
-        response: Any = {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}
-        raise ClientError(response, "call")
-
-    client.meta.events.register(f"before-call.{service}", deny)
-    try:
-        yield
-    finally:
-        client.meta.events.unregister(f"before-call.{service}", deny)
-
-
 @pytest.mark.usefixtures("deployed")
 def test_step_message_refused_by_iam_is_redelivered_and_runs_once_access_is_granted(
     sample_event: SampleEvent,
@@ -261,3 +244,49 @@ def test_api_answers_503_naming_the_table_never_404(
     # AND they count as server errors and as misconfigurations
     counted = operator.metrics()
     assert counted["ApiServerErrors"] == 2 and counted["Misconfigurations"] == 2
+
+
+# An EventBridge scheduled event, as the reconciler's and the scheduler's rules send it.
+SCHEDULED = {"detail-type": "Scheduled Event", "source": "aws.events", "detail": {}}
+INVOCATIONS: dict[str, tuple[Callable[..., Any], str | None]] = {
+    "workflow": (workflow_handler.handler, "sqs_workflow_event.json"),
+    "step": (step_handler.handler, "sqs_step_event.json"),
+    "api": (api_handler.handler, "http_start_run_event.json"),
+    "reconciler": (reconciler_handler.handler, None),
+    "scheduler": (scheduler_handler.handler, None),
+}
+
+
+@pytest.mark.parametrize("function", sorted(INVOCATIONS))
+def test_a_cold_start_that_cannot_load_the_app_fails_the_invocation_and_is_counted(
+    function: str,
+    sample_event: SampleEvent,
+    operator: Operator,
+) -> None:
+    # GIVEN the functions deployed with WORKFLOW_APP naming a module the bundle lacks
+    operator.deploy(WORKFLOW_APP="shop_typo:app")
+    handler, event_file = INVOCATIONS[function]
+    event = sample_event(event_file) if event_file else dict(SCHEDULED)
+    # WHEN an invocation comes
+    # THEN it fails (Lambda deletes none of an SQS batch: it comes back after the visibility timeout)
+    with pytest.raises(BadInput, match="shop_typo"):
+        handler(event, CONTEXT)
+    # AND it logged one error and counted one misconfiguration, which MisconfigurationAlarm watches
+    (error,) = operator.errors()
+    assert "could not be built" in error.getMessage() and "shop_typo" in str(getattr(error, "reason", ""))
+    assert operator.metrics()["Misconfigurations"] == 1
+
+
+def test_a_workflow_message_a_bad_cold_start_left_queued_starts_its_run_once_fixed(
+    sample_event: SampleEvent, world: AwsWorld, operator: Operator
+) -> None:
+    # GIVEN a first message that met a cold start with a wrong WORKFLOW_APP (not deleted)
+    operator.deploy(WORKFLOW_APP="shop_typo:app")
+    event = sample_event("sqs_workflow_event.json")
+    with pytest.raises(BadInput):
+        workflow_handler.handler(delivered(event, 1), CONTEXT)
+    # WHEN the configuration is fixed and SQS delivers it again
+    operator.deploy()
+    assert workflow_handler.handler(delivered(event, 2), CONTEXT) == {"batchItemFailures": []}
+    # THEN the run starts as on a first delivery
+    assert world.runs.get(RUN_ID).status is RunStatus.RUNNING

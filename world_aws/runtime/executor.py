@@ -37,6 +37,7 @@ from world_aws.contract.world import Ack, Delivery, HandlerResult, Redeliver, Wo
 from world_aws.errors import (
     Conflict,
     FatalError,
+    Misconfigured,
     NotFound,
     RunExpired,
     Throttled,
@@ -289,10 +290,15 @@ class StepExecutor:
         try:
             with tracing.workflow_span(run, None):
                 return self._orchestrator.continue_run(run, owner=owner)
-        except Exception:
+        except Exception as exc:
             if self._orchestrator.runs_inline:
                 # Redelivered, not handed to a wake-up: inline steps this delivery started
                 # are owned by it, and its next delivery takes them over (runtime/inline.py).
+                if isinstance(exc, Misconfigured):
+                    # Not in 1 s: each redelivery meets it again, and the 49th fails the run
+                    # within a minute or two. Raised, it is counted and comes back after the
+                    # queue's visibility timeout, as everywhere else (aws/lambda_sqs.py).
+                    raise
                 telemetry.LOG.exception("continuation failed; redelivering", extra={"run_id": run_id})
                 return Redeliver(1.0)
             telemetry.LOG.exception("inline continuation failed; queueing it", extra={"run_id": run_id})
