@@ -55,6 +55,22 @@ from world_aws.runtime.serde import encode_error
 RECORD_ATTEMPTS = 4
 
 
+# The longest a failed delivery waits before its next try: the queues' visibility timeout
+# (template.yaml), which is how long a delivery that raised waits anyway.
+REDELIVERY_MAX_SECONDS = 900.0
+
+
+def redelivery_backoff(attempt: int) -> float:
+    """Seconds before the next try of a delivery that failed for a cause that may last (throttling).
+
+    1 s after the first delivery, doubling with each, up to ``REDELIVERY_MAX_SECONDS``: every
+    delivery counts toward the cap (``WORKFLOW_MAX_QUEUE_DELIVERIES``, 48) past which the run
+    fails, so a redelivery every second would fail a run to a throttling storm of a minute,
+    while this spreads the cap over some ten hours, as the visibility timeout does.
+    """
+    return min(REDELIVERY_MAX_SECONDS, float(2 ** min(max(attempt, 1) - 1, 20)))
+
+
 class StepExecutor:
     def __init__(
         self,
@@ -119,7 +135,7 @@ class StepExecutor:
             return self._reroute(payload, run_context), "rerouted"
         # 4. claim
         try:
-            step = self._claim(payload)
+            step = self._claim(payload, delivery.attempt)
         except NotFound:
             if payload.step_input is None:
                 raise
@@ -128,7 +144,7 @@ class StepExecutor:
             except RunExpired:
                 return Ack(), "gone"
             try:
-                step = self._claim(payload)
+                step = self._claim(payload, delivery.attempt)
             except _ClaimRefused as refused:
                 return self._refused(run_id, step_id, owner, refused.result, refused.outcome)
         except _ClaimRefused as refused:
@@ -138,7 +154,7 @@ class StepExecutor:
         # 5. execute
         return self._execute(payload, step, owner)
 
-    def _claim(self, payload: InvokePayload) -> Step:
+    def _claim(self, payload: InvokePayload, attempt: int) -> Step:
         assert payload.step_id is not None
         request = EventRequest(
             EventType.STEP_STARTED, payload.step_id, StepStartedData(step_name=payload.step_name)
@@ -152,7 +168,9 @@ class StepExecutor:
         except TooEarly as exc:
             raise _ClaimRefused(Redeliver(max(1.0, exc.retry_after)), "too_early") from exc
         except Throttled as exc:
-            raise _ClaimRefused(Redeliver(max(1.0, exc.retry_after)), "throttled") from exc
+            raise _ClaimRefused(
+                Redeliver(max(redelivery_backoff(attempt), exc.retry_after)), "throttled"
+            ) from exc
         assert result.step is not None
         return result.step
 
@@ -300,7 +318,7 @@ class StepExecutor:
                     # queue's visibility timeout, as everywhere else (aws/lambda_sqs.py).
                     raise
                 telemetry.LOG.exception("continuation failed; redelivering", extra={"run_id": run_id})
-                return Redeliver(1.0)
+                return Redeliver(redelivery_backoff(owner.attempt))
             telemetry.LOG.exception("inline continuation failed; queueing it", extra={"run_id": run_id})
             self._orchestrator.wake(run_id, delay_seconds=0, key=None)
             return Ack()
