@@ -20,7 +20,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -61,6 +61,12 @@ class ChaosConfig:
     # An inline step's lease: no simulated handler outlives it (900 s, the default, is the
     # whole simulation: a message held for it would come back after the run is judged).
     inline_lease_seconds: int = 60
+    # Throttling storms (memory World): every call of a delivery throttled for this long, once
+    # every ``storm_every_seconds`` of simulated time from a phase drawn from the seed (0: none).
+    # A delivery that raises then waits out the template's visibility timeout (900 s) and the
+    # simulation runs long enough for the delivery cap to be what decides.
+    storm_seconds: float = 0.0
+    storm_every_seconds: float = 1800.0
 
 
 @dataclass
@@ -70,11 +76,31 @@ class Setup:
     dead_letters: Any  # () -> int: messages in both dead-letter queues
 
 
+STORM_VISIBILITY_SECONDS = 900.0  # template.yaml's queues
+STORM_MAX_SIM_SECONDS = 86_400.0
+
+
+def storm_window(plan: FaultPlan, clock: ManualClock, seconds: float, every: float) -> Callable[[], bool]:
+    """Whether a storm lasts now: ``seconds`` of every ``every``, from a phase drawn from the seed."""
+    began = clock.now()
+    phase = plan.uniform("storm-phase") * every
+
+    def lasts() -> bool:
+        return ((clock.now() - began).total_seconds() - phase) % every < seconds
+
+    return lasts
+
+
 @contextmanager
-def memory_setup(plan: FaultPlan, visibility_seconds: float) -> Iterator[Setup]:
+def memory_setup(
+    plan: FaultPlan, visibility_seconds: float, storm: tuple[float, float] | None = None
+) -> Iterator[Setup]:
+    """The memory World behind the plan's faults; ``storm``: (seconds, every) of throttling storms."""
     clock = ManualClock()
     world = create_memory_world(clock=clock, visibility_timeout_seconds=visibility_seconds)
     faulty = FaultyWorld(world, plan)
+    if storm is not None:
+        faulty.storm = storm_window(plan, clock, *storm)
     try:
         yield Setup(
             Harness("memory", faulty, clock, MemoryPump(world)),
@@ -94,8 +120,12 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
         from bench.chaos_aws import aws_setup
 
         setup_cm = aws_setup(plan, config.visibility_seconds)
+    elif config.storm_seconds > 0:
+        storm = (config.storm_seconds, config.storm_every_seconds)
+        setup_cm = memory_setup(plan, STORM_VISIBILITY_SECONDS, storm)
     else:
         setup_cm = memory_setup(plan, config.visibility_seconds)
+    stormy = config.storm_seconds > 0
     began = time.perf_counter()
     with setup_cm as setup:
         runtime_config = RuntimeConfig(
@@ -110,8 +140,8 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
             setup.faulty,
             runtime,
             copies,
-            visibility_seconds=config.visibility_seconds,
-            max_sim_seconds=config.max_sim_seconds,
+            visibility_seconds=STORM_VISIBILITY_SECONDS if stormy else config.visibility_seconds,
+            max_sim_seconds=STORM_MAX_SIM_SECONDS if stormy else config.max_sim_seconds,
             fanout=config.fanout,
         )
         callers = []
@@ -195,6 +225,13 @@ def main(argv: list[str] | None = None) -> int:
         default=RuntimeConfig().inline_fast_seconds,
         help="WORKFLOW_INLINE_FAST_SECONDS (0: no fast rounds; tiny: every round slow)",
     )
+    parser.add_argument(
+        "--storm-seconds",
+        type=float,
+        default=0.0,
+        help="throttle every call of a delivery this long (memory World; 0: no storms)",
+    )
+    parser.add_argument("--storm-every-seconds", type=float, default=1800.0, help="one storm per this long")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     logging.disable(logging.ERROR)  # the runtime logs every injected failure it survives
@@ -211,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
             fanout=fanout,
             max_inline=args.max_inline,
             inline_fast_seconds=args.inline_fast_seconds,
+            storm_seconds=args.storm_seconds,
+            storm_every_seconds=args.storm_every_seconds,
         )
         row = run_configuration(config)
         rows.append(row)

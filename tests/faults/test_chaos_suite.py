@@ -92,6 +92,28 @@ def test_wide_fan_outs_end_soundly_under_all_faults_whatever_their_rounds(
 
 
 @pytest.mark.parametrize("max_inline", [RuntimeConfig().max_inline_steps, 0], ids=["inline", "kill-switch"])
+def test_runs_caught_in_throttling_storms_end_soundly_not_at_the_delivery_cap(max_inline: int) -> None:
+    # GIVEN 30 runs under every fault and throttling storms (every call of a delivery
+    # throttled for 5 minutes of every 10), deliveries that raise waiting out the
+    # template's 900 s visibility timeout
+    config = ChaosConfig(
+        "all",
+        runs=30,
+        seed=SEED,
+        batch=15,
+        fanout=(8, 40),
+        max_inline=max_inline,
+        storm_seconds=300,
+        storm_every_seconds=600,
+    )
+    # WHEN they are pumped until the queues settle
+    row = run_configuration(config)
+    # THEN storms fired, and no run failed at the delivery cap or broke another rule
+    assert row["faults_fired"].get("storm", 0) > 0
+    assert_sound(row)
+
+
+@pytest.mark.parametrize("max_inline", [RuntimeConfig().max_inline_steps, 0], ids=["inline", "kill-switch"])
 def test_every_run_ends_soundly_under_all_faults_on_the_aws_world(max_inline: int) -> None:
     # GIVEN 2 runs with 8-way fan-outs under every fault, on moto, inline on or off
     config = ChaosConfig("all", runs=2, seed=SEED, world="aws", fanout=(8, 8), max_inline=max_inline)

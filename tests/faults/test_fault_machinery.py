@@ -237,3 +237,25 @@ def test_a_run_whose_first_message_was_lost_is_woken_by_the_drivers_reconciler_p
         assert check_run(inner, app.serializer, caller) == []
         assert inner.runs.get(caller.run_id).status.terminal
         setup.harness.close()
+
+
+def test_a_storm_throttles_every_call_of_a_delivery_while_it_lasts(memory: MemoryWorld) -> None:
+    # GIVEN a World behind a plan with no rate faults, and a storm lasting while a flag is up
+    plan = FaultPlan(seed=1, rates={})
+    faulty = FaultyWorld(memory, plan)
+    storming = [True]
+    faulty.storm = lambda: storming[0]
+    # WHEN a delivery calls during the storm, a client calls during it, and a delivery after it
+    faulty.delivering = True
+    with pytest.raises(Throttled, match="storm"):
+        faulty.events.create(RUN, created())
+    faulty.delivering = False
+    with faulty.client():
+        assert faulty.events.create(RUN, created()).event is not None
+    storming[0] = False
+    faulty.delivering = True
+    with pytest.raises(Conflict):
+        faulty.events.create(RUN, created())
+    # THEN only the delivery's call in the storm was throttled (a client's retries are its own
+    # business), and the plan counted it
+    assert plan.fired[Fault.STORM] == 1 and plan.journal[0].startswith("storm events.create")

@@ -38,6 +38,9 @@ class Fault(StrEnum):
     CRASH_BODY = "crash_body"  # the process dies right after a step body ran
     CRASH_DELIVERY = "crash_delivery"  # the process dies before the runtime sees a delivery
     DELAY = "delay"  # a published message gets extra delay (deliveries reordered)
+    # Every call of a delivery throttled while a storm lasts (``FaultyWorld.storm``); in no
+    # group: a configuration's storm setting turns it on (``bench.chaos --storm-seconds``).
+    STORM = "storm"
 
 
 GROUPS: dict[str, tuple[Fault, ...]] = {
@@ -120,6 +123,12 @@ class FaultPlan:
             nth = self._chosen[key]
             self._chosen[key] += 1
         return int(self.uniform(f"{key}|{nth}") * options)
+
+    def record(self, fault: Fault, key: str) -> None:
+        """Count a fault fired by a rule of its own (not a rate): a storm's throttles."""
+        with self._lock:
+            self.fired[fault] += 1
+            self.journal.append(f"{fault} {key}")
 
     def extra_delay(self, key: str) -> float:
         """Extra seconds for a delayed publish (0 unless ``Fault.DELAY`` fires)."""

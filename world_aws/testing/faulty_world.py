@@ -8,7 +8,9 @@ It wraps any World at the protocol boundary (``ForwardingWorld``) and asks a
 * ``REPEAT`` (writes only): the call is made twice, as a client's retry of a request
   that already committed; the caller sees the second answer (often ``Conflict``);
 * ``CRASH_CALL`` (only while ``delivering``): :class:`Crash` before or after the call;
-* ``DELAY`` (publishes): the message gets extra delay, so deliveries are reordered.
+* ``DELAY`` (publishes): the message gets extra delay, so deliveries are reordered;
+* ``STORM`` (while ``storm()`` says one lasts, deliveries only): every call is throttled,
+  as an on-demand table throttles a burst past twice its previous peak, for minutes.
 
 Faults fire only while ``delivering`` (the pump hands a delivery to the runtime)
 or ``calling`` (a client calls the runtime: ``with world.client():``); what the
@@ -71,6 +73,8 @@ class FaultyWorld(ForwardingWorld):
         self.delivering = False
         self.calling = False
         self.copy_timeouts = 0
+        # Whether a throttling storm lasts now (None: never): every call of a delivery fails.
+        self.storm: Callable[[], bool] | None = None
         self._copy: tuple[int, Callable[[], object]] | None = None
         self._lock = threading.Lock()
         self.events = cast(EventStore, _FaultyStore(self, "events", inner.events))
@@ -110,6 +114,9 @@ class FaultyWorld(ForwardingWorld):
         if not self.inject_calls or not (self.delivering or self.calling):
             return fn()
         point = f"{op}|{key}"
+        if self.delivering and self.storm is not None and self.storm():
+            plan.record(Fault.STORM, point)
+            raise Throttled(f"injected throttling storm on {op}", retry_after=0.2)
         if self.delivering and plan.fires(Fault.CRASH_CALL, point):
             if plan.choose(f"crash-side|{point}", 2) == 0:
                 raise Crash(f"died before {op}")
