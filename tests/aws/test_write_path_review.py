@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from botocore.exceptions import EndpointConnectionError
 
+from tests.aws.test_terminal_repair import event_puts_fail
 from world_aws.aws import items, keys
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld, create_aws_world
@@ -50,16 +50,21 @@ def _stored(world: AwsWorld, run_id: str, position: int) -> dict[str, Any] | Non
     return world.table.get(keys.event_key(run_id, position))
 
 
-def test_a_seal_never_lands_inside_a_batch_that_landed_after_the_sealers_last_look(
-    world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
-) -> None:
-    # GIVEN a run whose owner runs a step it created without an item
+def _owner_running_a_step(world: AwsWorld, clock: ManualClock) -> tuple[str, str, int, str]:
+    """A run whose owner appended a step's create without its item: (run, that step, the log's
+    last position, the id its next step will take)."""
     run_id = create_run(world)
     done = new_id("step")
     after = last_position(world, run_id)
     assert world.events.append_after(run_id, after, [owned_create(done)], at=clock.now())
-    after += 1
-    nxt = new_id("step")
+    return run_id, done, after + 1, new_id("step")
+
+
+def test_a_seal_never_lands_inside_a_batch_that_landed_after_the_sealers_last_look(
+    world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
+) -> None:
+    # GIVEN a run whose owner runs a step it created without an item
+    run_id, done, after, nxt = _owner_running_a_step(world, clock)
     with reader_on(world, fake_time) as reader:
         real_items, real_seal = reader.sequencer.event_items, reader.sequencer.seal_hole
 
@@ -106,23 +111,6 @@ def test_a_seal_never_lands_inside_a_batch_that_landed_after_the_sealers_last_lo
     assert batch is not None and items.item_span(batch) == (after + 1, after + 2)
 
 
-@contextmanager
-def event_puts_fail(world: AwsWorld, etype: EventType) -> Iterator[None]:
-    """Every plain PutItem of an event of ``etype`` fails to connect while inside (a writer that died)."""
-
-    def refuse(params: dict[str, Any], **_: Any) -> None:
-        item = params.get("Item", {})
-        if item.get("type", {}).get("S") == etype.value and "evt#" in item.get("sk", {}).get("S", ""):
-            raise EndpointConnectionError(endpoint_url="https://dynamodb.invalid")
-
-    events = world.clients.dynamodb.meta.events
-    events.register("before-parameter-build.dynamodb.PutItem", refuse)
-    try:
-        yield
-    finally:
-        events.unregister("before-parameter-build.dynamodb.PutItem", refuse)
-
-
 def test_a_read_shows_the_end_of_a_run_whose_end_was_followed_by_a_late_reservation(
     world: AwsWorld, fake_time: FakeMonotonic
 ) -> None:
@@ -158,12 +146,7 @@ def test_a_re_ensure_racing_an_append_does_not_hide_its_creates_from_later_dupli
     world: AwsWorld, clock: ManualClock, fake_time: FakeMonotonic
 ) -> None:
     # GIVEN a run whose owner created a step without its item (the log holds such steps)
-    run_id = create_run(world)
-    done = new_id("step")
-    after = last_position(world, run_id)
-    assert world.events.append_after(run_id, after, [owned_create(done)], at=clock.now())
-    after += 1
-    nxt = new_id("step")
+    run_id, done, after, nxt = _owner_running_a_step(world, clock)
     with reader_on(world, fake_time) as consumer:
         real_items = consumer.sequencer.committed_items
 

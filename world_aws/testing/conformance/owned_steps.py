@@ -23,7 +23,15 @@ from world_aws.contract.records import (
 )
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, RunExpired
-from world_aws.testing.conformance.support import STEP, create_run, create_step, end_run, new_id, write
+from world_aws.testing.conformance.support import (
+    STEP,
+    create_run,
+    create_step,
+    end_run,
+    new_id,
+    write,
+    xfail_on_aws,
+)
 
 OWNER = "msg-1#1"
 
@@ -143,17 +151,12 @@ def test_owner_on_a_non_step_event_is_bad_input(world: World) -> None:
 def test_a_step_with_a_message_settled_by_an_inline_owner_no_longer_counts_as_pending(
     world: World, request: pytest.FixtureRequest, handed: str
 ) -> None:
-    if request.node.callspec.params.get("world") == "aws":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "the DynamoDB World deletes a step's pend# marker only in an outcome without an "
-                    "owner (it writes outcomes without reading the step); deleting it in every owned "
-                    "outcome would add a Delete to each inline outcome's transaction"
-                ),
-            )
-        )
+    xfail_on_aws(
+        request,
+        "the DynamoDB World deletes a step's pend# marker only in an outcome without an "
+        "owner (it writes outcomes without reading the step); deleting it in every owned "
+        "outcome would add a Delete to each inline outcome's transaction",
+    )
     # GIVEN a dispatched step, and a step that counts as pending for the last completer: an
     # inline step handed to its retry message, or a dispatched one
     run_id = create_run(world)

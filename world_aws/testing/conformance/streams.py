@@ -14,7 +14,7 @@ from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.streams import StreamChunk
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict
-from world_aws.testing.conformance.support import create_run
+from world_aws.testing.conformance.support import create_run, xfail_on_aws
 
 
 def chunk(
@@ -131,17 +131,12 @@ def test_a_read_after_a_position_below_minus_one_starts_at_the_first_chunk(
 def test_an_append_past_the_tail_is_bad_input_and_leaves_no_gap(
     world: World, clock: ManualClock, request: pytest.FixtureRequest
 ) -> None:
-    if request.node.callspec.params.get("world") == "aws":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "DynamoStreamStore.append is one PutItem conditioned on its own key: it cannot "
-                    "see whether the position before it is taken without a read or a transaction "
-                    "(a ConditionCheck), which would double the cost of every chunk"
-                ),
-            )
-        )
+    xfail_on_aws(
+        request,
+        "DynamoStreamStore.append is one PutItem conditioned on its own key: it cannot "
+        "see whether the position before it is taken without a read or a transaction "
+        "(a ConditionCheck), which would double the cost of every chunk",
+    )
     # GIVEN a stream with one chunk
     run_id = create_run(world)
     world.streams.append(run_id, "default", chunk(clock, 0, data=b"first"))
