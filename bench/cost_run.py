@@ -13,7 +13,7 @@ practice). Steps are trivial and return their index.
 ``run_workload`` runs one on a freshly provisioned World (``MotoWorlds``) behind a
 ``BenchWorld`` (every store call is a World op, its requests billed to it), with
 the template's consumers: the SQS event source as ``QueuePump`` with each queue's
-``BatchSize`` from ``template.yaml`` (workflow 10, step 1), one Lambda invocation
+``BatchSize`` from ``template.yaml`` (1 for both queues), one Lambda invocation
 per batch delivered (``InvocationMeter``). The run is started by the bench, as a
 client would (its requests are billed, no invocation), and measured until it
 completed and both queues drained.

@@ -18,8 +18,8 @@ step consumer. This pump does what the mapping does for a fan-out:
   whole calls (``bench.instrument``), and a long poll would hold that lock while
   it waits (in-process moto replays a long poll as short polls 20 ms apart anyway);
 * an invocation is ``process_sqs_event`` on a Lambda SQS event of up to the
-  queue's ``batch_sizes`` records (1 unless given: the step function's
-  ``BatchSize``; the cost meter gives the workflow queue its ``BatchSize: 10``),
+  queue's ``batch_sizes`` records (1 unless given, as both functions' ``BatchSize``
+  in the template; the cost meter passes the template's),
   the same code as the deployed functions; the records that succeeded are
   deleted (one ``DeleteMessageBatch`` for several, as the event source does), a
   failed one stays for redelivery (``process_sqs_event`` set its visibility).

@@ -1,7 +1,7 @@
 """Issue 12: ``python -m bench.cost`` meters a real run: invocations per batch, duration model, dollars.
 
 W0 (one step) runs through the AWS World on moto with the template's consumers;
-the pump delivers the workflow queue in batches (``BatchSize: 10``); the duration
+the pump delivers each queue in its template batches (``BatchSize: 1``); the duration
 model charges round trips in sequence on the invocation's thread and overlapped
 across a parallel batch. Latencies are modelled numbers, never slept.
 """
@@ -55,7 +55,7 @@ def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_
     # GIVEN the template's step function (BatchSize 1) and workflow function
     functions = template_functions()
     step_fn, workflow_fn = functions[QueueName.STEP], functions[QueueName.WORKFLOW]
-    assert (step_fn.batch_size, workflow_fn.batch_size) == (1, 10)
+    assert (step_fn.batch_size, workflow_fn.batch_size) == (1, 1)
     # WHEN W0 (one step) runs to completion
     sample = run_workload(rig.meters, WORKLOADS["W0"], timeout=120)
     # THEN the step ran inline in the workflow function's one invocation: no step message
