@@ -386,6 +386,11 @@ def test_the_reconciler_runs_on_a_schedule_whose_rate_is_a_parameter(
     assert variables["WORKFLOW_RECONCILE_AFTER_SECONDS"] == {"Ref": "ReconcileAfterSeconds"}
     # AND a tick fits well inside the period
     assert reconciler["Timeout"] < 60 * parameters["ReconcilePeriodMinutes"]["MinValue"]
+    # AND no run is woken while a body may still run in a consumer's invocation: the silence
+    # it waits for is at least twice the longest consumer timeout
+    consumers = [functions[name]["Timeout"] for name in ("WorkflowFunction", "StepFunction")]
+    assert parameters["ReconcileAfterSeconds"]["MinValue"] >= 2 * max(consumers)
+    assert parameters["ReconcileAfterSeconds"]["Default"] >= parameters["ReconcileAfterSeconds"]["MinValue"]
 
 
 def test_the_reconciler_only_publishes_wake_ups_and_consumes_no_queue(transformed: dict[str, Any]) -> None:

@@ -21,3 +21,19 @@ def test_the_deployment_id_defaults_are_the_ones_the_readme_names() -> None:
     assert "`dpl_local`" in row and "default `dpl_default`" in row
     assert AwsConfig.from_env(REQUIRED).deployment_id == "dpl_local"
     assert parameter_defaults(load_template())["DeploymentId"] == "dpl_default"
+
+
+def test_the_readme_names_every_template_parameter_and_every_variable_the_functions_get() -> None:
+    template = load_template()
+    deploy, configuration = section("Deploy"), section("Configuration")
+    variables = {
+        name
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Serverless::Function"
+        for name in resource["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    shared = template.get("Globals", {}).get("Function", {}).get("Environment", {})
+    variables |= set(shared.get("Variables", {}))
+    assert variables, "the template sets no function environment"
+    assert [name for name in sorted(variables) if f"`{name}`" not in configuration] == []
+    assert [name for name in template["Parameters"] if f"`{name}`" not in deploy] == []
