@@ -382,18 +382,7 @@ def test_a_run_stranded_after_a_long_sleep_is_woken_within_the_threshold(memory_
     assert first_wake - lost_at[0] <= timedelta(seconds=AFTER + 2 * 300)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "a sleeper's wakes follow its silence's doubling buckets (20, 40, 80, 160, 320, 640 min): "
-        "its wake-up lost at 360 min is found at the 640-min bucket. Closing it needs the "
-        "reconciler's next look to know the run's earliest due wait (a mark no later than it, "
-        "set by the woken pass without racing the reconciler's own mark): a contract change"
-    ),
-)
-def test_a_sleepers_lost_wake_up_is_repaired_within_the_threshold_of_its_due_time(
-    memory_harness: Harness,
-) -> None:
+def test_a_sleepers_lost_wake_up_is_repaired_within_the_threshold_of_its_due_time(harness: Harness) -> None:
     # GIVEN a run sleeping six hours, woken by the reconciler with doubling gaps meanwhile
     app = Workflows()
 
@@ -402,7 +391,7 @@ def test_a_sleepers_lost_wake_up_is_repaired_within_the_threshold_of_its_due_tim
         await asyncio.sleep(6 * 3600)
         return "rested"
 
-    h, lost_at = memory_harness, list[datetime]()
+    h, lost_at = harness, list[datetime]()
     run_id = h.runtime_for(app).start("rec.sleeps_6h").run_id
     h.drain()
 

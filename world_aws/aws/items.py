@@ -51,6 +51,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The run item's last sign of life: the time of its last reservation, epoch microseconds
 # (set by every position-taking write, so the live index needs no write per event).
 PROGRESS_US = "prog_us"
+DUE_US = "due_us"  # when the wait the run created last is due (LiveRun.due_at), set by its reservation
 _MICROSECOND = timedelta(microseconds=1)
 
 
@@ -131,13 +132,14 @@ def _run_updated_at(item: Item, created_at: datetime) -> datetime:
 
 
 def live_run_from_item(item: Item) -> LiveRun:
-    """The live-index view of a run item (``status``, ``prog_us``, ``live_sk``); no payload read."""
+    """The live-index view of a run item (``status``, ``prog_us``, ``live_sk``, ``due_us``): no payload."""
     mark = str(item[keys.LIVE_SK]).split("#", 1)[0]
     return LiveRun(
         run_id=keys.run_id_of(item),
         status=RunStatus(item["status"]),
         progress_at=run_progress_at(item),
         mark=datetime.fromisoformat(mark),
+        due_at=from_epoch_us(item.get(DUE_US)),
     )
 
 

@@ -131,7 +131,10 @@ def sweep_created(table: Table, *, created_before: datetime, limit: int) -> Swee
                 continue  # it ended, or the index has it already
             progress = items.run_progress_at(item)
             if mark_live(table, keys.run_id_of(item), mark=progress):
-                enrolled.append(LiveRun(keys.run_id_of(item), RunStatus(item["status"]), progress, progress))
+                due = items.from_epoch_us(item.get(items.DUE_US))
+                enrolled.append(
+                    LiveRun(keys.run_id_of(item), RunStatus(item["status"]), progress, progress, due)
+                )
     if examined:
         _move_cursor(table, examined[-1])
     return Sweep(examined=len(examined), enrolled=enrolled, caught_up=caught_up)

@@ -197,7 +197,14 @@ class Sequencer:
     # ----------------------------------------------------------------------- reserve
 
     def reserve(
-        self, run_id: str, now: datetime, *, fenced: bool, judge: Judge, mark: str | None = None
+        self,
+        run_id: str,
+        now: datetime,
+        *,
+        fenced: bool,
+        judge: Judge,
+        mark: str | None = None,
+        due: datetime | None = None,
     ) -> tuple[int, Item]:
         """Take the next position of the run, and note ``now`` as its last progress (``prog_us``).
 
@@ -214,6 +221,8 @@ class Sequencer:
             mark: a run item attribute set to ``true`` in the same write (``keys.HOOKED``):
                 a fact about the run that every later write of the item, the run's end
                 included, then sees in its image.
+            due: a wait's ``resume_at``, kept as the run's ``due_us`` in the same write
+                (``LiveRun.due_at``: the reconciler looks at a silent run soon after it).
 
         Returns:
             The position and the run item as of that position (``ALL_NEW``).
@@ -234,6 +243,9 @@ class Sequencer:
             update += ", #mark = :true"
             names["#mark"] = mark
             values[":true"] = True
+        if due is not None:
+            update += f", {items.DUE_US} = :due"
+            values[":due"] = items.epoch_us(due)
         try:
             run_item = self.table.update(
                 keys.run_key(run_id),
@@ -448,19 +460,20 @@ class Sequencer:
         judge: Judge,
         build: Callable[[int, Item], Sequence[Action]],
         check: Callable[[Item], None] | None = None,
+        due: datetime | None = None,
     ) -> tuple[int, Item, Cancelled | None]:
         """Reserve a position and commit ``build(position, run_item)`` at it, re-reserving if it was sealed.
 
         ``check``, given the run item as of the reservation, raises the rejection the
         run item alone decides (a step created owned without its item: ``step_events``);
-        the position is sealed first.
+        the position is sealed first. ``due``: as in :meth:`reserve`.
 
         Returns:
             The position, the run item as of it, and the cancellation if an entity
             condition refused the commit (the position is still open then).
         """
         for _ in range(MAX_RESERVATIONS):
-            position, run_item = self.reserve(run_id, now, fenced=fenced, judge=judge)
+            position, run_item = self.reserve(run_id, now, fenced=fenced, judge=judge, due=due)
             if check is not None:
                 try:
                     check(run_item)
@@ -484,6 +497,7 @@ class Sequencer:
         entity_actions: EntityActions,
         entity_fields: Iterable[str] = (),
         check: Callable[[Item], None] | None = None,
+        due: datetime | None = None,
     ) -> Appended:
         """Append ``request`` as an event with its entity's change, in one commit at a fresh position.
 
@@ -496,7 +510,13 @@ class Sequencer:
         """
         commit = EventCommit(self, run_id, request, now, entity_actions, entity_fields=entity_fields)
         position, run_item, cancelled = self.append(
-            run_id, now, fenced=plans.plan(request.type).fenced, judge=judge, build=commit, check=check
+            run_id,
+            now,
+            fenced=plans.plan(request.type).fenced,
+            judge=judge,
+            build=commit,
+            check=check,
+            due=due,
         )
         if cancelled is not None:
             self.seal_noop(run_id, position, now)
@@ -512,6 +532,7 @@ class Sequencer:
         entity_fields: Iterable[str] = (),
         read_first: keys.Key | None = None,
         check: Callable[[Item], None] | None = None,
+        due: datetime | None = None,
     ) -> Event:
         """``step_created`` / ``wait_created``: reserve (fenced), commit with the entity's put: 2 round trips.
 
@@ -525,6 +546,7 @@ class Sequencer:
         ``read_first`` (the entity's key) is for a create that is likely a duplicate
         (a step consumer's re-ensure, SPEC §5.2): one consistent read of run and entity
         refuses it without taking a position, so the log shows no sealed gap.
+        ``due``: a wait's ``resume_at``, noted on the run item by the reservation (:meth:`reserve`).
         """
         if read_first is not None:
             run_item, existing = self.read_run_and(run_id, read_first)
@@ -539,6 +561,7 @@ class Sequencer:
             entity_actions=entity_actions,
             entity_fields=entity_fields,
             check=check,
+            due=due,
         )
         if appended.refused is None:
             return appended.event

@@ -1,7 +1,8 @@
 """Wait events on DynamoDB: wait_created and wait_completed.
 
-``wait_created`` (2 round trips, ``Sequencer.create_child``): reserve (fenced) +
-commit ``[Put event, Put wait attribute_not_exists(sk)]``; a duplicate fails the
+``wait_created`` (2 round trips, ``Sequencer.create_child``): reserve (fenced, noting
+the wait's due time on the run item: ``LiveRun.due_at``) + commit ``[Put event, Put
+wait attribute_not_exists(sk)]``; a duplicate fails the
 wait condition, seals its position and is named Conflict from the ``ALL_OLD`` image.
 
 ``wait_completed`` (3 round trips): consistent read of run and wait (judged
@@ -45,7 +46,7 @@ class WaitEvents:
                 )
             ]
 
-        event = self._seq.create_child(run_id, request, now, entity_actions)
+        event = self._seq.create_child(run_id, request, now, entity_actions, due=wait.resume_at)
         return EventResult(event=event, wait=wait)
 
     def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:

@@ -143,12 +143,17 @@ class LiveRun:
             last event, or of a position sealed empty): its last sign of life.
         mark: the run's reconcile mark, the key it is listed by (``list_live``): its
             creation time at first, then whatever ``mark_live`` last set.
+        due_at: when the wait the run created last is due (``wait_created``'s
+            ``resume_at``), None if it made none: the reconciler looks at a silent run
+            soon after it, so a lost wake-up is found then, not at the next look its
+            silence alone would schedule.
     """
 
     run_id: str
     status: RunStatus
     progress_at: datetime
     mark: datetime
+    due_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -258,6 +258,8 @@ class MemoryEventStore:
         rules.judge_wait_event(request, record.run, wait)
         new = rules.apply_wait_event(request, record.run.run_id, wait, now)
         record.waits[wait_id] = new
+        if wait is None:
+            record.due_at = new.resume_at
         return EventResult(event=self._append_request(record, request, now), wait=new)
 
 

@@ -61,7 +61,7 @@ class MemoryRunStore(_Reader):
             raise BadInput(f"limit must be at least 1, not {limit}")
         with self._state.lock:
             live = [
-                LiveRun(r.run.run_id, r.run.status, r.events[-1].created_at, r.mark)
+                LiveRun(r.run.run_id, r.run.status, r.events[-1].created_at, r.mark, r.due_at)
                 for r in self._state.runs.values()
                 if r.mark is not None and r.mark < marked_before
             ]
@@ -99,7 +99,8 @@ class MemoryRunStore(_Reader):
                     continue
                 progress = record.events[-1].created_at
                 record.mark = progress
-                enrolled.append(LiveRun(record.run.run_id, record.run.status, progress, progress))
+                run = record.run
+                enrolled.append(LiveRun(run.run_id, run.status, progress, progress, record.due_at))
             if read:
                 self._state.sweep_cursor = (read[-1].run.created_at, read[-1].run.run_id)
         return Sweep(examined=len(read), enrolled=enrolled, caught_up=len(read) == len(past))

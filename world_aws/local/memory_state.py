@@ -50,6 +50,8 @@ class RunRecord:
     # The reconcile mark once the run is in the live index (runs.mark_live); None before
     # and once it ended.
     mark: datetime | None = None
+    # When the wait it created last is due (LiveRun.due_at).
+    due_at: datetime | None = None
 
 
 class MemoryState:

@@ -30,6 +30,12 @@ stays cheap: the wakes of one silence (counted from its last event, at T =
 reconcilers) in the same bucket publish one message, and the mark is moved to
 the next bucket. A tick that fails to move a mark wakes the run again under the
 same key: the queue collapses it.
+
+A sleeper's wake-up lost when due would wait for the next bucket (the 6-hour sleep's
+at 640 min): so a run whose last wait is due before its next bucket
+(``LiveRun.due_at``, noted by ``wait_created``) is marked at that due time instead,
+looked at T after it, and that wake's key adds ``:due`` (the bucket may have been
+woken before, under its plain key).
 """
 
 from __future__ import annotations
@@ -174,6 +180,11 @@ class Reconciler:
         # a first message was only late, not lost, that is one more delivery of the step, which
         # at-least-once delivery allows (the step keeps one outcome).
         tag = f"reconcile:{epoch_ms(run.progress_at)}:{bucket.index}"
+        # The wait this silence sleeps on (created at its start or before; one due before
+        # the silence began was completed or is the silence's own stall, woken as any).
+        due = run.due_at if run.due_at is not None and run.due_at > run.progress_at else None
+        if due is not None and now >= due + self._after > run.progress_at + bucket.start:
+            tag += ":due"  # the look after the due time, in a bucket perhaps woken before it
         key = f"{run.run_id}:{tag}"
         body = encode_payload(InvokePayload(run_id=run.run_id, requested_at=now, reconcile_tag=tag))
         message_id = self._world.queue.publish(QueueName.WORKFLOW, body, idempotency_key=key)
@@ -185,5 +196,9 @@ class Reconciler:
         )
         if self._on_repair is not None:
             self._on_repair(repair)
-        # The mark is "T before the next look": looked at again when the next bucket begins.
-        return repair, run.progress_at + bucket.end - self._after
+        # The mark is "T before the next look": looked at again when the next bucket begins,
+        # or T after the wait is due if that is sooner.
+        next_mark = run.progress_at + bucket.end - self._after
+        if due is not None and now < due + self._after and due < next_mark:
+            next_mark = due
+        return repair, next_mark

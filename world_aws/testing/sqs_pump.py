@@ -13,9 +13,9 @@ any, attempt = ``ApproximateReceiveCount``). The outcome is honoured:
 Messages published with ``DelaySeconds`` would be delayed by moto in wall-clock
 time, which the manual clock cannot move. So the pump rewrites each delayed send
 of the World's client (a ``before-parameter-build`` hook) into an immediate one
-carrying its due time on the manual clock (the chained-delay attribute), and
-holds such a message until the manual clock reaches it, as the consumer does
-with a chained delay.
+carrying its due time on the manual clock (the chained-delay attribute; a
+chained send keeps the one it names), and holds such a message until the manual
+clock reaches it, as the consumer does with a chained delay.
 """
 
 from __future__ import annotations
@@ -60,10 +60,12 @@ class SqsPump:
     def _due_on_clock(self, params: dict[str, Any], **_: Any) -> None:
         delay = int(params.get("DelaySeconds", 0))
         attributes = params.setdefault("MessageAttributes", {})
-        if delay <= 0 or sqs_wire.DUE_AT_ATTRIBUTE in attributes:
+        if delay <= 0:
             return
-        due = self._clock.now() + timedelta(seconds=delay)
-        attributes.update(sqs_wire.chain_attributes(epoch_ms(due), None))
+        if sqs_wire.DUE_AT_ATTRIBUTE not in attributes:
+            due = self._clock.now() + timedelta(seconds=delay)
+            attributes.update(sqs_wire.chain_attributes(epoch_ms(due), None))
+        # A chained delay (a wait past SQS's 900 s) already names its due time: held to it.
         params["DelaySeconds"] = 0
 
     def deliver_visible(self, handler: MessageHandler, queues: Iterable[QueueName]) -> int:

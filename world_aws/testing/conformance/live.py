@@ -5,7 +5,8 @@ sweep reads every run once, in creation order, from a cursor the World keeps,
 and marks those still going at their last progress (the time of their last
 event); a mark moves only when told, or back to the run's progress when the run
 takes a position before it; an ended run leaves the index in the write
-that ends it, is never listed and cannot be marked back in.
+that ends it, is never listed and cannot be marked back in. A run shows when the
+wait it created last is due (``due_at``), so a lost wake-up is looked for then.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from world_aws.errors import BadInput
 from world_aws.testing.conformance.support import (
     create_run,
     create_step,
+    create_wait,
     creation,
     end_run,
     new_id,
@@ -139,6 +141,35 @@ def test_progress_is_the_time_of_the_runs_last_event(world: World, clock: Manual
     write(world, run_id, EventType.STEP_COMPLETED, step_id, data=StepCompletedData(output=b"r"))
     (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
     assert (listed.mark, listed.progress_at) == (last, clock.now())
+
+
+def test_a_live_run_shows_when_the_wait_it_created_last_is_due(world: World, clock: ManualClock) -> None:
+    # GIVEN a running run with no wait: the sweep shows no due time
+    run_id = create_run(world)
+    clock.advance(1)
+    (enrolled,) = world.runs.sweep_created(created_before=clock.now(), limit=10).enrolled
+    assert enrolled.due_at is None
+    # WHEN it creates a wait due in six hours, then one due in an hour
+    six_hours, one_hour = clock.now() + timedelta(hours=6), clock.now() + timedelta(hours=1)
+    first = create_wait(world, run_id, six_hours)
+    create_wait(world, run_id, one_hour)
+    # THEN the index shows the last one's due time
+    (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert listed.due_at == one_hour
+    # AND a completion keeps it (the reconciler ignores a due time before the progress)
+    clock.advance(60)
+    write(world, run_id, EventType.WAIT_COMPLETED, first)
+    (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert (listed.due_at, listed.progress_at) == (one_hour, clock.now())
+
+
+def test_a_sweep_shows_the_due_time_of_a_sleeping_run(world: World, clock: ManualClock) -> None:
+    run_id = create_run(world)
+    due = clock.now() + timedelta(days=3)
+    create_wait(world, run_id, due)
+    clock.advance(1)
+    (enrolled,) = world.runs.sweep_created(created_before=clock.now(), limit=10).enrolled
+    assert (enrolled.run_id, enrolled.due_at) == (run_id, due)
 
 
 def test_marking_a_run_not_in_the_index_enters_it(world: World, clock: ManualClock) -> None:
