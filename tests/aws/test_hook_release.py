@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from world_aws.aws import keys
+from world_aws.aws import items, keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import EventRequest, EventType, RunCompletedData
 from world_aws.errors import Conflict, RunExpired
@@ -46,9 +46,21 @@ def _hook_queries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _released(world: AwsWorld, run_id: str, hook_id: str, token: str) -> bool:
-    """Whether the stored hook is disposed and its token item gone (read back from moto)."""
+    """Whether the stored hook is disposed and its token item released (read back from moto).
+
+    A released token item stays, naming its last holder, until the table's TTL deletes it
+    (``items.TOKEN_KEEPS_SECONDS``: ``hooks.resumed``).
+    """
     hook = world.table.get(keys.hook_key(run_id, hook_id))
-    return hook is not None and "disposed_at" in hook and world.table.get(keys.token_key(token)) is None
+    held = world.table.get(keys.token_key(token))
+    return (
+        hook is not None
+        and "disposed_at" in hook
+        and held is not None
+        and items.token_released(held)
+        and (held["run_id"], held["hook_id"]) == (run_id, hook_id)
+        and int(held[keys.TTL_ATTRIBUTE]) > int(world.clock.now().timestamp())
+    )
 
 
 def _run_with_hook(world: AwsWorld) -> tuple[str, str, str]:
@@ -182,4 +194,30 @@ def test_a_hook_whose_commit_follows_the_runs_end_is_refused_and_leaves_no_hook_
     # AND another run takes the token at once, with no takeover of a dead holder
     other = create_run(world)
     assert create_hook(world, other, token).hook is not None
+    assert world.hooks.get_by_token(token).run_id == other
+
+
+def test_a_released_token_is_claimed_by_the_next_hook_in_one_commit(world: AwsWorld) -> None:
+    # GIVEN a token released by its hook's disposal (its item stays, naming that hook)
+    run_id, token, hook_id = _run_with_hook(world)
+    write(world, run_id, EventType.HOOK_DISPOSED, hook_id)
+    assert _released(world, run_id, hook_id, token)
+    # WHEN a hook of another run claims it
+    other = create_run(world)
+    commits: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        commits.append(params)
+
+    events = world.table.client.meta.events
+    events.register("provide-client-params.dynamodb.TransactWriteItems", record)
+    try:
+        assert create_hook(world, other, token).hook is not None
+    finally:
+        events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
+    # THEN one commit took it, as a never-used token is taken (no takeover of a dead holder),
+    # and the item names the new holder, no longer released or expiring
+    assert len(commits) == 1
+    held = world.table.get(keys.token_key(token))
+    assert held is not None and not items.token_released(held) and keys.TTL_ATTRIBUTE not in held
     assert world.hooks.get_by_token(token).run_id == other

@@ -14,7 +14,7 @@ import pytest
 from world_aws import Workflows, create_hook
 from world_aws.contract.records import EventType, HookReceivedData, RunStatus
 from world_aws.contract.world import QueueName
-from world_aws.errors import BadInput, Conflict, Transient
+from world_aws.errors import BadInput, Conflict, NotFound, Transient
 
 from .harness import Harness
 from .inline_support import chain_app
@@ -113,12 +113,6 @@ def approval_app() -> Workflows:
     return app
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a resume is found by its token, and a token is released when its hook is disposed or "
-    "its run ends: the retry cannot name the run whose log holds its resume id (SPEC 6.2 dedups "
-    "per (run, resume_id)); a fix needs a World read of a token's last holder",
-)
 def test_a_resume_retried_after_its_run_used_the_payload_and_ended_is_still_a_success(
     harness: Harness,
 ) -> None:
@@ -139,9 +133,27 @@ def test_a_resume_retried_after_its_run_used_the_payload_and_ended_is_still_a_su
     assert harness.settle(handle) is RunStatus.COMPLETED
     # WHEN the caller retries with the same resume id, as it was told to
     # THEN the retry is answered as the first resume was recorded: a success, the payload once
-    # (today it is NotFound: the caller is told its payload reached no hook)
+    # (it was NotFound until session 37: the caller was told its payload reached no hook)
     assert runtime.resume_hook("ok:o-1", "yes", resume_id="req-1") == "req-1"
     assert received_payloads(harness, handle.run_id) == [runtime.app.serializer.dumps("yes")]
+
+
+def test_a_resume_that_was_never_recorded_is_not_found_once_the_run_ended(harness: Harness) -> None:
+    # GIVEN a run that used one payload (resume id req-1) and completed
+    runtime = harness.runtime_for(approval_app())
+    handle = runtime.start("ci.approve", "o-2")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    runtime.resume_hook("ok:o-2", "yes", resume_id="req-1")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    # WHEN another resume comes by the token, with an id never recorded or none
+    # THEN it is told no hook holds the token, and nothing is appended
+    with pytest.raises(NotFound, match="ok:o-2"):
+        runtime.resume_hook("ok:o-2", "no", resume_id="req-2")
+    with pytest.raises(NotFound):
+        runtime.resume_hook("ok:o-2", "no")
+    assert received_payloads(harness, handle.run_id) == [runtime.app.serializer.dumps("yes")]
+    # AND the retry of req-1 is still the success it was
+    assert runtime.resume_hook("ok:o-2", "yes", resume_id="req-1") == "req-1"
 
 
 @pytest.mark.parametrize("resume_id", ["", "has space", "x" * 201, "tab\there"])

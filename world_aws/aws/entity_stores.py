@@ -22,9 +22,9 @@ from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer, tail_batch
 from world_aws.aws.step_events import logged_steps, unwritten_step
-from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.records import Event, Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.world import BlobStore, LiveRun, RunPage, Sweep
-from world_aws.errors import BadInput, NotFound
+from world_aws.errors import BadInput, NotFound, Transient
 
 _CURSOR_PREFIX = "ddb1:"
 _CURSOR_KEYS = (keys.PK, keys.SK, keys.GSI1_PK, keys.GSI1_SK)
@@ -280,7 +280,7 @@ class DynamoHookStore(_Reader):
     def get_by_token(self, token: str) -> Hook:
         """The live hook holding ``token``. Raises NotFound."""
         holder = self._table.get(keys.token_key(token))
-        if holder is not None:
+        if holder is not None and not items.token_released(holder) and "run_id" in holder:
             run_id, hook_id = str(holder["run_id"]), str(holder["hook_id"])
             run, hook = self._run_and(run_id, keys.hook_key(run_id, hook_id))
             if (
@@ -291,6 +291,25 @@ class DynamoHookStore(_Reader):
             ):
                 return items.hook_from_item(run_id, hook, PayloadReader(self._blobs))
         raise NotFound(f"no live hook holds token {token!r}")
+
+    def resumed(self, token: str, resume_id: str) -> Event | None:
+        """The resume ``resume_id`` of the token's last holder, live or not (see ``HookStore``).
+
+        Three consistent reads: the token item (kept a week once released), the run's
+        ``resume#`` item, the event at its position.
+        """
+        holder = self._table.get(keys.token_key(token))
+        if holder is None or "run_id" not in holder:
+            return None
+        run_id, hook_id = str(holder["run_id"]), str(holder["hook_id"])
+        resume = self._table.get(keys.resume_key(run_id, resume_id))
+        if resume is None:
+            return None
+        stored = self._table.get(keys.event_key(run_id, int(resume["pos"])))
+        if stored is None:
+            raise Transient(f"run {run_id}: the resume's event is not readable yet; retry")
+        event = items.event_from_item(run_id, stored, PayloadReader(self._blobs, ResolveData.NONE))
+        return event if event.correlation_id == hook_id else None
 
     def list(self, run_id: str) -> builtins.list[Hook]:
         """The live hooks of a run, in creation order; an unknown run gives ``[]``."""

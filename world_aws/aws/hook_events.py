@@ -25,8 +25,10 @@ racing resumes with one id, the second fails the resume condition, seals its
 position and returns the first event.
 
 ``hook_disposed`` (3 round trips): read run and hook (the token is on the hook),
-reserve (fenced) + commit ``[Put event, Update hook disposed_at, Delete token if
-it is still this hook's]``.
+reserve (fenced) + commit ``[Put event, Update hook disposed_at, Update token
+released if it is still this hook's]``. A released token item is kept a week
+(``items.TOKEN_KEEPS_SECONDS``, the table's TTL) naming its last holder
+(``hooks.resumed``); a ``hook_created`` claims it as it claims a missing one.
 """
 
 from __future__ import annotations
@@ -143,12 +145,12 @@ class HookEvents:
     def _token_put(self, hook: Hook, holder: Item | None) -> Action:
         item = items.token_item(hook.token, hook.run_id, hook.hook_id)
         if holder is None:
-            # Timeline: two hooks (of any runs) claim one token; the first commit holds it.
-            return self._table.put_action(item, condition="attribute_not_exists(pk)", name=plans.TOKEN)
+            # Timeline: two hooks (of any runs) claim one free token; the first commit holds it.
+            return self._table.put_action(item, condition=items.TOKEN_FREE, name=plans.TOKEN)
         # Take over a dead holder's token, only if nobody else took it since we looked.
         return self._table.put_action(
             item,
-            condition="attribute_not_exists(pk) OR (run_id = :old_run AND hook_id = :old_hook)",
+            condition=f"{items.TOKEN_FREE} OR (run_id = :old_run AND hook_id = :old_hook)",
             values={":old_run": holder["run_id"], ":old_hook": holder["hook_id"]},
             name=plans.TOKEN,
         )
@@ -300,11 +302,13 @@ class HookEvents:
                     values={":now": items.iso(now), ":pos": position},
                     name=plans.ENTITY,
                 ),
-                # Free the token, unless it is no longer this hook's.
-                self._table.delete_action(
+                # Free the token, unless it is no longer this hook's; its item stays,
+                # naming this hook as its last holder (items.TOKEN_KEEPS_SECONDS).
+                self._table.update_action(
                     keys.token_key(seen.token),
+                    items.TOKEN_RELEASE,
                     condition="attribute_not_exists(pk) OR (run_id = :run AND hook_id = :hook)",
-                    values={":run": run_id, ":hook": seen.hook_id},
+                    values={":run": run_id, ":hook": seen.hook_id, **items.token_release_values(now)},
                     name=plans.TOKEN,
                 ),
             ]

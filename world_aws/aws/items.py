@@ -248,6 +248,24 @@ def token_item(token: str, run_id: str, hook_id: str) -> Item:
     return {**keys.token_key(token), "run_id": run_id, "hook_id": hook_id}
 
 
+# A released token's item is kept, naming its last holder, this long (``hooks.resumed``:
+# a caller's retry of a resume whose answer it lost), then deleted by the table's TTL.
+TOKEN_KEEPS_SECONDS = 7 * 86400
+TOKEN_RELEASED = "released_at"
+# The release of a token (the hook's disposal, its run's end): the item stays, free to claim.
+TOKEN_RELEASE = f"SET {TOKEN_RELEASED} = :released, {keys.TTL_ATTRIBUTE} = :expires"
+# A token item that a hook_created may claim: none, or one released.
+TOKEN_FREE = f"attribute_not_exists(pk) OR attribute_exists({TOKEN_RELEASED})"
+
+
+def token_release_values(now: datetime) -> dict[str, object]:
+    return {":released": iso(now), ":expires": int(now.timestamp()) + TOKEN_KEEPS_SECONDS}
+
+
+def token_released(item: Item) -> bool:
+    return TOKEN_RELEASED in item
+
+
 def wait_item(wait: Wait, *, position: int) -> Item:
     return {
         **keys.wait_key(wait.run_id, wait.wait_id),

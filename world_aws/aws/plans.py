@@ -37,7 +37,7 @@ ENTITY = "entity"  # the step, hook or wait item
 # A dispatched step's ``pend#`` marker: put with its create, or with the owned retry that
 # hands an inline step to a retry message; deleted by its outcome.
 PENDING = "pending"
-TOKEN = "token"  # a hook's ``token#`` item (claimed by its create, freed by its disposal)
+TOKEN = "token"  # a hook's ``token#`` item (claimed by its create, released by its disposal)
 RESUME = "resume"  # a hook resume's ``resume#`` dedup item
 STARTED = "started"  # ``run_started``'s event put beside a creating run's (the resilient start)
 OWN = "own"  # the run item's ``own#`` entry of a step written without its item (``materialize``)
@@ -237,7 +237,7 @@ PLANS: dict[EventType, EventPlan] = {
     EventType.HOOK_DISPOSED: _plan(
         EventType.HOOK_DISPOSED,
         PlannedAction(ENTITY, Kind.UPDATE),
-        PlannedAction(TOKEN, Kind.DELETE),
+        PlannedAction(TOKEN, Kind.UPDATE),
         reads=_RUN_AND_ENTITY,
     ),
     EventType.WAIT_CREATED: _plan(EventType.WAIT_CREATED, PlannedAction(ENTITY, Kind.PUT)),

@@ -262,10 +262,12 @@ class RunEvents:
                 if not items.hook_is_live(hook):
                     continue
                 try:
-                    self._table.delete(
+                    self._table.update(
                         keys.token_key(str(hook["token"])),
+                        items.TOKEN_RELEASE,
                         condition="run_id = :run AND hook_id = :hook",
-                        values={":run": run_id, ":hook": hook["hook_id"]},
+                        values={":run": run_id, ":hook": hook["hook_id"], **items.token_release_values(now)},
+                        return_values="NONE",
                     )
                 except ConditionFailed:
                     pass  # the token is no longer this hook's

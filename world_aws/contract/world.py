@@ -281,6 +281,17 @@ class HookStore(Protocol):
         """The live hook holding ``token``. Raises NotFound."""
         ...
 
+    def resumed(self, token: str, resume_id: str) -> Event | None:
+        """The ``hook_received`` recorded under ``resume_id`` for the hook that last held ``token``.
+
+        Live or not: after the hook was disposed or its run ended, a caller retrying a
+        resume whose answer it lost learns that its payload was recorded (SPEC §6.2
+        deduplicates per run, and the token no longer names one). None: that hook's run
+        has no resume with this id, or the token was never held (or its release is older
+        than the World keeps it: 7 days on DynamoDB). Payloads are not resolved.
+        """
+        ...
+
     def list(self, run_id: str) -> list[Hook]:
         """The live hooks of a run."""
         ...

@@ -250,6 +250,7 @@ class MemoryEventStore:
         record.hooks[hook_id] = hook
         record.hook_ids.add(hook_id)
         self._state.tokens[token] = (hook.run_id, hook_id)
+        self._state.last_holders[token] = (hook.run_id, hook_id)
         return EventResult(event=self._append_request(record, request, now), hook=hook)
 
     def _wait_event(self, record: RunRecord, request: EventRequest, now: datetime) -> EventResult:

@@ -12,10 +12,10 @@ import binascii
 import builtins
 from datetime import datetime
 
-from world_aws.contract.records import Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.records import Event, Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.world import LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound
-from world_aws.local.memory_state import MemoryState, RunRecord, run_out, step_out
+from world_aws.local.memory_state import MemoryState, RunRecord, event_out, run_out, step_out
 from world_aws.local.memory_stats import Stat, WorldStats
 
 _CURSOR_PREFIX = "mem2:"
@@ -204,6 +204,18 @@ class MemoryHookStore(_Reader):
             if hook is None:
                 raise NotFound(f"no live hook holds token {token!r}")
             return hook
+
+    def resumed(self, token: str, resume_id: str) -> Event | None:
+        """The resume ``resume_id`` of the token's last holder, live or not (see ``HookStore``)."""
+        self._stats.incr(Stat.HOOK_READS)
+        with self._state.lock:
+            holder = self._state.last_holders.get(token)
+            if holder is None:
+                return None
+            event = self._state.runs[holder[0]].resumes.get(resume_id)
+            if event is None or event.correlation_id != holder[1]:
+                return None
+            return event_out(event, ResolveData.NONE)
 
     def list(self, run_id: str) -> builtins.list[Hook]:
         """The live hooks of a run, in creation order; an unknown run gives ``[]``."""

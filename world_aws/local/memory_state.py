@@ -63,6 +63,9 @@ class MemoryState:
         self.runs: dict[str, RunRecord] = {}
         # token -> (run_id, hook_id) of the live hook holding it (SPEC §2.3).
         self.tokens: dict[str, tuple[str, str]] = {}
+        # token -> (run_id, hook_id) of the hook that claimed it last, kept after its release
+        # (hooks.resumed).
+        self.last_holders: dict[str, tuple[str, str]] = {}
         # The last run a sweep read (runs.sweep_created): (created_at, run_id).
         self.sweep_cursor: tuple[datetime, str] | None = None
 

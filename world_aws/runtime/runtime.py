@@ -236,7 +236,9 @@ class Runtime:
                 fields: validated, and recorded as plain data.
             resume_id: the caller's key for this resume: a retry with the same id (after
                 a timeout or an error) appends the payload once and wakes the run
-                again (collapsed by key). Default: a fresh id, so a retry without it
+                again (collapsed by key), and is a success even once the hook or its
+                run has ended, if the first attempt was recorded by the token's last
+                holder (``hooks.resumed``). Default: a fresh id, so a retry without it
                 may deliver the payload twice.
             hook_type: the typed hook class the caller expects (``Hook.resume``), used
                 when this app does not know the hook's type by name.
@@ -255,7 +257,12 @@ class Runtime:
         if resume_id is not None:
             _check_resume_id(resume_id)
         refuse_reserved_token(token)
-        hook = self.world.hooks.get_by_token(check_token(token))
+        try:
+            hook = self.world.hooks.get_by_token(check_token(token))
+        except NotFound:
+            if resume_id is None or self.world.hooks.resumed(token, resume_id) is None:
+                raise
+            return resume_id  # recorded before the hook ended: the retry of a success
         declared = declared_type(self.app.serializer, hook.metadata)
         payload = checked_payload(self.app.hook_type, declared, payload, hook_type)
         data = self.app.serializer.dumps(payload, context="a hook payload", payload=Payload.HOOK_PAYLOAD)
@@ -271,7 +278,9 @@ class Runtime:
             )
         except RunExpired:
             # The run ended since the hook was read: its hooks went with it, as a resume
-            # that came after the end is told.
+            # that came after the end is told (unless this id was recorded before it).
+            if self.world.hooks.resumed(token, resume_id) is not None:
+                return resume_id
             raise NotFound(f"no live hook holds token {token!r}") from None
         # The payload is recorded: the run must hear of it. Retry the wake-up here
         # before giving the caller an error to retry with.

@@ -166,6 +166,63 @@ def test_hook_received_is_deduplicated_on_resume_id(world: World) -> None:
     assert len(world.events.list(run_id)) == length
 
 
+def test_a_resume_is_found_by_its_token_after_the_hook_is_disposed(world: World) -> None:
+    # GIVEN a hook that received a payload under resume id R, then was disposed
+    run_id = create_run(world)
+    token = new_id("tok")
+    hook = create_hook(world, run_id, token).hook
+    assert hook is not None
+    resume_id = new_id("resume")
+    first = receive_hook(world, run_id, hook.hook_id, b"payload", resume_id=resume_id).event
+    assert first is not None
+    write(world, run_id, EventType.HOOK_DISPOSED, hook.hook_id)
+    # WHEN a caller retrying R asks by the token
+    found = world.hooks.resumed(token, resume_id)
+    # THEN it learns the resume was recorded, where
+    assert found is not None
+    assert (found.run_id, found.position, found.type, found.correlation_id) == (
+        run_id,
+        first.position,
+        EventType.HOOK_RECEIVED,
+        hook.hook_id,
+    )
+    assert found.data_as(HookReceivedData).resume_id == resume_id
+    # AND another id, or a token never held, is not a resume
+    assert world.hooks.resumed(token, new_id("resume")) is None
+    assert world.hooks.resumed(new_id("tok"), resume_id) is None
+
+
+def test_a_resume_is_found_by_its_token_after_its_run_ended(world: World) -> None:
+    for ending in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED):
+        run_id = create_run(world)
+        token = new_id("tok")
+        hook = create_hook(world, run_id, token).hook
+        assert hook is not None
+        resume_id = new_id("resume")
+        receive_hook(world, run_id, hook.hook_id, b"payload", resume_id=resume_id)
+        end_run(world, run_id, ending)
+        found = world.hooks.resumed(token, resume_id)
+        assert found is not None and (found.run_id, found.correlation_id) == (run_id, hook.hook_id)
+
+
+def test_a_resume_is_looked_for_at_the_tokens_last_holder(world: World) -> None:
+    # GIVEN a token released by one hook, after a resume R, and claimed by a hook of another run
+    first_run, second_run, token = create_run(world), create_run(world), new_id("tok")
+    first = create_hook(world, first_run, token).hook
+    assert first is not None
+    resume_id = new_id("resume")
+    receive_hook(world, first_run, first.hook_id, b"one", resume_id=resume_id)
+    write(world, first_run, EventType.HOOK_DISPOSED, first.hook_id)
+    second = create_hook(world, second_run, token).hook
+    assert second is not None and world.hooks.get_by_token(token).run_id == second_run
+    # THEN R is not the new holder's; the new holder's own resume is found
+    assert world.hooks.resumed(token, resume_id) is None
+    other = new_id("resume")
+    receive_hook(world, second_run, second.hook_id, b"two", resume_id=other)
+    found = world.hooks.resumed(token, other)
+    assert found is not None and found.run_id == second_run
+
+
 def test_hook_received_with_distinct_resume_ids_appends_each(world: World) -> None:
     run_id = create_run(world)
     hook = create_hook(world, run_id, new_id("tok")).hook
