@@ -225,6 +225,12 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
     create_hook(world, other, live_token)
     out.append(("hooks.get_by_token", lambda: world.hooks.get_by_token(live_token)))
     out.append(("hooks.list", lambda: world.hooks.list(other)))
+    used_token, resume_id = new_id("tok"), new_id("resume")
+    used = create_hook(world, other, used_token).hook
+    assert used is not None
+    receive_hook(world, other, used.hook_id, b"payload", resume_id=resume_id)
+    write(world, other, EventType.HOOK_DISPOSED, used.hook_id)
+    out.append(("hooks.resumed (hook disposed)", lambda: world.hooks.resumed(used_token, resume_id)))
     out.append(("runs.list (limit 10)", lambda: world.runs.list(limit=10)))
     return out
 
