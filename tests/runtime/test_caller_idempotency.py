@@ -138,6 +138,44 @@ def test_a_resume_retried_after_its_run_used_the_payload_and_ended_is_still_a_su
     assert received_payloads(harness, handle.run_id) == [runtime.app.serializer.dumps("yes")]
 
 
+def rounds_app() -> Workflows:
+    """One token, a fresh hook per round (the first disposed before the second is made)."""
+    app = Workflows()
+
+    @app.workflow(name="review.rounds")
+    async def rounds(order: str) -> list[str]:
+        decisions: list[str] = []
+        for _ in range(2):
+            hook = create_hook(token=f"round:{order}")
+            decisions.append(await hook)
+            hook.dispose()
+        return decisions
+
+    return app
+
+
+def test_a_retried_resume_of_an_earlier_hook_of_the_same_token_and_run_stays_a_success(
+    harness: Harness,
+) -> None:
+    # GIVEN a run that takes one payload per round on one token, a hook per round
+    runtime = harness.runtime_for(rounds_app())
+    handle = runtime.start("review.rounds", "o-1")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    # AND round 1's resume req-1 was recorded (its answer lost, say), then round 2's hook took the token
+    runtime.resume_hook("round:o-1", "first", resume_id="req-1")
+    assert harness.settle(handle) is RunStatus.RUNNING
+    # WHILE the run goes on, the retry of req-1 is a success (SPEC 6.2: deduplicated on the run)
+    assert runtime.resume_hook("round:o-1", "first", resume_id="req-1") == "req-1"
+    # WHEN round 2 gets its payload and the run ends
+    runtime.resume_hook("round:o-1", "second", resume_id="req-2")
+    assert harness.settle(handle) is RunStatus.COMPLETED
+    assert handle.result(timeout=0) == ["first", "second"]
+    # THEN the retry of req-1 is still the success it was a moment ago, payload once
+    # (a review found it NotFound: hooks.resumed took only the last holder's own resumes)
+    assert runtime.resume_hook("round:o-1", "first", resume_id="req-1") == "req-1"
+    assert len(received_payloads(harness, handle.run_id)) == 2
+
+
 def test_a_resume_that_was_never_recorded_is_not_found_once_the_run_ended(harness: Harness) -> None:
     # GIVEN a run that used one payload (resume id req-1) and completed
     runtime = harness.runtime_for(approval_app())

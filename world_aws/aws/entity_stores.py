@@ -23,6 +23,7 @@ from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer, tail_batch
 from world_aws.aws.step_events import logged_steps, unwritten_step
 from world_aws.contract.records import Event, Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.rules import resumed_by
 from world_aws.contract.world import BlobStore, LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound, Transient
 
@@ -309,7 +310,7 @@ class DynamoHookStore(_Reader):
         if stored is None:
             raise Transient(f"run {run_id}: the resume's event is not readable yet; retry")
         event = items.event_from_item(run_id, stored, PayloadReader(self._blobs, ResolveData.NONE))
-        return event if event.correlation_id == hook_id else None
+        return event if resumed_by(event, token, hook_id) else None
 
     def list(self, run_id: str) -> builtins.list[Hook]:
         """The live hooks of a run, in creation order; an unknown run gives ``[]``."""

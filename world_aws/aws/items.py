@@ -52,6 +52,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # (set by every position-taking write, so the live index needs no write per event).
 PROGRESS_US = "prog_us"
 DUE_US = "due_us"  # when the wait the run created last is due (LiveRun.due_at), set by its reservation
+DUE_PREV_US = "due_prev_us"  # due_us before that reservation: restored if the create is refused
 _MICROSECOND = timedelta(microseconds=1)
 
 

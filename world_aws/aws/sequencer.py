@@ -244,8 +244,11 @@ class Sequencer:
             names["#mark"] = mark
             values[":true"] = True
         if due is not None:
-            update += f", {items.DUE_US} = :due"
+            # The old value is kept beside it (0: none) for a refused create to put back
+            # (``WaitEvents.wait_created``): SET reads the item as it was before this write.
+            update += f", {items.DUE_PREV_US} = if_not_exists({items.DUE_US}, :nodue), {items.DUE_US} = :due"
             values[":due"] = items.epoch_us(due)
+            values[":nodue"] = 0
         try:
             run_item = self.table.update(
                 keys.run_key(run_id),

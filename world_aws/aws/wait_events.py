@@ -1,8 +1,9 @@
 """Wait events on DynamoDB: wait_created and wait_completed.
 
 ``wait_created`` (2 round trips, ``Sequencer.create_child``): reserve (fenced, noting
-the wait's due time on the run item: ``LiveRun.due_at``) + commit ``[Put event, Put
-wait attribute_not_exists(sk)]``; a duplicate fails the
+the wait's due time on the run item: ``LiveRun.due_at``, the previous one beside it) +
+commit ``[Put event, Put wait attribute_not_exists(sk)]``; a duplicate puts the
+previous due time back (one conditional ``UpdateItem``) and fails the
 wait condition, seals its position and is named Conflict from the ``ALL_OLD`` image.
 
 ``wait_completed`` (3 round trips): consistent read of run and wait (judged
@@ -17,12 +18,13 @@ from __future__ import annotations
 from datetime import datetime
 
 from world_aws.aws import items, keys, plans
-from world_aws.aws.dynamo import Action, Item
+from world_aws.aws.dynamo import Action, ConditionFailed, Item
 from world_aws.aws.payloads import PayloadWriter
 from world_aws.aws.sequencer import Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore
+from world_aws.errors import Conflict, Throttled, Transient
 
 
 class WaitEvents:
@@ -46,8 +48,31 @@ class WaitEvents:
                 )
             ]
 
-        event = self._seq.create_child(run_id, request, now, entity_actions, due=wait.resume_at)
+        try:
+            event = self._seq.create_child(run_id, request, now, entity_actions, due=wait.resume_at)
+        except Conflict:
+            self._restore_due(run_id, wait.resume_at)
+            raise
         return EventResult(event=event, wait=wait)
+
+    def _restore_due(self, run_id: str, due: datetime) -> None:
+        """Put back the run's due time that a refused (duplicate) create's reservation replaced.
+
+        Only if no later reservation set its own since; best effort: a due time left wrong
+        makes the reconciler look at the run once more, or later, never lose it.
+        """
+        try:
+            # Timeline: a later wait_created's reservation changes due_us, and this write
+            # then leaves that one standing.
+            self._table.update(
+                keys.run_key(run_id),
+                f"SET {items.DUE_US} = {items.DUE_PREV_US}",
+                condition=f"{items.DUE_US} = :ours AND attribute_exists({items.DUE_PREV_US})",
+                values={":ours": items.epoch_us(due)},
+                return_values="NONE",
+            )
+        except (ConditionFailed, Throttled, Transient):
+            pass
 
     def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         return until_settled(

@@ -26,11 +26,13 @@ from world_aws.contract.records import (
     STEP_RECORDS,
     WAIT_RECORDS,
     Entity,
+    Event,
     EventData,
     EventRequest,
     EventType,
     Hook,
     HookCreatedData,
+    HookReceivedData,
     Run,
     RunCreatedData,
     RunStartedData,
@@ -276,6 +278,18 @@ def judge_hook_event(request: EventRequest, run: Run | None, hook: Hook | None) 
 def apply_hook_event(request: EventRequest, run_id: str, hook: Hook | None, now: datetime) -> Hook:
     """The hook a ``hook_created`` makes, or the hook a resume or disposal is of."""
     return _data(request, HOOK_RECORDS, Entity.HOOK).apply(run_id, request.correlation_id, hook, now)
+
+
+def resumed_by(event: Event, token: str, last_holder: str) -> bool:
+    """Whether ``event`` (a ``hook_received``) is a resume of ``token`` (``HookStore.resumed``).
+
+    By the token the runtime recorded with it; one recorded without a token counts if its
+    hook is ``last_holder``, the hook that last held the token.
+    """
+    if not isinstance(event.data, HookReceivedData):
+        return False
+    named = event.data.token
+    return named == token if named is not None else event.correlation_id == last_holder
 
 
 def judge_wait_event(request: EventRequest, run: Run | None, wait: Wait | None) -> None:

@@ -282,13 +282,15 @@ class HookStore(Protocol):
         ...
 
     def resumed(self, token: str, resume_id: str) -> Event | None:
-        """The ``hook_received`` recorded under ``resume_id`` for the hook that last held ``token``.
+        """The ``hook_received`` recorded under ``resume_id`` for ``token`` in its last holder's run.
 
         Live or not: after the hook was disposed or its run ended, a caller retrying a
         resume whose answer it lost learns that its payload was recorded (SPEC §6.2
-        deduplicates per run, and the token no longer names one). None: that hook's run
-        has no resume with this id, or the token was never held (or its release is older
-        than the World keeps it: 7 days on DynamoDB). Payloads are not resolved.
+        deduplicates per run, and the token no longer names one). Any hook of that run
+        that held the token counts (a workflow may make a hook per round on one token):
+        the event's ``token``, or, for one recorded without it, its hook being the last
+        holder. None: no such resume, or the token was never held (or its release is
+        older than the World keeps it: 7 days on DynamoDB). Payloads are not resolved.
         """
         ...
 

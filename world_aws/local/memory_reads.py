@@ -13,6 +13,7 @@ import builtins
 from datetime import datetime
 
 from world_aws.contract.records import Event, Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.rules import resumed_by
 from world_aws.contract.world import LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, run_out, step_out
@@ -213,7 +214,7 @@ class MemoryHookStore(_Reader):
             if holder is None:
                 return None
             event = self._state.runs[holder[0]].resumes.get(resume_id)
-            if event is None or event.correlation_id != holder[1]:
+            if event is None or not resumed_by(event, token, holder[1]):
                 return None
             return event_out(event, ResolveData.NONE)
 

@@ -18,7 +18,7 @@ import pytest
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, RunStartedData, RunStatus, StepCompletedData
 from world_aws.contract.world import World
-from world_aws.errors import BadInput
+from world_aws.errors import BadInput, Conflict
 from world_aws.testing.conformance.support import (
     create_run,
     create_step,
@@ -161,6 +161,24 @@ def test_a_live_run_shows_when_the_wait_it_created_last_is_due(world: World, clo
     write(world, run_id, EventType.WAIT_COMPLETED, first)
     (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
     assert (listed.due_at, listed.progress_at) == (one_hour, clock.now())
+
+
+def test_a_refused_duplicate_wait_created_does_not_change_the_runs_due_time(
+    world: World, clock: ManualClock
+) -> None:
+    # GIVEN a run that created a wait due in an hour, then one due in six hours
+    run_id = create_run(world)
+    one_hour, six_hours = clock.now() + timedelta(hours=1), clock.now() + timedelta(hours=6)
+    first = create_wait(world, run_id, one_hour)
+    create_wait(world, run_id, six_hours)
+    # WHEN a stale pass creates the first wait again (refused: it exists)
+    clock.advance(1)
+    with pytest.raises(Conflict):
+        create_wait(world, run_id, one_hour, wait_id=first)
+    # THEN the run still shows the due time of the wait it created last
+    world.runs.mark_live(run_id, mark=clock.now() - timedelta(hours=1))
+    (listed,) = world.runs.list_live(marked_before=clock.now(), limit=10)
+    assert listed.due_at == six_hours
 
 
 def test_a_sweep_shows_the_due_time_of_a_sleeping_run(world: World, clock: ManualClock) -> None:
