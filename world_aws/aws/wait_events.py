@@ -51,11 +51,11 @@ class WaitEvents:
         try:
             event = self._seq.create_child(run_id, request, now, entity_actions, due=wait.resume_at)
         except Conflict:
-            self._restore_due(run_id, wait.resume_at)
+            self.restore_due(run_id, wait.resume_at)
             raise
         return EventResult(event=event, wait=wait)
 
-    def _restore_due(self, run_id: str, due: datetime) -> None:
+    def restore_due(self, run_id: str, due: datetime) -> None:
         """Put back the run's due time that a refused (duplicate) create's reservation replaced.
 
         Only if no later reservation set its own since; best effort: a due time left wrong
