@@ -280,9 +280,10 @@ class DynamoHookStore(_Reader):
 
     def get_by_token(self, token: str) -> Hook:
         """The live hook holding ``token``. Raises NotFound."""
-        holder = self._table.get(keys.token_key(token))
-        if holder is not None and not items.token_released(holder) and "run_id" in holder:
-            run_id, hook_id = str(holder["run_id"]), str(holder["hook_id"])
+        item = self._table.get(keys.token_key(token))
+        holder = items.token_holder(item)
+        if item is not None and holder is not None and not items.token_released(item):
+            run_id, hook_id = holder
             run, hook = self._run_and(run_id, keys.hook_key(run_id, hook_id))
             if (
                 run is not None
@@ -299,10 +300,10 @@ class DynamoHookStore(_Reader):
         Three consistent reads: the token item (kept a week once released), the run's
         ``resume#`` item, the event at its position.
         """
-        holder = self._table.get(keys.token_key(token))
-        if holder is None or "run_id" not in holder:
+        holder = items.token_holder(self._table.get(keys.token_key(token)))
+        if holder is None:
             return None
-        run_id, hook_id = str(holder["run_id"]), str(holder["hook_id"])
+        run_id, hook_id = holder
         resume = self._table.get(keys.resume_key(run_id, resume_id))
         if resume is None:
             return None

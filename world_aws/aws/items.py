@@ -140,8 +140,13 @@ def live_run_from_item(item: Item) -> LiveRun:
         status=RunStatus(item["status"]),
         progress_at=run_progress_at(item),
         mark=datetime.fromisoformat(mark),
-        due_at=from_epoch_us(item.get(DUE_US)),
+        due_at=run_due_at(item),
     )
+
+
+def run_due_at(item: Item) -> datetime | None:
+    """When the run's last created wait is due (``due_us``), None if it made none."""
+    return from_epoch_us(item.get(DUE_US))
 
 
 def run_progress_at(item: Item) -> datetime:
@@ -265,6 +270,14 @@ def token_release_values(now: datetime) -> dict[str, object]:
 
 def token_released(item: Item) -> bool:
     return TOKEN_RELEASED in item
+
+
+def token_holder(item: Item | None) -> tuple[str, str] | None:
+    """The (run id, hook id) a token item names, live or released; None: no item, or one a
+    release wrote where none was (it names nobody)."""
+    if item is None or "run_id" not in item:
+        return None
+    return str(item["run_id"]), str(item["hook_id"])
 
 
 def wait_item(wait: Wait, *, position: int) -> Item:

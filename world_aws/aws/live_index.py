@@ -131,9 +131,14 @@ def sweep_created(table: Table, *, created_before: datetime, limit: int) -> Swee
                 continue  # it ended, or the index has it already
             progress = items.run_progress_at(item)
             if mark_live(table, keys.run_id_of(item), mark=progress):
-                due = items.from_epoch_us(item.get(items.DUE_US))
                 enrolled.append(
-                    LiveRun(keys.run_id_of(item), RunStatus(item["status"]), progress, progress, due)
+                    LiveRun(
+                        keys.run_id_of(item),
+                        RunStatus(item["status"]),
+                        progress,
+                        progress,
+                        items.run_due_at(item),
+                    )
                 )
     if examined:
         _move_cursor(table, examined[-1])
