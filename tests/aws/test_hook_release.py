@@ -26,19 +26,19 @@ from world_aws.testing.conformance.support import create_hook, create_run, end_r
 
 
 @contextmanager
-def _queries(world: AwsWorld) -> Iterator[list[dict[str, Any]]]:
-    """The DynamoDB Query requests made inside the block (their parameters)."""
+def _requests(world: AwsWorld, operation: str = "Query") -> Iterator[list[dict[str, Any]]]:
+    """The DynamoDB ``operation`` requests made inside the block (their parameters)."""
     seen: list[dict[str, Any]] = []
 
     def record(params: dict[str, Any], **_: Any) -> None:
         seen.append(params)
 
     events = world.table.client.meta.events
-    events.register("provide-client-params.dynamodb.Query", record)
+    events.register(f"provide-client-params.dynamodb.{operation}", record)
     try:
         yield seen
     finally:
-        events.unregister("provide-client-params.dynamodb.Query", record)
+        events.unregister(f"provide-client-params.dynamodb.{operation}", record)
 
 
 def _hook_queries(queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,7 +102,7 @@ def test_every_end_of_a_run_that_made_a_hook_disposes_it_and_frees_its_token(wor
         # GIVEN a running run holding a live hook
         run_id, token, hook_id = _run_with_hook(world)
         # WHEN the run ends
-        with _queries(world) as queries:
+        with _requests(world) as queries:
             end(world, run_id, world.clock.now())
         # THEN the end queried the run's hooks, disposed the hook and freed its token
         assert len(_hook_queries(queries)) == 1, how
@@ -117,7 +117,7 @@ def test_the_end_of_a_run_that_never_made_a_hook_queries_no_hooks(world: AwsWorl
         # GIVEN a running run that never made a hook
         run_id = create_run(world)
         # WHEN it ends
-        with _queries(world) as queries:
+        with _requests(world) as queries:
             end(world, run_id, world.clock.now())
         # THEN no Query of its hooks (only an end appended in a transaction, which gets no
         # image of the run item back, cannot tell, and queries)
@@ -204,17 +204,8 @@ def test_a_released_token_is_claimed_by_the_next_hook_in_one_commit(world: AwsWo
     assert _released(world, run_id, hook_id, token)
     # WHEN a hook of another run claims it
     other = create_run(world)
-    commits: list[dict[str, Any]] = []
-
-    def record(params: dict[str, Any], **_: Any) -> None:
-        commits.append(params)
-
-    events = world.table.client.meta.events
-    events.register("provide-client-params.dynamodb.TransactWriteItems", record)
-    try:
+    with _requests(world, "TransactWriteItems") as commits:
         assert create_hook(world, other, token).hook is not None
-    finally:
-        events.unregister("provide-client-params.dynamodb.TransactWriteItems", record)
     # THEN one commit took it, as a never-used token is taken (no takeover of a dead holder),
     # and the item names the new holder, no longer released or expiring
     assert len(commits) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import cast
 
@@ -37,7 +38,7 @@ from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
 from world_aws.runtime.reconciler import Reconciler, bucket_of
 from world_aws.testing.conformance.support import create_run
 
-from .harness import Harness
+from .harness import Harness, Intercept
 
 AFTER = 600
 CONFIG = ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=10, sweep_lag_seconds=AFTER)
@@ -342,6 +343,36 @@ def test_a_run_idle_on_purpose_is_woken_with_doubling_gaps(memory_harness: Harne
     assert h.event_types(run_id).count(EventType.WAIT_COMPLETED) == 1
 
 
+def _lose_first(h: Harness, matches: Callable[[InvokePayload], bool]) -> tuple[list[datetime], Intercept]:
+    """An intercept that acks, unhandled, the first workflow or step message ``matches`` picks.
+
+    Returns the list it notes the loss's time in, and the intercept.
+    """
+    lost_at: list[datetime] = []
+
+    def lose(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        payload = decode_payload(delivery.body)
+        if isinstance(payload, InvokePayload) and matches(payload) and not lost_at:
+            lost_at.append(h.clock.now())
+            return Ack()
+        return handle(delivery)
+
+    return lost_at, lose
+
+
+def _tick_every_five_minutes(h: Harness, run_id: str, intercept: Intercept) -> list[datetime]:
+    """Tick the reconciler every 5 minutes for up to 12 hours, delivering through ``intercept``,
+    until the run ends; when it woke a run."""
+    reconciler, woken = Reconciler(h.world, CONFIG), list[datetime]()
+    for _ in range(12 * 12):
+        h.advance(300)
+        woken += [h.clock.now() for _ in reconciler.tick().woken]
+        h.drain(intercept=intercept)
+        if h.status(run_id).terminal:
+            break
+    return woken
+
+
 def test_a_run_stranded_after_a_long_sleep_is_woken_within_the_threshold(memory_harness: Harness) -> None:
     # GIVEN a run that sleeps six hours, then runs a step; the reconciler ticks every 5 minutes
     # and wakes the sleeper with doubling gaps, its mark moved to its next bucket each time
@@ -356,25 +387,12 @@ def test_a_run_stranded_after_a_long_sleep_is_woken_within_the_threshold(memory_
         await asyncio.sleep(6 * 3600)
         return await after_nap(x)
 
-    h, lost_at = memory_harness, list[datetime]()
+    h = memory_harness
     run_id = h.runtime_for(app).start("rec.napper", 1).run_id
     h.drain()
-
-    def lose_the_step_message(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
-        payload = decode_payload(delivery.body)
-        if isinstance(payload, InvokePayload) and payload.step_id is not None and not lost_at:
-            lost_at.append(h.clock.now())
-            return Ack()
-        return handle(delivery)
-
-    reconciler, woken = Reconciler(h.world, CONFIG), list[datetime]()
+    lost_at, lose_the_step_message = _lose_first(h, lambda payload: payload.step_id is not None)
     # WHEN the sleep ends, its step's message is lost, and the reconciler goes on ticking
-    for _ in range(12 * 12):
-        h.advance(300)
-        woken += [h.clock.now() for _ in reconciler.tick().woken]
-        h.drain(intercept=lose_the_step_message)
-        if h.status(run_id).terminal:
-            break
+    woken = _tick_every_five_minutes(h, run_id, lose_the_step_message)
     # THEN the stranded run was woken within T and a tick of its last event (the step's create),
     # not when the bucket its sleep was last woken in ends (about 5 hours later), and completes
     assert lost_at and h.status(run_id) is RunStatus.COMPLETED
@@ -391,25 +409,12 @@ def test_a_sleepers_lost_wake_up_is_repaired_within_the_threshold_of_its_due_tim
         await asyncio.sleep(6 * 3600)
         return "rested"
 
-    h, lost_at = harness, list[datetime]()
+    h = harness
     run_id = h.runtime_for(app).start("rec.sleeps_6h").run_id
     h.drain()
-
-    def lose_the_wake_up(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
-        payload = decode_payload(delivery.body)
-        if isinstance(payload, InvokePayload) and payload.wakes is not None and not lost_at:
-            lost_at.append(h.clock.now())
-            return Ack()
-        return handle(delivery)
-
-    reconciler = Reconciler(h.world, CONFIG)
+    lost_at, lose_the_wake_up = _lose_first(h, lambda payload: payload.wakes is not None)
     # WHEN its wake-up is lost when due, and the reconciler ticks every 5 minutes
-    for _ in range(12 * 12):
-        h.advance(300)
-        reconciler.tick()
-        h.drain(intercept=lose_the_wake_up)
-        if h.status(run_id).terminal:
-            break
+    _tick_every_five_minutes(h, run_id, lose_the_wake_up)
     # THEN the run completes within T and a tick or two of its wake-up's due time
     assert lost_at and h.status(run_id) is RunStatus.COMPLETED
     (completed,) = [e for e in h.events(run_id) if e.type is EventType.RUN_COMPLETED]
