@@ -9,6 +9,9 @@ from collections.abc import Iterator
 
 import boto3
 import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 from world_aws.local.moto_server import LoopbackMotoServer
 
@@ -22,16 +25,33 @@ def server() -> Iterator[LoopbackMotoServer]:
     started.stop()
 
 
-_FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+def _signed_list_queues_headers(connection: http.client.HTTPConnection) -> dict[str, str]:
+    """The headers of an SQS ListQueues form POST to ``connection``, signed with SigV4 for ``sqs``.
+
+    Signed, so the request names its service: what is tested is how ``LoopbackMotoServer`` holds
+    and answers a connection, not how moto routes an unsigned request (moto 5.2.6 sends an
+    unsigned form POST to ``/`` to S3, which answers 500).
+    """
+    url = f"http://{connection.host}:{connection.port}/"
+    form = {"Content-Type": "application/x-www-form-urlencoded; charset=utf-8"}
+    request = AWSRequest(method="POST", url=url, data=b"Action=ListQueues", headers=form)
+    SigV4Auth(Credentials("testing", "testing"), "sqs", "us-east-1").add_auth(request)
+    return dict(request.headers.items())
 
 
-def _list_queues(connection: http.client.HTTPConnection, **headers: str) -> bytes:
-    """One form POST on ``connection``: its answer's body (status 200 asserted)."""
-    form = {**_FORM, **headers}
+def _answer_to_list_queues(connection: http.client.HTTPConnection, **headers: str) -> http.client.HTTPResponse:
+    """One signed ListQueues on ``connection``: its answer (status 200 asserted), body read."""
+    form = {**_signed_list_queues_headers(connection), **headers}
     connection.request("POST", "/", body=b"Action=ListQueues", headers=form)
     response = connection.getresponse()
     assert response.status == 200
-    return response.read()
+    assert b"ListQueues" in response.read()
+    return response
+
+
+def _list_queues(connection: http.client.HTTPConnection, **headers: str) -> bool:
+    """One signed ListQueues on ``connection``, answered 200 with SQS's answer."""
+    return _answer_to_list_queues(connection, **headers) is not None
 
 
 def test_a_clients_requests_share_one_connection_and_keep_their_answers(server: LoopbackMotoServer) -> None:
@@ -109,8 +129,6 @@ def test_answers_write_no_access_log_line_and_a_proper_date(
     # AND the Date header is a proper HTTP date
     host, port = server.address
     connection = http.client.HTTPConnection(host, port, timeout=5)
-    connection.request("POST", "/", body=b"Action=ListQueues", headers=_FORM)
-    response = connection.getresponse()
-    response.read()
+    response = _answer_to_list_queues(connection)
     assert response.getheader("Date", "").endswith(" GMT")
     connection.close()
