@@ -39,7 +39,9 @@ def _signed_list_queues_headers(connection: http.client.HTTPConnection) -> dict[
     return dict(request.headers.items())
 
 
-def _answer_to_list_queues(connection: http.client.HTTPConnection, **headers: str) -> http.client.HTTPResponse:
+def _answer_to_list_queues(
+    connection: http.client.HTTPConnection, **headers: str
+) -> http.client.HTTPResponse:
     """One signed ListQueues on ``connection``: its answer (status 200 asserted), body read."""
     form = {**_signed_list_queues_headers(connection), **headers}
     connection.request("POST", "/", body=b"Action=ListQueues", headers=form)

@@ -26,7 +26,7 @@ from world_aws.aws.clients import AwsClients
 from world_aws.aws.infra.provision import ProvisionedResources, provision
 from world_aws.aws.infra.template import DEFAULT_TEMPLATE
 from world_aws.aws.local_clients import FAKE_ACCESS_KEY_ID, FAKE_SECRET_ACCESS_KEY, clients_for_endpoint
-from world_aws.local import moto_speedups
+from world_aws.local import moto_range, moto_speedups
 from world_aws.local.moto_server import LoopbackMotoServer
 
 DEFAULT_REGION = "us-east-1"
@@ -60,6 +60,7 @@ class EmbeddedAws:
         self.region = region
         self._template_path = template_path
         self._apply_settings = apply_settings
+        moto_range.warn_if_untested()
         # moto's DynamoDB otherwise slows down with every item a session adds (moto_speedups).
         moto_speedups.install()
         self._server = LoopbackMotoServer(listen_fd=listen_fd)
