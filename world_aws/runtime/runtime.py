@@ -123,15 +123,40 @@ class Runtime:
     ) -> RunHandle:
         """Redo a keyed start this caller made, whose first message may never have left.
 
-        The scheduler's, for a tick whose run is still pending: the create is refused
-        and the first message published again under its key (absorbed if it went). The
-        run the key names is not read back and compared with the arguments (the caller
-        made it with these; the scheduler's role may not read events).
+        For a keyed run that is still pending: the create is refused and the first
+        message published again under its key (absorbed if it went). The run the key
+        names is not read back and compared with the arguments (the caller made it with
+        these). The scheduler's own redo is ``start_tick(..., again=True)``.
 
         Raises:
             BadInput, WorldAwsError: as ``start``.
         """
         return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=False)
+
+    def start_tick(
+        self,
+        workflow: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        tick_key: str,
+        attributes: dict[str, str],
+        again: bool = False,
+    ) -> RunHandle:
+        """The scheduler's start of a tick: the run ``ids.schedule_run_id(tick_key)`` names.
+
+        Ticks have their own id namespace (``runtime/ids.py``): no caller's idempotency
+        key names a tick's run. ``again`` redoes a start whose run is pending (see
+        ``start_again``).
+
+        Raises:
+            BadInput, WorldAwsError: as ``start``; Conflict: the tick's run exists with
+                another workflow or other arguments.
+        """
+        run_id = ids.schedule_run_id(tick_key)
+        return self._keyed_start(
+            workflow, args, kwargs, tick_key, attributes, compare=not again, run_id=run_id
+        )
 
     def _keyed_start(
         self,
@@ -142,6 +167,7 @@ class Runtime:
         attributes: dict[str, str] | None,
         *,
         compare: bool,
+        run_id: str | None = None,
     ) -> RunHandle:
         reserved = sorted(k for k in attributes or {} if k.startswith(RESERVED_ATTRIBUTE_PREFIX))
         if reserved:
@@ -158,7 +184,8 @@ class Runtime:
             context=f"arguments of workflow {wf.name!r}",
             payload=Payload.STEP_INPUT,
         )
-        run_id = ids.run_id_for_key(idempotency_key) if idempotency_key else ids.new_run_id()
+        if run_id is None:
+            run_id = ids.run_id_for_key(idempotency_key) if idempotency_key else ids.new_run_id()
         with tracing.start_span(run_id, wf.name):
             return self._start(
                 run_id, wf.name, data, idempotency_key, dict(attributes or {}), compare=compare

@@ -21,6 +21,8 @@
       if (value === undefined || value === null || value === false) continue;
       if (name === "text") el.textContent = value;
       else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+      // Through the CSSOM: the Content-Security-Policy refuses style attributes.
+      else if (name === "style") for (const [prop, v] of Object.entries(value)) el.style.setProperty(prop, v);
       else el.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
@@ -286,7 +288,7 @@
           track.push(place(h("div", { class: `attempt ${a.outcome}`, title: label, "data-testid": "attempt", "data-outcome": a.outcome }), a.started_at, a.ended_at));
         }
         for (const at of span.received_at) {
-          track.push(h("div", { class: "tick", style: `left:${pos(at, now)}%`, title: `payload at ${when(at)}` }));
+          track.push(h("div", { class: "tick", style: { left: `${pos(at, now)}%` }, title: `payload at ${when(at)}` }));
         }
         const name = span.kind === "step" ? shortName(span.name) : span.name;
         rows.push(ganttRow(span.kind, name, span.name, span.status, track, took(span.created_at, span.ended_at), span.attempts.length));
@@ -324,7 +326,7 @@
   }
 
   function legend() {
-    const item = (color, text) => h("span", {}, h("i", { style: `background:var(--${color})` }), text);
+    const item = (color, text) => h("span", {}, h("i", { style: { background: `var(--${color})` } }), text);
     return h("div", { class: "legend" }, item("completed", "completed"), item("running", "running"),
       item("retrying", "failed, retried"), item("failed", "failed"), item("waiting", "sleep / hook"), item("cancelled", "abandoned"));
   }
