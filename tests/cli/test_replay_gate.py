@@ -131,10 +131,13 @@ def test_replay_reads_the_deployed_runs_from_the_api_with_its_filters(dev: Dev, 
         (["replay", SAME, "{file}", "--since", "soon"], "cannot parse duration 'soon'"),
         (["replay", SAME, "{file}", "--limit", "0"], "--limit must be at least 1"),
         (["export", "wrun_NOSUCHRUN"], "not found"),
+        (["export", "{run}", "--out", "/no/such/dir/runs.json"], "cannot write /no/such/dir/runs.json"),
     ],
 )
-def test_bad_input_exits_2_with_one_line(dev: Dev, exported: Path, argv: list[str], message: str) -> None:
-    result = dev.cli(*[a.replace("{file}", str(exported)) for a in argv])
+def test_bad_input_exits_2_with_one_line(
+    dev: Dev, runs: dict[str, str], exported: Path, argv: list[str], message: str
+) -> None:
+    result = dev.cli(*[a.replace("{file}", str(exported)).replace("{run}", runs["completed"]) for a in argv])
     assert result.code == 2, result.out + result.err
     assert message in result.err and len(result.err.strip().splitlines()) == 1
 

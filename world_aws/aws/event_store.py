@@ -105,7 +105,7 @@ class DynamoEventStore:
         at: datetime,
         flush_later: bool = False,
     ) -> builtins.list[EventResult] | None:
-        """Owned step writes, then maybe the run's end, at ``after + 1`` on, all or none: 1 transaction.
+        """Owned step writes (and patch markers), then maybe the run's end, at ``after + 1`` on, all or none.
 
         Raises:
             BadInput: not owned step writes, or ``at`` later than the World's now.

@@ -94,7 +94,10 @@ def _export(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         log_export.read_run(entry)
     text = json.dumps(log_export.document(runs), indent=1) + "\n"
     if ns.out is not None:
-        ns.out.write_text(text, encoding="utf-8")
+        try:
+            ns.out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise BadInput(f"cannot write {ns.out}: {exc.strerror or exc}") from None
         err.write(f"exported {len(runs)} run(s) to {ns.out}\n")
     else:
         out.write(text)
