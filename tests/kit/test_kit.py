@@ -187,6 +187,8 @@ def _gate_app(version: str) -> Workflows:
         done = [await (charge_v2(order_id) if new else charge(order_id))]
         await create_hook(token=f"ship:{order_id}")
         done.append(await ship(order_id))
+        if version == "v2-extra":
+            done.append(await ship(order_id))  # a second shipment before the end
         return done
 
     return app
@@ -238,3 +240,22 @@ def test_kit_replay_refuses_a_file_that_is_not_an_export(tmp_path: Path) -> None
     path.write_text('{"format": "world-aws.runs", "version": 1, "runs": [{"run": {}}]}')
     with pytest.raises(BadInput, match="runs\\[0\\]: the run header does not read"):
         WorkflowKit(_gate_app("v1")).replay(path)
+
+
+def test_kit_replay_flags_a_completed_run_the_code_no_longer_ends_where_it_did(
+    exported_runs: tuple[Path, list[str]],
+) -> None:
+    # GIVEN code that calls one more step before returning WHEN the export is replayed
+    path, (completed, waiting) = exported_runs
+    with pytest.raises(ReplayDiverged) as raised:
+        WorkflowKit(_gate_app("v2-extra")).replay(path)
+    # THEN the completed run diverges at its end; the waiting one (before that point) does not
+    message = str(raised.value)
+    assert message.startswith("1 of 2 run(s) diverge from the code:")
+    end = json.loads(path.read_text())["runs"][0]["events"][-1]
+    assert end["type"] == "run_completed"
+    assert (
+        f"DIVERGED  {completed}  order: at position {end['position']}: the log has the run's end "
+        "(run_completed) but the code calls step 'gate.ship'"
+    ) in message
+    assert waiting not in message

@@ -6,7 +6,9 @@ finds it before the deploy: each exported run (``contract.log_export``) is repla
 cold on the local code with the replay engine the runtime uses (``Replay``), and
 any run whose log the code no longer matches is reported with where it parts: the
 position, what the log has there and what the code does instead. A run the code
-replays to its end, or up to where its log stops (a run in flight), is ``ok``.
+replays to its end, or up to where its log stops (a run in flight), is ``ok``; a
+run the workflow ended (completed, or failed by its own error) where the code
+calls something more diverges at its end.
 Nothing is written anywhere: steps do not run (their recorded results are replayed),
 and ``patched()`` decides as it would, recording nothing.
 
@@ -18,12 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from world_aws.contract.log_export import ExportedRun
+from world_aws.contract.records import EventType
 from world_aws.errors import UnknownWorkflow
 from world_aws.runtime.divergence import Divergence
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import (
     ERROR_CODE_BAD_INPUT,
     ERROR_CODE_NON_DETERMINISM,
+    ERROR_CODE_USER,
     Completed,
     Continued,
     Failed,
@@ -86,6 +90,8 @@ def replay_run(app: Workflows, exported: ExportedRun) -> RunVerdict:
     ):
         message = decode_error(outcome.error).message
         divergence = Divergence(None, None, None, message, message)
+    if divergence is None and isinstance(outcome, Suspended):
+        divergence = _past_the_end(exported, outcome)
     if isinstance(outcome, Failed) and outcome.error_code == ERROR_CODE_BAD_INPUT:
         message = decode_error(outcome.error).message
         called = f"does not take the run's input: {message}"
@@ -107,6 +113,26 @@ class _Verdict:
 
     def of(self, reached: str, divergence: Divergence | None) -> RunVerdict:
         return RunVerdict(self.run_id, self.workflow_name, self.status, self.events, reached, divergence)
+
+
+def _past_the_end(exported: ExportedRun, outcome: Suspended) -> Divergence | None:
+    """A run the workflow ended (completed, or failed by its own error) that the code does not end:
+    where the log has the end, the code calls more."""
+    ends = [e for e in exported.events if e.type in (EventType.RUN_COMPLETED, EventType.RUN_FAILED)]
+    if not ends or exported.run.error_code not in (None, ERROR_CODE_USER):
+        return None
+    calls = [
+        *(f"calls step {s.step_name!r}" for s in outcome.new_steps),
+        *(f"creates hook {h.token!r}" for h in outcome.new_hooks),
+        *(f"starts child {c.workflow_name!r}" for c in outcome.new_children),
+        *("sleeps" for _ in outcome.new_waits),
+    ]
+    if not calls:
+        return None
+    end = ends[-1]
+    logged = f"the run's end ({end.type.value})"
+    message = f"the log has {logged} but the code {calls[0]}"
+    return Divergence(end.position, None, logged, calls[0], message)
 
 
 def _reached(outcome: Completed | Failed | Continued | Suspended) -> str:
