@@ -18,10 +18,17 @@ from examples.approval import app
 from world_aws.cli import main
 from world_aws.contract import log_export
 
-from .conftest import Dev
+from .conftest import Dev, Result
 
 CHANGED = str(Path(__file__).with_name("approval_changed.py")) + ":app"
 SAME = "examples.approval:app"
+
+
+def _local(*argv: str) -> Result:
+    """``world-aws <argv>`` in-process, without ``--api`` (a replay of a file needs no API)."""
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), out=out, err=err)
+    return Result(code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +74,7 @@ def test_export_to_stdout_is_the_same_document(dev: Dev, runs: dict[str, str]) -
 
 
 def test_replay_passes_the_code_that_made_the_runs(dev: Dev, runs: dict[str, str], exported: Path) -> None:
-    result = dev.cli("replay", SAME, str(exported))
+    result = _local("replay", SAME, str(exported))
     assert result.code == 0, result.out + result.err
     lines = result.out.splitlines()
     assert lines[0].split()[:2] == ["ok", runs["waiting"]] and "(running," in lines[0]
@@ -79,7 +86,7 @@ def test_replay_flags_a_changed_step_sequence_with_where_it_diverges(
     dev: Dev, runs: dict[str, str], exported: Path
 ) -> None:
     # GIVEN code whose first step changed WHEN the exported runs are replayed on it
-    result = dev.cli("replay", CHANGED, str(exported))
+    result = _local("replay", CHANGED, str(exported))
     # THEN it exits 1 and names, per run, the position, the logged step and the called one
     assert result.code == 1, result.out + result.err
     waiting = next(
@@ -97,7 +104,7 @@ def test_replay_flags_a_changed_step_sequence_with_where_it_diverges(
 
 
 def test_replay_json_reports_each_runs_verdict(dev: Dev, exported: Path) -> None:
-    result = dev.cli("replay", CHANGED, str(exported), "--json")
+    result = _local("replay", CHANGED, str(exported), "--json")
     assert result.code == 1
     verdicts = json.loads(result.out)["runs"]
     assert [v["ok"] for v in verdicts] == [False, False]
@@ -130,6 +137,7 @@ def test_replay_reads_the_deployed_runs_from_the_api_with_its_filters(dev: Dev, 
         (["replay", "no_such_module:app", "{file}"], "no module named 'no_such_module'"),
         (["replay", SAME, "{file}", "--since", "soon"], "cannot parse duration 'soon'"),
         (["replay", SAME, "{file}", "--limit", "0"], "--limit must be at least 1"),
+        (["replay", SAME, "{file}"], "not both"),
         (["export", "wrun_NOSUCHRUN"], "not found"),
         (["export", "{run}", "--out", "/no/such/dir/runs.json"], "cannot write /no/such/dir/runs.json"),
     ],
@@ -137,7 +145,9 @@ def test_replay_reads_the_deployed_runs_from_the_api_with_its_filters(dev: Dev, 
 def test_bad_input_exits_2_with_one_line(
     dev: Dev, runs: dict[str, str], exported: Path, argv: list[str], message: str
 ) -> None:
-    result = dev.cli(*[a.replace("{file}", str(exported)).replace("{run}", runs["completed"]) for a in argv])
+    args = [a.replace("{file}", str(exported)).replace("{run}", runs["completed"]) for a in argv]
+    # A replay of a file runs without --api (with it, it is refused: "not both")
+    result = dev.cli(*args) if argv[0] == "export" or message == "not both" else _local(*args)
     assert result.code == 2, result.out + result.err
     assert message in result.err and len(result.err.strip().splitlines()) == 1
 
@@ -153,11 +163,10 @@ def test_bad_input_exits_2_with_one_line(
 def test_a_file_that_is_not_an_export_exits_2(dev: Dev, tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
-    result = dev.cli("replay", SAME, str(path))
+    result = _local("replay", SAME, str(path))
     assert result.code == 2 and message in result.err
 
 
 def test_an_unreachable_api_exits_2() -> None:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(["replay", SAME, "--api", "http://127.0.0.1:9"], out=out, err=err)
-    assert code == 2 and "cannot reach http://127.0.0.1:9" in err.getvalue()
+    result = _local("replay", SAME, "--api", "http://127.0.0.1:9")
+    assert result.code == 2 and "cannot reach http://127.0.0.1:9" in result.err

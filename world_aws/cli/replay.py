@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TextIO
@@ -70,7 +70,12 @@ def add_commands(sub: Any) -> None:
     replay.set_defaults(func=_guarded(_replay))
 
 
-def _guarded(command: Any) -> Any:
+Command = Callable[[argparse.Namespace, TextIO, TextIO], int]
+
+
+def _guarded(command: Command) -> Command:
+    """``command`` with every failure turned into a one-line message and exit 2."""
+
     def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         try:
             return int(command(ns, out, err))
@@ -107,6 +112,8 @@ def _export(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _replay(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if ns.limit < 1:
         raise BadInput(f"--limit must be at least 1, got {ns.limit}")
+    if ns.file is not None and getattr(ns, "api", None):
+        raise BadInput(f"replay reads {ns.file} or the API at --api, not both")
     since = _cutoff(ns.since)
     app = load_app(ns.app)
     if ns.file is not None:
