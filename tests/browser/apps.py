@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
-from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, sleep
+from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, patched, sleep
 
 app = Workflows()
 
@@ -62,3 +62,11 @@ async def approval(order: str) -> dict[str, object]:
     await sleep(0.2)
     decision = await create_hook(token=f"approve:{order}")
     return {"order": order, "cents": cents, "decision": decision}
+
+
+@app.workflow
+async def patched_gate(key: str) -> str:
+    first = await gated(f"{key}:0")
+    if patched("gift-wrap"):
+        return f"{first}, wrapped"
+    return first

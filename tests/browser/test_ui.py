@@ -158,3 +158,18 @@ def test_start_a_registered_workflow_from_the_list_page(page: Any, dev: DevStack
     form.get_by_role("button", name="Start").click()
     expect(page).to_have_url(re.compile(r"/ui/#/runs/wrun_\w+$"))
     expect(page.get_by_test_id("run-error")).to_contain_text("card 5555 was declined")
+
+
+def test_a_patch_decision_is_an_instant_on_the_gantt(page: Any, dev: DevStack) -> None:
+    # GIVEN a run that reaches patched("gift-wrap") after its step, on code that has the change
+    key = _key()
+    run_id = _start(dev, "patched_gate", key)
+    _open_run(page, dev, run_id)
+    release(f"{key}:0")
+    # THEN its page shows the recorded decision as a "patch" row named by the change
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    row = page.get_by_test_id("gantt-row").and_(page.locator("[data-kind=patch]"))
+    expect(row).to_have_count(1)
+    expect(row).to_have_attribute("data-name", "gift-wrap")
+    expect(row).to_have_attribute("data-status", "applied")
+    expect(page.get_by_test_id("result")).to_contain_text("wrapped")

@@ -72,6 +72,12 @@ class ListEventsQuery(_Strict):
     payloads: bool = False
 
 
+class ReadLogQuery(_Strict):
+    """``GET /runs/{run_id}/log?after=``: the log after position ``after``, as exported (the replay gate)."""
+
+    after: int = Field(default=0, ge=0)
+
+
 class ReadStreamQuery(_Strict):
     """``GET /runs/{run_id}/streams/{name}?start_index=&limit=&wait=``: values from an index on."""
 
@@ -141,6 +147,9 @@ class EventRow(BaseModel):
     correlation_id: str | None = None
     step_name: str | None = None
     token: str | None = Field(default=None, description="the hook's token, on hook events")
+    change_id: str | None = Field(
+        default=None, description="on patch_applied: the change whose patched branch the run took"
+    )
     owner: str | None = Field(
         default=None,
         description="an inline step's events: the delivery that ran it; its step_created also starts it",
@@ -233,9 +242,9 @@ class SpanView(BaseModel):
     payload (``received_at``) or its disposal; a sleep's from its creation to its wake-up.
     """
 
-    kind: str = Field(description="step, wait or hook")
-    id: str = Field(description="the correlation id: step, wait or hook id")
-    name: str = Field(description="the step's name, the hook's token, or 'sleep'")
+    kind: str = Field(description="step, wait, hook or patch (a patched() decision: an instant)")
+    id: str = Field(description="the correlation id: step, wait, hook or patch id")
+    name: str = Field(description="the step's name, the hook's token, 'sleep', or the patch's change id")
     status: str
     created_at: datetime
     ended_at: datetime | None = None

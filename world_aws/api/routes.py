@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from world_aws.api import timeline, views
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
+from world_aws.api.log_route import read_log
 from world_aws.api.models import (
     CancelledRun,
     CancelRunRequest,
@@ -202,6 +203,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs", "{run_id}", "events", "{position}"), get_event),
     Route("GET", ("runs", "{run_id}", "steps"), list_steps),
     Route("GET", ("runs", "{run_id}", "timeline"), get_timeline),
+    Route("GET", ("runs", "{run_id}", "log"), read_log),
     Route("GET", ("workflows",), list_workflows),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
     Route("GET", ("runs", "{run_id}", "streams", "{name}"), read_stream),

@@ -25,6 +25,7 @@ from world_aws.api.models import (
 from world_aws.api.payloads import error_view
 from world_aws.contract.records import (
     Event,
+    PatchAppliedData,
     Run,
     RunCancelledData,
     RunStatus,
@@ -181,6 +182,7 @@ def event_rows(
             correlation_id=event.correlation_id,
             step_name=names.get(event.correlation_id or ""),
             token=event.data.token if isinstance(event.data, TokenData) else None,
+            change_id=event.data.change_id if isinstance(event.data, PatchAppliedData) else None,
             owner=owner_of(event.data),
             created_at=event.created_at,
             error=event_error(event),

@@ -110,6 +110,19 @@ class ApiClient:
                 return rows
             after = int(page["next_after"])
 
+    def run_log(self, run_id: str) -> dict[str, Any]:
+        """The run's whole log as exported (``GET /runs/{id}/log``, every page): ``{run, events}``."""
+        events: list[Any] = []
+        after = 0
+        while True:
+            page = self.call("GET", f"/runs/{_segment(run_id)}/log", query={"after": after})
+            if not isinstance(page, dict) or not isinstance(page.get("events"), list):
+                raise ApiError(200, "BadResponse", f"{self.base_url} answered a log page without events")
+            events.extend(page["events"])
+            if page.get("next_after") is None:
+                return {"run": page.get("run"), "events": events}
+            after = int(page["next_after"])
+
     def step_list(self, run_id: str) -> Any:
         """``{run_id, steps, summary}``: the run's step rows with their attempts, and its stats.
 
