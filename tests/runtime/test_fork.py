@@ -6,6 +6,7 @@ import asyncio
 from collections import Counter
 
 from world_aws import FatalError, Workflows, create_hook, sleep
+from world_aws.api.lineage_view import run_links
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.runtime.forks import FORKED_FROM
 from world_aws.testing.harness import Harness
@@ -139,6 +140,13 @@ def test_a_fork_reuses_a_resumed_hook_an_elapsed_sleep_a_finished_child_and_a_se
     # AND the fork started no child run of its own: the child's outcome was copied
     children = [e for e in h.events(fork.run_id) if e.type is EventType.HOOK_RECEIVED]
     assert len(children) == 2  # the hook's payload and the child's outcome, each once
+    # AND the API's links name the original's child, whose result the fork reused
+    serializer = h.runtime.app.serializer
+    original_links = run_links(h.world.runs.get(original), h.events(original), serializer)
+    fork_links = run_links(h.world.runs.get(fork.run_id), h.events(fork.run_id), serializer)
+    assert original_links is not None and fork_links is not None
+    assert fork_links.children == original_links.children and len(fork_links.children) == 1
+    assert h.world.runs.get(fork_links.children[0]).status is RunStatus.COMPLETED
 
 
 def test_from_step_names_a_call_and_name_n_its_nth_call(memory_harness: Harness) -> None:
@@ -160,3 +168,40 @@ def test_from_step_names_a_call_and_name_n_its_nth_call(memory_harness: Harness)
     runtime.resume_hook("tok-nth", {"ok": True})
     assert h.settle(first) is RunStatus.COMPLETED
     assert bodies == Counter({"visit#1": 1, "visit#101": 1, "visit#2": 1, "visit#3": 1})
+
+
+def test_a_run_failed_in_its_workflow_code_is_forked_with_its_whole_log(harness: Harness) -> None:
+    # GIVEN a run whose workflow code raised after its two steps (no step failed)
+    h = harness
+    bodies: Counter[str] = Counter()
+
+    def app_of(fixed: bool) -> Workflows:
+        app = Workflows()
+
+        @app.step(name="first")
+        def first() -> int:
+            bodies["first"] += 1
+            return 1
+
+        @app.step(name="second")
+        def second() -> int:
+            bodies["second"] += 1
+            return 2
+
+        @app.workflow(name="sums")
+        async def sums() -> int:
+            total = await first() + await second()
+            if not fixed:
+                raise ValueError("off by one")
+            return total
+
+        return app
+
+    handle = h.runtime_for(app_of(False)).start("sums")
+    assert h.settle(handle) is RunStatus.FAILED
+    # WHEN it is forked onto the fixed workflow
+    fork = h.runtime_for(app_of(True)).fork(handle.run_id)
+    # THEN the fork replays the whole log on the new code: no step runs again
+    assert h.settle(fork) is RunStatus.COMPLETED
+    assert fork.result(timeout=0) == 3
+    assert bodies == Counter(first=1, second=1)

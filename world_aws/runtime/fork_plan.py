@@ -235,17 +235,29 @@ def copied_count(plan: list[EventRequest], log: list[Event]) -> int:
 
 
 class _Ids:
-    """The fork's correlation id for each of the source's (``kind_<ulid>_<n>``)."""
+    """The fork's correlation id for each of the source's (``kind_<ulid>_<n>``), and back."""
 
     def __init__(self, source_id: str, fork_id: str) -> None:
         self._source = source_id.split("_", 1)[-1]
         self._fork = fork_id.split("_", 1)[-1]
 
     def of(self, cid: str) -> str:
-        kind, _, rest = cid.partition("_")
-        if rest.startswith(f"{self._source}_"):
-            return f"{kind}_{self._fork}{rest[len(self._source) :]}"
-        return cid  # not one this run minted: kept as it is
+        return _swap(cid, self._source, self._fork)
+
+    def back(self, cid: str) -> str:
+        return _swap(cid, self._fork, self._source)
+
+
+def _swap(cid: str, old: str, new: str) -> str:
+    kind, _, rest = cid.partition("_")
+    if rest.startswith(f"{old}_"):
+        return f"{kind}_{new}{rest[len(old) :]}"
+    return cid  # not one this run minted: kept as it is
+
+
+def reused_child(fork_id: str, source_id: str, call_id: str) -> str:
+    """The original's child run whose outcome a fork's copied child call ``call_id`` reuses."""
+    return child_run_id(source_id, _Ids(source_id, fork_id).back(call_id))
 
 
 def _copies(event: Event, cid: str, name: str, fork_id: str) -> list[EventRequest]:
