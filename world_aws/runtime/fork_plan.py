@@ -22,8 +22,8 @@ What is copied (README "Recovering runs"), in the original's order:
   is before it;
 * after it: what settled, independently of the point, something made before it: a
   sibling step's completion (with its starts and retries), a hook's payload, a wait
-  that came due, a child's outcome. Not a failure (the workflow never handled it), not
-  a disposal or a create (the workflow's own moves after the point);
+  that came due. Not a failure (the workflow never handled it), not a child's outcome
+  (it may be one), not a disposal or a create (the workflow's own moves after the point);
 * never: the step at the point, a step without a completion, a child without an outcome
   (the fork calls them again: a child so runs as the fork's own), run events, sealed
   positions (``noop``), and anything after a ``hook_conflict`` (that hook's create would
@@ -174,7 +174,12 @@ def copy_plan(events: list[Event], point: int, source_id: str, fork_id: str) -> 
     later = [
         e
         for e in events
-        if e.position > point and e.correlation_id in made and e.correlation_id != again and e.type in _LATER
+        if e.position > point
+        and e.correlation_id in made
+        and e.correlation_id != again
+        and e.type in _LATER
+        # A child's outcome may be a failure, which only the app's serializer could tell.
+        and not (e.correlation_id or "").startswith(CHILD_CALL_PREFIX)
     ]
     completed_later = {e.correlation_id for e in later if e.type is EventType.STEP_COMPLETED}
     # A step's events after the point are copied only if it completed then.
