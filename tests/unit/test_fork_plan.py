@@ -13,6 +13,7 @@ from world_aws.contract.records import (
     HookConflictData,
     HookCreatedData,
     HookReceivedData,
+    PatchAppliedData,
     Run,
     RunStatus,
     StepCompletedData,
@@ -150,3 +151,12 @@ def test_copied_count_is_the_plans_prefix_the_fork_holds_in_order() -> None:
     noise = Event(FORK, 9, EventType.NOOP, None, AT)
     assert copied_count(plan, [fork[0], noise, fork[1], fork[1], fork[2], fork[3]]) == 4
     assert copied_count(plan, [fork[1], fork[0]]) == 1  # out of order: only what is in order counts
+
+
+def test_a_patch_decision_before_the_point_is_copied_one_after_it_is_not() -> None:
+    log = Log()
+    log.add(EventType.PATCH_APPLIED, "patch:gift-wrap", PatchAppliedData(change_id="gift-wrap"))
+    point = log.add(EventType.STEP_CREATED, "step_SRC_1", StepCreatedData(step_name="a", input=b""))
+    log.add(EventType.PATCH_APPLIED, "patch:later", PatchAppliedData(change_id="later"))
+    plan = copy_plan(log.events, point, SOURCE, FORK)
+    assert shape(plan) == [("patch_applied", "patch:gift-wrap")]

@@ -18,8 +18,9 @@ A completed run has no default: its fork needs ``from_step``.
 What is copied (README "Recovering runs"), in the original's order:
 
 * before the point: the events of every step with an outcome before it (a step caught
-  failing by the workflow too), every hook and wait, and every child call whose outcome
-  is before it;
+  failing by the workflow too), every hook and wait, every child call whose outcome is
+  before it, and every ``patched()`` decision (``patch_applied``: the fork's code takes
+  the branch its copied history took);
 * after it: what settled, independently of the point, something made before it: a
   sibling step's completion (with its starts and retries), a hook's payload, a wait
   that came due. Not a failure (the workflow never handled it), not a child's outcome
