@@ -70,3 +70,33 @@ async def patched_gate(key: str) -> str:
     if patched("gift-wrap"):
         return f"{first}, wrapped"
     return first
+
+
+# Forking (issue 40): ``label`` fails for a key until the test fixes it; bodies are counted per key.
+FIXED: set[str] = set()
+BODIES: defaultdict[str, int] = defaultdict(int)
+
+
+@app.step
+def pick(key: str) -> str:
+    BODIES[f"pick:{key}"] += 1
+    return f"picked {key}"
+
+
+@app.step
+def pack(key: str) -> str:
+    BODIES[f"pack:{key}"] += 1
+    return f"packed {key}"
+
+
+@app.step(max_retries=0)
+def label(key: str) -> str:
+    BODIES[f"label:{key}"] += 1
+    if key not in FIXED:
+        raise FatalError(f"no label printer for {key}")
+    return f"labelled {key}"
+
+
+@app.workflow
+async def packing(key: str) -> list[str]:
+    return [await pick(key), await pack(key), await label(key)]

@@ -42,6 +42,21 @@ class CancelRunRequest(_Strict):
     reason: str | None = Field(default=None, max_length=1024)
 
 
+class ForkRunRequest(_Strict):
+    """``POST /runs/{run_id}/fork`` (the body may be empty): see ``Runtime.fork``."""
+
+    from_step: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="the step to start again at: its name or 'name#n' (its n-th call); "
+        "default: where the run failed (or stopped)",
+    )
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=256, description="the same key forks the run once"
+    )
+
+
 class ResumeHookRequest(_Strict):
     """``POST /hooks/{token}/resume``: ``payload`` is required (``null`` is a payload).
 
@@ -127,6 +142,7 @@ class RunLinks(BaseModel):
 class RunDetail(RunSummary):
     """``GET /runs/{run_id}``: ``result`` when completed, ``error`` when failed or cancelled."""
 
+    forked_from: str | None = Field(default=None, description="the run this one is a fork of")
     result: Any = None
     error: ErrorView | None = None
     links: RunLinks | None = None
@@ -302,6 +318,12 @@ class EventDetail(BaseModel):
 class StartedRun(BaseModel):
     run_id: str
     status: RunStatus
+
+
+class ForkedRun(BaseModel):
+    run_id: str
+    status: RunStatus
+    forked_from: str
 
 
 class CancelledRun(BaseModel):

@@ -9,7 +9,7 @@ passed, 130 Ctrl-C.
 
 ``world-aws dev [MODULE:APP]`` serves an app on the embedded stack with its HTTP
 API on 127.0.0.1 until Ctrl-C (:mod:`world_aws.cli.dev`). The operator commands
-``start``, ``ls``, ``inspect``, ``cancel`` and ``resume`` talk to that API, or a
+``start``, ``ls``, ``inspect``, ``cancel``, ``fork`` and ``resume`` talk to that API, or a
 deployed one (:mod:`world_aws.cli.operate`); their ``--api URL`` and ``--sign``
 may come before the command too. ``world-aws ui --api URL`` serves the web UI
 on 127.0.0.1 for a deployed API, its requests signed (:mod:`world_aws.cli.ui`).

@@ -133,6 +133,10 @@ class ApiClient:
     def cancel(self, run_id: str, reason: str | None) -> Any:
         return self.call("POST", f"/runs/{_segment(run_id)}/cancel", body={"reason": reason})
 
+    def fork(self, run_id: str, from_step: str | None, key: str | None = None) -> Any:
+        body = {"from_step": from_step, "idempotency_key": key}
+        return self.call("POST", f"/runs/{_segment(run_id)}/fork", body=body)
+
     def resume(self, token: str, payload: Any, resume_id: str | None = None) -> Any:
         body: dict[str, Any] = {"payload": payload}
         if resume_id is not None:

@@ -42,6 +42,7 @@ from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.dispatch import StepDispatcher
 from world_aws.runtime.executor import StepExecutor
+from world_aws.runtime.forks import FORKED_FROM, Forks
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.hooks import check_token
 from world_aws.runtime.inline import InlineSteps, Owner
@@ -89,6 +90,7 @@ class Runtime:
         self.executor = StepExecutor(
             world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
         )
+        self.forks = Forks(world, app, self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -241,6 +243,25 @@ class Runtime:
         except BadInput:
             return False  # not even decodable by this app: not the same start
 
+    def fork(
+        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+    ) -> RunHandle:
+        """Start a new run of an ended run's workflow and input, on this code, from a step.
+
+        Its log begins with the original's up to ``from_step`` (a step name, its first
+        call; ``"name#n"``, its n-th), or by default up to the step whose failure
+        ended the run: the steps settled before that point are not run again, their
+        recorded results are reused. The original stays as it ended. The fork's
+        ``$forked_from`` attribute names it. See ``runtime/forks.py``.
+
+        Raises:
+            NotFound: no such run, or no such step in its log.
+            Conflict: the run has not ended (cancel it first).
+            BadInput: a malformed ``from_step``, none for a completed run, or a
+                workflow this code does not have.
+        """
+        return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key)
+
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
         self.world.runs.get(run_id)
@@ -353,6 +374,9 @@ class Runtime:
         return self._handle_workflow(payload, delivery)
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        if payload.run_input is not None and FORKED_FROM in payload.run_input.attributes:
+            # A fork's first message: its copied prefix is written before it starts.
+            self.forks.prepare(payload.run_id, self._creation(payload.run_input))
         start = None
         logged = self._reads_log_first(payload)
         seen = self._seen(payload, with_log=logged)
@@ -436,6 +460,12 @@ class Runtime:
                     max_pause=READ_MAX_PAUSE_SECONDS,
                 )
         except NotFound:
+            return None
+        if run.status is RunStatus.PENDING and payload.run_input is None and FORKED_FROM in run.attributes:
+            # A wake of a fork whose first message's handler died before its copy was
+            # whole (runtime/forks.py): finish it, then start the run as if missing.
+            self.forks.finish(run)
+            self.logs.forget(run.run_id)
             return None
         if run.status is RunStatus.RUNNING:
             return run

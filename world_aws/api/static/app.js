@@ -227,6 +227,10 @@
       const rows = [["workflow", run.workflow], ["status", badge(run.status)], ["created", when(run.created_at)],
         ["started", when(run.started_at)], ["ended", when(run.completed_at)],
         ["summary", h("span", { "data-testid": "summary", text: summaryLine(s) })]];
+      if (run.forked_from) {
+        rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
+          href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
+      }
       meta.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
     }
 
@@ -241,8 +245,32 @@
         try { await api("POST", `${path}/cancel`, { reason: reason.value || undefined }); }
         catch (e) { problem(e); }
       };
-      actions.replaceChildren(...(live ? [reason, h("button", { class: "danger", "data-testid": "cancel", text: "Cancel run", onclick: cancel })] : []));
+      actions.replaceChildren(...(live ? [reason, h("button", { class: "danger", "data-testid": "cancel", text: "Cancel run", onclick: cancel })] : forkForm(run, timeline)));
       hooks.replaceChildren(...open.map((span) => resumeForm(span.name)));
+    }
+
+    // An ended run is forked (POST /runs/{id}/fork): a new run on the current code that reuses the
+    // steps before the chosen one. The choices: where the run failed or stopped (the API's default),
+    // or any step call, as name#n (its n-th call).
+    function forkForm(run, timeline) {
+      const seen = new Map();
+      const calls = timeline.spans.filter((s) => s.kind === "step").map((s) => {
+        const n = (seen.get(s.name) || 0) + 1;
+        seen.set(s.name, n);
+        return h("option", { value: `${s.name}#${n}`, text: `${shortName(s.name)}${n > 1 ? ` #${n}` : ""}` });
+      });
+      const defaults = run.status === "completed" ? []
+        : [h("option", { value: "", text: run.status === "failed" ? "where it failed" : "where it stopped" })];
+      const from = h("select", { "data-testid": "fork-from", title: "the step to run again from" }, defaults, calls);
+      const fork = async () => {
+        try {
+          const answer = await api("POST", `${path}/fork`, { from_step: from.value || undefined });
+          location.hash = `#/runs/${encodeURIComponent(answer.run_id)}`;
+        } catch (e) { problem(e); }
+      };
+      if (!defaults.length && !calls.length) return [];
+      return [h("label", {}, "fork from ", from),
+        h("button", { class: "primary", "data-testid": "fork", text: "Fork run", title: "start a new run on the current code, reusing the steps before this point", onclick: fork })];
     }
 
     function resumeForm(token) {
