@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.crash_points", description=__doc__.splitlines()[0])
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--every", type=int, default=1, help="take every n-th call (1: all)")
+    parser.add_argument("--doc", help="write the summary table into this page (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     logging.disable(logging.ERROR)
     began = time.perf_counter()
@@ -175,6 +176,22 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": round(time.perf_counter() - began, 1),
     }
     print(json.dumps(summary))
+    if args.doc:
+        from pathlib import Path
+
+        from bench.recovery import write_doc
+
+        table = "\n".join(
+            [
+                "| calls recorded | cases | fault fired | failed | reconciler wakes | wall (1 process) |",
+                "|---:|---:|---:|---:|---:|---:|",
+                f"| {summary['calls']} | {summary['cases']} | {summary.get('fired', 0)} "
+                f"| {summary['failed']} | {summary.get('reconciled', 0)} | {summary['seconds']} s |",
+                "",
+                "`python -m bench.crash_points` (crash before, crash after, transient error, at every call).",
+            ]
+        )
+        write_doc(Path(args.doc), "bench.crash_points", table)
     for case_id, wrong in list(failures.items())[:10]:
         print(case_id, json.dumps(wrong)[:2000])
     return 1 if failures else 0
