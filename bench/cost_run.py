@@ -250,6 +250,7 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
                 on_invoke=lambda queue, records: meters.invocations.invocation(
                     functions[queue].name, records
                 ),
+                heartbeat=aws.config.heartbeat,
             )
         try:
             bill_before, lambdas_before = meters.billing.snapshot(), meters.invocations.snapshot()

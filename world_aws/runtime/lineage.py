@@ -71,20 +71,31 @@ class Lineage:
     # --- the parent's suspension pass ------------------------------------------------
 
     def start_children(self, parent: Run, requests: Sequence[ChildRequest]) -> None:
-        """Start each child, then record its call's hook in the parent's log.
+        """Start each child (its first message, *then* its ``run_created``), then record its call's hook.
+
+        The messages go first: a pass that dies between the two writes leaves a child with a
+        message and no ``run_created`` (the message creates it), never one created without
+        a message. The latter was left to the reconciler when the parent was cancelled
+        before its redelivery: its cancel knows no child without a hook, and its redelivery
+        finds it ended (ARCHITECTURE §6, "Child workflows"). A child's first delivery
+        writes the parent's hook first, or cancels itself if the parent ended.
 
         Raises:
             WorldAwsError: a start or a hook failed; the pass is redone (both are idempotent).
         """
         if not requests:
             return
-        calls: list[Callable[[], Any]] = []
-        for request in requests:
-            calls += start_calls(self._world, request.run_id, self._child_creation(parent, request))
-        answers = self._parallel(calls)
+        pairs = [
+            start_calls(self._world, request.run_id, self._child_creation(parent, request))
+            for request in requests
+        ]
+        for published in self._parallel([publish for _, publish in pairs]):
+            if isinstance(published, Exception):
+                raise published
+        creates = self._parallel([create for create, _ in pairs])
         taken: list[tuple[ChildRequest, Run]] = []
-        for request, created, published in zip(requests, answers[::2], answers[1::2], strict=True):
-            start_result(created, published)
+        for request, created in zip(requests, creates, strict=True):
+            start_result(created, None)
             if isinstance(created, Conflict) and (holder := self._foreign_holder(parent.run_id, request)):
                 taken.append((request, holder))
         hooks = [partial(self._ensure_hook, parent.run_id, request) for request in requests]
