@@ -183,6 +183,10 @@ def test_the_policy_alone() -> None:
     assert check_request("POST", {**own, **JSON, "sec-fetch-site": "none"}, 8787) is None  # typed by the user
     assert check_request("GET", {"host": "localhost"}, 80) is None  # the default port may be left out
     assert check_request("GET", {"host": "[::1]"}, 80) is None
+    assert (
+        check_request("POST", {"host": "LocalHost:8787", "origin": "http://localhost:8787", **JSON}, 8787)
+        is None
+    )
     refused = [
         check_request("GET", {}, 8787),  # no Host at all
         check_request("GET", {"host": "127.0.0.1"}, 8787),

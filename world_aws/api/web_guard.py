@@ -94,7 +94,7 @@ def check_request(method: str, headers: Mapping[str, str], port: int) -> Refusal
             f"http://{host} may call this server",
         )
     origin = lowered.get("origin")
-    if origin is not None and origin != f"http://{host}":
+    if origin is not None and origin.lower() != f"http://{host.lower()}":
         return Refusal(
             403,
             "Forbidden",
