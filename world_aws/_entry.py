@@ -21,9 +21,10 @@ def main() -> None:
     argv = sys.argv[1:]
     process = None
     if runs_on_embedded(argv):
+        from world_aws.local.extras import moto_installed
         from world_aws.local.moto_process import MotoProcess, fork_available
 
-        if fork_available():
+        if fork_available() and moto_installed():
             process = MotoProcess()
     try:
         from world_aws.cli import main as cli_main

@@ -26,6 +26,7 @@ from world_aws.cli import dev, operate, ui
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
 from world_aws.errors import BadInput
+from world_aws.local.extras import embedded_unavailable
 from world_aws.runtime.loading import load_app
 
 if TYPE_CHECKING:
@@ -97,6 +98,10 @@ def main(
         return int(exc.code or 0)
     if ns.command not in API_COMMANDS and (ns.api is not None or ns.sign is not None):
         err.write(f"world-aws: error: --api and --sign are options of {', '.join(API_COMMANDS)}\n")
+        return 2
+    missing = embedded_unavailable(getattr(ns, "world", ""))
+    if missing is not None:
+        err.write(f"world-aws: error: {missing}\n")
         return 2
     if getattr(ns, "func", None) is not None:
         return int(ns.func(ns, out, err))
