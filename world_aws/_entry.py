@@ -30,6 +30,10 @@ def main() -> None:
         from world_aws.cli import main as cli_main
 
         code = cli_main(argv, prestarted=process)
+    except BrokenPipeError:  # `world-aws ls | head`: the reader is gone, nothing left to say
+        from world_aws.cli.outcome import pipe_closed
+
+        code = pipe_closed()
     finally:
         if process is not None:
             process.stop()

@@ -62,3 +62,19 @@ async def approval(order: str) -> dict[str, object]:
     await sleep(0.2)
     decision = await create_hook(token=f"approve:{order}")
     return {"order": order, "cents": cents, "decision": decision}
+
+
+@app.step
+def slip_text(order: str) -> str:
+    return f"packing slip for {order}"
+
+
+@app.workflow
+async def a_packing_slip(order: str) -> str:
+    """A child workflow (its name sorts first: the start form must not default to it)."""
+    return await slip_text(order)
+
+
+@app.workflow
+async def ship_with_slip(order: str) -> dict[str, str]:
+    return {"order": order, "slip": await a_packing_slip(order)}

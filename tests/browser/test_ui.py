@@ -158,3 +158,15 @@ def test_start_a_registered_workflow_from_the_list_page(page: Any, dev: DevStack
     form.get_by_role("button", name="Start").click()
     expect(page).to_have_url(re.compile(r"/ui/#/runs/wrun_\w+$"))
     expect(page.get_by_test_id("run-error")).to_contain_text("card 5555 was declined")
+
+
+def test_the_start_form_defaults_to_a_top_level_workflow_and_marks_children(page: Any, dev: DevStack) -> None:
+    # GIVEN an app whose alphabetically first workflow is only ever called as a child
+    page.goto(f"{dev.url}/ui/")
+    choose = page.get_by_test_id("start-form").get_by_test_id("start-workflow")
+    # THEN the form starts a top-level workflow by default, and the child is marked as one
+    expect(choose.locator("option[value=a_packing_slip]")).to_have_text(
+        "a_packing_slip (child of ship_with_slip)"
+    )
+    expect(choose).not_to_have_value("a_packing_slip")
+    expect(choose).to_have_value("approval")

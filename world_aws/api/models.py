@@ -261,11 +261,15 @@ class Timeline(BaseModel):
 
 
 class WorkflowView(BaseModel):
-    """One registered workflow: its name and parameters (``name: type = default``)."""
+    """One registered workflow: its name and parameters (``name: type = default``).
+
+    ``called_by``: the workflows whose code calls this one as a child (empty for a top-level one).
+    """
 
     name: str
     parameters: list[str]
     signature: str
+    called_by: list[str] = []
 
 
 class WorkflowList(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from world_aws.api import payloads
+from world_aws.api import payloads, workflow_calls
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import (
     AttemptView,
@@ -210,7 +210,11 @@ def event_detail(event: Event, serializer: Serializer, *, names: dict[str, str])
 
 
 def workflow_views(app: Workflows) -> list[WorkflowView]:
-    """The app's registered workflows, by name, with their parameters (resolved annotations)."""
+    """The app's registered workflows, by name, with their parameters (resolved annotations).
+
+    Each names the workflows whose code calls it as a child (``api/workflow_calls.py``).
+    """
+    called_by = workflow_calls.callers(app)
     views = []
     for name in app.workflow_names:
         workflow = app.get_workflow(name)
@@ -226,6 +230,7 @@ def workflow_views(app: Workflows) -> list[WorkflowView]:
                 name=name,
                 parameters=[str(p) for p in signature.parameters.values()],
                 signature=str(signature),
+                called_by=called_by.get(name, []),
             )
         )
     return views

@@ -174,7 +174,7 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     if run["status"] == RunStatus.COMPLETED.value:
         out.write(f"result    {json.dumps(run.get('result'), indent=2)}\n")
     elif run.get("error"):
-        render.print_error(run["error"], out, label="error   ")
+        render.print_error(run["error"], out, label="error", width=10)
     if steps:
         out.write("\nsteps:\n")
         render.print_steps(steps, out)

@@ -55,10 +55,17 @@ def progress_line(event: Event, names: dict[str, str]) -> str:
     return line
 
 
-def print_error(error: dict[str, Any], out: TextIO, *, label: str = "error") -> None:
-    """A run's error as the API shows it: its line, then each cause with its traceback."""
+def print_error(
+    error: dict[str, Any], out: TextIO, *, label: str = "error", width: int | None = None
+) -> None:
+    """A run's error as the API shows it: its line, then each cause with its traceback.
+
+    ``width``: the label is padded to it, as ``inspect`` pads its field names, instead of
+    ``label:``.
+    """
     code = f" ({error['code']})" if error.get("code") else ""
-    out.write(f"{label}: {error['type']}: {error['message']}{code}\n")
+    head = f"{label:<{width}}" if width is not None else f"{label}: "
+    out.write(f"{head}{error['type']}: {error['message']}{code}\n")
     cause = error.get("cause")
     shown = error
     while cause:

@@ -157,9 +157,13 @@
     const showSignature = () => { signature.textContent = shown.get(choose.value) || ""; };
     choose.addEventListener("change", showSignature);
     api("GET", "/workflows").then(({ workflows }) => {
+      // a top-level workflow first: one other workflows call as a child is marked, and chosen last
+      const calledBy = (w) => w.called_by || [];
+      const topLevel = workflows.find((w) => calledBy(w).length === 0) || workflows[0];
       for (const w of workflows) {
         shown.set(w.name, `${w.name}${w.signature}`);
-        choose.append(h("option", { value: w.name, text: w.name }));
+        const label = calledBy(w).length ? `${w.name} (child of ${calledBy(w).join(", ")})` : w.name;
+        choose.append(h("option", { value: w.name, text: label, selected: w === topLevel }));
         workflowSelect.append(h("option", { value: w.name, text: w.name, selected: w.name === selected }));
       }
       showSignature();
