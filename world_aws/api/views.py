@@ -37,6 +37,7 @@ from world_aws.contract.records import (
     owner_of,
 )
 from world_aws.errors import SerializationError
+from world_aws.runtime.children import PARENT_RUN_ID
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.serde import Serializer, decode_error
 
@@ -51,6 +52,7 @@ def run_summary(run: Run) -> RunSummary:
         created_at=run.created_at,
         started_at=run.started_at,
         completed_at=run.completed_at,
+        parent_run_id=run.attributes.get(PARENT_RUN_ID),
     )
 
 

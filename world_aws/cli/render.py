@@ -170,7 +170,8 @@ def attempt_line(attempt: dict[str, Any]) -> str:
 def summary_line(summary: dict[str, Any]) -> str:
     """The run in one line, from a ``summary`` of the API (steps, retries, duration, waiting time).
 
-    E.g. ``3 steps, 5 attempts (2 retries, 1 failed); 6.4 s, 5.5 s of it waiting (1 sleep, 1 hook)``.
+    E.g. ``3 steps, 5 attempts (2 retries, 1 failed); 6.4 s, 5.5 s of it waiting (1 sleep, 1 hook)``;
+    child runs are counted apart from hooks (``2 children``).
     """
     steps, attempts = summary.get("steps", 0), summary.get("attempts", 0)
     retries, failed = summary.get("retries", 0), summary.get("failed_steps", 0)
@@ -178,11 +179,10 @@ def summary_line(summary: dict[str, Any]) -> str:
     line += f", {failed} failed)" if failed else ")"
     if summary.get("duration_s") is not None:
         line += f"; {duration_text(float(summary['duration_s']))}"
-    waits, hooks = summary.get("waits", 0), summary.get("hooks", 0)
-    if waits or hooks:
-        kinds = ", ".join(
-            k for k in (_count(waits, "sleep") if waits else "", _count(hooks, "hook") if hooks else "") if k
-        )
+    waits, hooks, children = summary.get("waits", 0), summary.get("hooks", 0), summary.get("children", 0)
+    if waits or hooks or children:
+        counted = ((waits, "sleep", None), (hooks, "hook", None), (children, "child", "children"))
+        kinds = ", ".join(_count(n, one, many) for n, one, many in counted if n)
         line += f", {duration_text(float(summary.get('waiting_s') or 0))} of it waiting ({kinds})"
     return line
 

@@ -2,10 +2,12 @@
 
 :class:`TimelineTable` turns event rows (as ``GET /runs/{run_id}/events`` returns them) into
 timeline rows (position, event, step or hook token, attempt, duration) one by one, so the
-live output of ``world-aws run`` is the timeline itself, not a progress list followed by the
+live output of ``world-aws run`` is the table itself, not a progress list followed by the
 same events again. :func:`timeline_line` formats a row, with a failed attempt's error on one
 line (``RetryableError: payment provider timed out``); the traceback stays in the log, in
-``--json`` and in ``world-aws inspect``.
+``--json`` and in ``world-aws inspect``. A child run's hook events (its reserved token
+``wchild_<run id>``) show as ``child_started`` / ``child_ended`` of ``child <run id>``;
+``--json`` keeps the log's own types.
 
 Positions may skip numbers: a write that was refused (a duplicate, a lost race, or an inline
 step's retry written again once its step item exists) had reserved a position, which was
@@ -18,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from world_aws.contract.records import EventType
+from world_aws.runtime.children import CHILD_TOKEN_PREFIX
 
 HEADER = f"  {'pos':>4}  {'event':<15} {'step':<24} {'attempt':>7} {'duration':>10}"
 
@@ -38,6 +41,12 @@ _CLOSES = frozenset(
         EventType.HOOK_RECEIVED,
     }
 )
+# How the hook events of a child call are shown: the child's start and end.
+_CHILD_EVENTS = {
+    EventType.HOOK_CREATED: "child_started",
+    EventType.HOOK_RECEIVED: "child_ended",
+    EventType.HOOK_DISPOSED: "child_released",
+}
 _STEP_OUTCOMES = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED, EventType.STEP_RETRYING})
 
 
@@ -82,10 +91,15 @@ class TimelineTable:
             duration = (at - self._opened[cid]).total_seconds()
         if (kind in _OPENS or starts or kind is EventType.HOOK_RECEIVED) and at is not None:
             self._opened[cid] = at
+        token = row.get("token") or ""
+        shown = row.get("type")
+        if token.startswith(CHILD_TOKEN_PREFIX):  # a child run, recorded as a hook with a reserved token
+            shown = _CHILD_EVENTS.get(kind, shown) if kind is not None else shown
+            token = f"child {token[len(CHILD_TOKEN_PREFIX) :]}"
         return {
             "position": position,
-            "event": row.get("type"),
-            "step": short_name(self._names.get(cid, "")) or (row.get("token") or ""),
+            "event": shown,
+            "step": short_name(self._names.get(cid, "")) or token,
             "attempt": attempt,
             "duration_s": duration,
             "error": row.get("error"),
