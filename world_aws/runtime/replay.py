@@ -247,6 +247,9 @@ class Replay:
         self._bad_input: BadInput | None = None  # the run's input does not decode or fit
         self._task: asyncio.Task[Any] | None = None
         self.last_position = 0
+        # The log position its first feed reached: the code re-ran against every event up to
+        # here; later ones it may have written itself (``runtime/replaycache.py``, checked).
+        self.cold_through = 0
 
     # --- driving --------------------------------------------------------------------
 
@@ -257,6 +260,7 @@ class Replay:
             Transient: another handler recorded a hook this (kept) replay created with a
                 different default token; the caller drops this replay and starts from the log.
         """
+        first = self.last_position == 0
         for event in events:
             self._index.add(event)
             if self._input is None and isinstance(event.data, RunCreatedData) and event.data.creation:
@@ -277,6 +281,8 @@ class Replay:
             self._time = max(self._time, event.created_at)
             self._apply(event)
             self.loop.run_until_quiescent()
+        if first:
+            self.cold_through = self.last_position
 
     @property
     def done(self) -> bool:
