@@ -48,7 +48,7 @@ class ReplayCache:
         return replay.last_position >= 2 * replay.cold_through
 
     def check_before_end(self, replay: Replay) -> bool:
-        """Checked: whether ``replay``, about to end its run, saw events it did not re-run the code against."""
+        """Checked: whether ``replay``, about to end its run, saw events it did not re-run its code on."""
         return self._checked and replay.last_position > replay.cold_through
 
     def take(self, run_id: str) -> Replay | None:
