@@ -13,6 +13,14 @@ execution (the default, ``--max-inline 3``) the whole chain runs in one delivery
 slices are of steps, not deliveries; ``--max-inline 0`` measures the dispatched path
 (a delivery per step). The figures land in ``bench/out/longrun.json``.
 
+``--local memory`` (or ``embedded``, or ``both``) runs the chain as ``world-aws run`` does:
+``local_stack`` with ``local_config()`` (replays checked cold, ``RuntimeConfig.replay_checks``),
+its consumer threads delivering, on the in-memory World or the embedded moto stack. Printed
+per World: the slices, the last/first ratio, the whole run's wall time, and with ``both`` the
+embedded run's time over the memory World's. Targets (issue 44): last/first at least 0.8 on
+the memory World, and the embedded run within 3 times the memory World's. The figures land in
+``bench/out/longrun_local.json``.
+
 Wall time is noisy when other work shares the machine: compare slices of one run.
 """
 
@@ -88,6 +96,44 @@ def run(steps: int, slices: int = 10, *, max_inline: int = 3) -> dict[str, objec
         world.close()
 
 
+def run_local(steps: int, kind: str, slices: int = 10) -> dict[str, object]:
+    """One chain of ``steps`` steps on a local stack of ``kind``, as ``world-aws run`` runs it."""
+    from world_aws.local.stack import local_stack
+
+    ran_at: list[float] = []
+    with local_stack(chain_app(ran_at), kind=kind, run_schedules=False) as stack:
+        began = time.perf_counter()
+        handle = stack.runtime.start("chain", steps)
+        result = handle.result(timeout=3600)
+        took = time.perf_counter() - began
+    rates = _rates(began, ran_at, slices)
+    return {
+        "world": kind,
+        "steps": steps,
+        "result": result,
+        "seconds": round(took, 2),
+        "steps_per_second": [round(r, 1) for r in rates],
+        "last_over_first": round(rates[-1] / rates[0], 3) if len(rates) > 1 else None,
+    }
+
+
+def main_local(steps: int, kinds: list[str]) -> int:
+    results = {kind: run_local(steps, kind) for kind in kinds}
+    for kind, result in results.items():
+        rates: list[float] = list(result["steps_per_second"])  # type: ignore[call-overload]
+        print(f"{kind}: {steps} steps in {result['seconds']} s; steps/s per slice: {rates}")
+        print(f"{kind}: last/first slice {result['last_over_first']}")
+    summary: dict[str, object] = {"steps": steps, "runs": results}
+    if len(results) == 2:
+        ratio = float(results["embedded"]["seconds"]) / max(float(results["memory"]["seconds"]), 1e-9)  # type: ignore[arg-type]
+        summary["embedded_over_memory"] = round(ratio, 2)
+        print(f"embedded/memory wall time: {ratio:.2f}")
+    out = OUT.with_name("longrun_local.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return 0 if all(r["result"] == steps for r in results.values()) else 1
+
+
 def _rates(began: float, ran_at: list[float], slices: int) -> list[float]:
     """Steps per second in each of ``slices`` equal slices of the bodies' run times."""
     size = len(ran_at) // slices
@@ -109,7 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--repeat", type=int, default=5, help="runs; the ratio reported is their median (a slice is ~0.3 s)"
     )
+    parser.add_argument(
+        "--local",
+        choices=["memory", "embedded", "both"],
+        help="run it as `world-aws run` does, on a local stack (see the module's docstring)",
+    )
     ns = parser.parse_args(argv)
+    if ns.local is not None:
+        return main_local(ns.steps, ["memory", "embedded"] if ns.local == "both" else [ns.local])
     results = [run(ns.steps, max_inline=ns.max_inline) for _ in range(max(1, ns.repeat))]
     ratios = [float(r["last_over_first"]) for r in results if r["last_over_first"] is not None]  # type: ignore[arg-type]
     median = round(statistics.median(ratios), 3) if ratios else None

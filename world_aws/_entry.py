@@ -21,14 +21,19 @@ def main() -> None:
     argv = sys.argv[1:]
     process = None
     if runs_on_embedded(argv):
+        from world_aws.local.extras import moto_installed
         from world_aws.local.moto_process import MotoProcess, fork_available
 
-        if fork_available():
+        if fork_available() and moto_installed():
             process = MotoProcess()
     try:
         from world_aws.cli import main as cli_main
 
         code = cli_main(argv, prestarted=process)
+    except BrokenPipeError:  # `world-aws ls | head`: the reader is gone, nothing left to say
+        from world_aws.cli.outcome import pipe_closed
+
+        code = pipe_closed()
     finally:
         if process is not None:
             process.stop()

@@ -151,6 +151,12 @@ class NonDeterminismError(WorldAwsError):
     kind = ErrorKind.NON_DETERMINISM
 
 
+class UnawaitedCallError(WorldAwsError):
+    """A workflow returned while a step or child call it made was never awaited (``UNAWAITED_CALL``)."""
+
+    kind = ErrorKind.USER_FAILURE
+
+
 class FatalError(WorldAwsError):
     """Raised by a step to fail at once, without retries."""
 

@@ -101,6 +101,7 @@ def test_runs_are_listed_newest_first_with_filters(api: Api) -> None:
         "created_at",
         "started_at",
         "completed_at",
+        "parent_run_id",  # None: these are top-level runs (tests/api/test_child_runs.py has children)
     }
     by_status = api.call("GET", "/runs", query={"status": "failed"}).body["runs"]
     assert [r["run_id"] for r in by_status] == [failed]

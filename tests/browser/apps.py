@@ -100,3 +100,19 @@ def label(key: str) -> str:
 @app.workflow
 async def packing(key: str) -> list[str]:
     return [await pick(key), await pack(key), await label(key)]
+
+
+@app.step
+def slip_text(order: str) -> str:
+    return f"packing slip for {order}"
+
+
+@app.workflow
+async def a_packing_slip(order: str) -> str:
+    """A child workflow (its name sorts first: the start form must not default to it)."""
+    return await slip_text(order)
+
+
+@app.workflow
+async def ship_with_slip(order: str) -> dict[str, str]:
+    return {"order": order, "slip": await a_packing_slip(order)}

@@ -215,3 +215,41 @@ def test_a_completed_run_is_forked_from_a_chosen_step(page: Any, dev: DevStack) 
     expect(page.get_by_test_id("forked-from")).to_have_text(run_id)
     expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
     assert (BODIES[f"pick:{key}"], BODIES[f"pack:{key}"], BODIES[f"label:{key}"]) == (1, 2, 2)
+
+
+def test_the_start_form_defaults_to_a_top_level_workflow_and_marks_children(page: Any, dev: DevStack) -> None:
+    # GIVEN an app whose alphabetically first workflow is only ever called as a child
+    page.goto(f"{dev.url}/ui/")
+    choose = page.get_by_test_id("start-form").get_by_test_id("start-workflow")
+    # THEN the form starts a top-level workflow by default, and the child is marked as one
+    expect(choose.locator("option[value=a_packing_slip]")).to_have_text(
+        "a_packing_slip (child of ship_with_slip)"
+    )
+    expect(choose).not_to_have_value("a_packing_slip")
+    expect(choose).to_have_value("approval")
+
+
+def test_a_child_run_is_a_child_in_the_gantt_the_links_and_the_list(page: Any, dev: DevStack) -> None:
+    # GIVEN a parent run that awaited a child workflow
+    parent = _start(dev, "ship_with_slip", f"o-{_key()}")
+    _open_run(page, dev, parent)
+    expect(page.get_by_test_id("run-meta")).to_contain_text("completed")
+    # THEN its Gantt has a child row (not a hook) linking to the child, and its summary counts a child
+    child_row = page.locator("[data-testid=gantt-row][data-kind=child]")
+    expect(child_row).to_have_count(1)
+    expect(page.locator("[data-testid=gantt-row][data-kind=hook]")).to_have_count(0)
+    expect(page.get_by_test_id("summary")).to_contain_text("1 child")
+    child = child_row.get_attribute("data-name")
+    assert child is not None and child.startswith("wrun_")
+    expect(page.get_by_test_id("child-link")).to_have_text(child)
+    # WHEN following the link, THEN the child's page links back to its parent
+    child_row.get_by_test_id("gantt-child-link").click()
+    expect(page).to_have_url(f"{dev.url}/ui/#/runs/{child}")
+    expect(page.get_by_test_id("parent-link")).to_have_text(parent)
+    # AND the runs list marks the child run as a child
+    page.goto(f"{dev.url}/ui/")
+    marked = page.locator(f"[data-testid=run-row][data-run-id='{child}']").get_by_test_id("child-of")
+    expect(marked).to_have_attribute("title", parent)
+    expect(
+        page.locator(f"[data-testid=run-row][data-run-id='{parent}']").get_by_test_id("child-of")
+    ).to_have_count(0)

@@ -87,3 +87,16 @@ def test_an_inline_steps_created_event_starts_its_first_attempt() -> None:
     shown = [(row["attempt"], row["duration_s"]) for row in timeline_rows(rows)]
     # THEN the attempts are 1 then 2, each timed from its own start
     assert shown == [(1, None), (1, 0.5), (2, None), (2, 0.25)]
+
+
+def test_a_table_that_skips_positions_says_why_under_it() -> None:
+    # GIVEN a log whose positions skip 4 and 5 (refused writes, sealed with noops the list leaves out)
+    rows = [ROWS[0], ROWS[1], ROWS[2], {**ROWS[5], "position": 6}]
+    out = io.StringIO()
+    print_rows_timeline(rows, out)
+    *_, note = out.getvalue().splitlines()
+    assert note.startswith("  (no event at 4, 5: a refused write had reserved it")
+    # and a table without gaps has no such line
+    out = io.StringIO()
+    print_rows_timeline(ROWS, out)
+    assert "no event at" not in out.getvalue()

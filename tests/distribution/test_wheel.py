@@ -67,8 +67,42 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         [*pip, "--no-index", "--no-deps", str(wheel)],
         check=True,
         capture_output=True,
+        env=_env(),  # no PYTHONPATH: a checkout on it would look installed already
     )
     yield root / "bin"
+
+
+@pytest.fixture(scope="module")
+def plain(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel but no moto (``pip install world-aws``, no ``[local]``); its ``bin``.
+
+    This environment's packages are on its path as in ``installed``, so moto is hidden the way
+    a missing package fails: a finder first on ``sys.meta_path`` (from a ``.pth`` line) refuses it.
+    """
+    root = tmp_path_factory.mktemp("plain")
+    venv.create(root, with_pip=False)
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(root), "platbase": str(root)}))
+    (purelib / "deps.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    (purelib / "no_moto.py").write_text(NO_MOTO)
+    (purelib / "zz_no_moto.pth").write_text("import no_moto\n")
+    pip = [sys.executable, "-m", "pip", "--python", str(root / "bin" / "python"), "install", "--quiet"]
+    subprocess.run([*pip, "--no-index", "--no-deps", str(wheel)], check=True, capture_output=True, env=_env())
+    return root / "bin"
+
+
+NO_MOTO = """\
+import sys
+
+
+class _NoMoto:
+    def find_spec(self, name, path=None, target=None):
+        if name == "moto" or name.startswith("moto."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, _NoMoto())
+"""
 
 
 def _can_build_here() -> bool:
@@ -129,3 +163,34 @@ def test_the_installed_wheel_runs_a_user_module_and_serves_dev(installed: Path, 
         proc.send_signal(signal.SIGINT)
     assert proc.returncode == 0, lines
     assert any(line.startswith("export WORLD_AWS_API=http://127.0.0.1:") for line in lines), lines
+
+
+@pytest.mark.parametrize("argv", [["demo"], ["run", "shop:app", "hello", "--arg", '"ada"'], ["dev"]])
+def test_the_plain_wheel_names_the_local_extra_in_one_line(
+    plain: Path, tmp_path: Path, argv: list[str]
+) -> None:
+    (tmp_path / "shop.py").write_text(SHOP)
+    assert _in(tmp_path, str(plain / "python"), "-c", "import moto").returncode != 0  # moto is hidden
+    done = _in(tmp_path, str(plain / "world-aws"), *argv)
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" or "Traceback" not in done.stdout
+    (line,) = done.stderr.splitlines()
+    assert "pip install 'world-aws[local]'" in line and "--world memory" in line
+
+
+def test_the_plain_wheel_runs_on_the_memory_world(plain: Path, tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(SHOP)
+    done = _in(
+        tmp_path,
+        str(plain / "world-aws"),
+        "run",
+        "shop:app",
+        "hello",
+        "--arg",
+        '"ada"',
+        "--world",
+        "memory",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["result"] == "hello ada"

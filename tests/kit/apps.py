@@ -66,3 +66,34 @@ async def fickle() -> str:
     first = await (left() if len(fickle_calls) % 2 else right())
     await sleep("1s")
     return first
+
+
+flaky_attempts: list[str] = []
+
+
+@app.step(max_retries=2)
+def flaky_check(order_id: str) -> str:
+    flaky_attempts.append(order_id)
+    if flaky_attempts.count(order_id) == 1:
+        raise ConnectionError("fraud service unavailable")
+    return f"checked-{order_id}"
+
+
+@app.workflow
+async def review(order_id: str) -> list[str]:
+    """A retried step, a sleep, then a hook with a timeout; a second sleep, a second hook."""
+    checked = await flaky_check(order_id)
+    await sleep("10m")
+    first = create_hook(token=f"first:{order_id}")
+    try:
+        answer = await asyncio.wait_for(first, timeout=3600)
+    except TimeoutError:
+        return [checked, "expired"]
+    await sleep("1d")
+    second = await create_hook(token=f"second:{order_id}")
+    return [checked, answer["by"], second["by"]]
+
+
+@app.workflow
+async def reviews_by_child(order_id: str) -> list[str]:
+    return await review(order_id)

@@ -259,3 +259,37 @@ def test_kit_replay_flags_a_completed_run_the_code_no_longer_ends_where_it_did(
         "(run_completed) but the code calls step 'gate.ship'"
     ) in message
     assert waiting not in message
+
+
+def test_start_reaches_a_hook_after_a_retry_and_a_sleep_without_a_guessed_advance(
+    workflow_kit: KitFactory,
+) -> None:
+    # GIVEN a workflow whose first hook comes after a retried step and a 10-minute sleep
+    kit = workflow_kit(apps.app)
+    began_at = kit.clock.now()
+    # WHEN the test starts it
+    run = kit.start(apps.review, "r-1")
+    # THEN the retry and the sleep passed on the kit's clock, and the hook is there to resume;
+    # its one-hour timeout did not pass
+    assert run.waiting_hooks() == ["first:r-1"]
+    assert run.step(apps.flaky_check).attempts == 2
+    waited = kit.clock.now() - began_at
+    assert timedelta(minutes=10) <= waited < timedelta(hours=1)
+    # WHEN the test resumes it, THEN the kit drives through the day's sleep to the second hook
+    kit.resume_hook("first:r-1", {"by": "ada"})
+    assert run.status is RunStatus.RUNNING
+    assert run.waiting_hooks() == ["first:r-1", "second:r-1"]
+    assert kit.clock.now() - began_at >= timedelta(days=1)
+    kit.resume_hook("second:r-1", {"by": "bob"})
+    assert kit.finish(run).result == ["checked-r-1", "ada", "bob"]
+
+
+def test_a_child_waiting_on_a_hook_is_reached_and_is_not_itself_a_hook(workflow_kit: KitFactory) -> None:
+    # GIVEN a parent whose child run retries, sleeps, then waits on a hook
+    kit = workflow_kit(apps.app)
+    parent = kit.start(apps.reviews_by_child, "r-2")
+    # THEN the parent's child is not listed as a hook of the parent; the child's hook is resumable
+    assert parent.waiting_hooks() == []
+    kit.resume_hook("first:r-2", {"by": "cy"})
+    kit.resume_hook("second:r-2", {"by": "di"})
+    assert kit.finish(parent).result == ["checked-r-2", "cy", "di"]

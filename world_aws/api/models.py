@@ -127,6 +127,7 @@ class RunSummary(BaseModel):
     created_at: datetime
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    parent_run_id: str | None = Field(default=None, description="set on a child workflow's run")
 
 
 class RunLinks(BaseModel):
@@ -228,8 +229,8 @@ class RunStats(BaseModel):
     """A run in one line: its steps, attempts and retries, how long it took and how long it waited.
 
     ``duration_s`` runs from ``run_started`` (else ``run_created``) to the run's end, or to
-    the answer's ``as_of`` while it runs. ``waiting_s`` is the time covered by its sleeps
-    and hooks (overlaps counted once), open ones up to the end or ``as_of``.
+    the answer's ``as_of`` while it runs. ``waiting_s`` is the time covered by its sleeps,
+    hooks and child runs (overlaps counted once), open ones up to the end or ``as_of``.
     """
 
     steps: int
@@ -238,6 +239,7 @@ class RunStats(BaseModel):
     failed_steps: int
     waits: int
     hooks: int
+    children: int = Field(default=0, description="child workflow runs started (not counted as hooks)")
     duration_s: float | None = None
     waiting_s: float = 0.0
 
@@ -258,9 +260,11 @@ class SpanView(BaseModel):
     payload (``received_at``) or its disposal; a sleep's from its creation to its wake-up.
     """
 
-    kind: str = Field(description="step, wait, hook or patch (a patched() decision: an instant)")
-    id: str = Field(description="the correlation id: step, wait, hook or patch id")
-    name: str = Field(description="the step's name, the hook's token, 'sleep', or the patch's change id")
+    kind: str = Field(description="step, wait, hook, child or patch (a patched() decision: an instant)")
+    id: str = Field(description="the correlation id: step, wait, hook, child call or patch id")
+    name: str = Field(
+        description="the step's name, the hook's token, the child's run id, 'sleep', or the patch's change id"
+    )
     status: str
     created_at: datetime
     ended_at: datetime | None = None
@@ -286,11 +290,15 @@ class Timeline(BaseModel):
 
 
 class WorkflowView(BaseModel):
-    """One registered workflow: its name and parameters (``name: type = default``)."""
+    """One registered workflow: its name and parameters (``name: type = default``).
+
+    ``called_by``: the workflows whose code calls this one as a child (empty for a top-level one).
+    """
 
     name: str
     parameters: list[str]
     signature: str
+    called_by: list[str] = []
 
 
 class WorkflowList(BaseModel):

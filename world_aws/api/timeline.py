@@ -1,8 +1,11 @@
 """A run's timeline from its event log: the Gantt spans, each step's attempts, and the run's stats.
 
 One pass over the log (in position order, read with payloads so that failed
-attempts carry their errors) builds a span per step, sleep and hook, and an
-instant per ``patched()`` decision recorded (kind ``patch``). A step's
+attempts carry their errors) builds a span per step, sleep, hook and child run, and an
+instant per ``patched()`` decision recorded (kind ``patch``). A
+child run is recorded in the log as a hook with the reserved token
+``wchild_<child run id>``; it is shown as a ``child`` span named by the child's run
+id, which the child's end closes, and counted apart from hooks. A step's
 attempts run from each ``step_started`` (or the ``step_created`` of an inline step,
 which also starts it) to the outcome that ended it; a start
 that follows another without an outcome marks the earlier attempt
@@ -29,6 +32,7 @@ from world_aws.contract.records import (
     WaitCreatedData,
     owner_of,
 )
+from world_aws.runtime.children import child_of_token
 
 _STEP_ENDS = {
     EventType.STEP_COMPLETED: "completed",
@@ -67,7 +71,7 @@ def stats(run: Run, spans: list[SpanView], *, as_of: datetime) -> RunStats:
     steps = [s for s in spans if s.kind == "step"]
     start = run.started_at or run.created_at
     end = run.completed_at if run.status.terminal else as_of
-    waiting = [(s.created_at, s.ended_at or end) for s in spans if s.kind in ("wait", "hook")]
+    waiting = [(s.created_at, s.ended_at or end) for s in spans if s.kind in ("wait", "hook", "child")]
     return RunStats(
         steps=len(steps),
         attempts=sum(len(s.attempts) for s in steps),
@@ -75,6 +79,7 @@ def stats(run: Run, spans: list[SpanView], *, as_of: datetime) -> RunStats:
         failed_steps=sum(1 for s in steps if s.status == "failed"),
         waits=sum(1 for s in spans if s.kind == "wait"),
         hooks=sum(1 for s in spans if s.kind == "hook"),
+        children=sum(1 for s in spans if s.kind == "child"),
         duration_s=(end - start).total_seconds() if end is not None else None,
         waiting_s=_covered(waiting),
     )
@@ -108,7 +113,14 @@ def _spans(events: list[Event]) -> list[SpanView]:
             )
         elif kind is EventType.HOOK_CREATED:
             token: str = event.data_as(HookCreatedData).token
-            spans[cid] = SpanView(kind="hook", id=cid, name=token, status="waiting", created_at=at)
+            child = child_of_token(token)  # a child run's start is recorded as a hook with a reserved token
+            if child is not None:
+                spans[cid] = SpanView(kind="child", id=cid, name=child, status="running", created_at=at)
+            else:
+                spans[cid] = SpanView(kind="hook", id=cid, name=token, status="waiting", created_at=at)
+        elif span is not None and span.kind == "child":
+            if kind is EventType.HOOK_RECEIVED:  # the child's end, with its outcome
+                span.status, span.ended_at = "ended", at
         elif span is None:
             continue  # an event of an entity this log never created (not expected)
         elif kind is EventType.STEP_STARTED:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from world_aws.api import payloads
+from world_aws.api import payloads, workflow_calls
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import (
     AttemptView,
@@ -38,6 +38,7 @@ from world_aws.contract.records import (
     owner_of,
 )
 from world_aws.errors import SerializationError
+from world_aws.runtime.children import PARENT_RUN_ID
 from world_aws.runtime.forks import forked_from
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.serde import Serializer, decode_error
@@ -53,6 +54,7 @@ def run_summary(run: Run) -> RunSummary:
         created_at=run.created_at,
         started_at=run.started_at,
         completed_at=run.completed_at,
+        parent_run_id=run.attributes.get(PARENT_RUN_ID),
     )
 
 
@@ -213,7 +215,11 @@ def event_detail(event: Event, serializer: Serializer, *, names: dict[str, str])
 
 
 def workflow_views(app: Workflows) -> list[WorkflowView]:
-    """The app's registered workflows, by name, with their parameters (resolved annotations)."""
+    """The app's registered workflows, by name, with their parameters (resolved annotations).
+
+    Each names the workflows whose code calls it as a child (``api/workflow_calls.py``).
+    """
+    called_by = workflow_calls.callers(app)
     views = []
     for name in app.workflow_names:
         workflow = app.get_workflow(name)
@@ -229,6 +235,7 @@ def workflow_views(app: Workflows) -> list[WorkflowView]:
                 name=name,
                 parameters=[str(p) for p in signature.parameters.values()],
                 signature=str(signature),
+                called_by=called_by.get(name, []),
             )
         )
     return views

@@ -28,8 +28,10 @@ from typing import TYPE_CHECKING, TextIO
 
 from world_aws.cli import dev, operate, replay, ui
 from world_aws.cli.options import json_option, kwarg_options
+from world_aws.cli.outcome import JsonErrors, Parser, UsageError, json_error, write_usage_error
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
 from world_aws.errors import BadInput
+from world_aws.local.extras import embedded_unavailable
 from world_aws.runtime.loading import load_app
 
 if TYPE_CHECKING:
@@ -47,7 +49,7 @@ WORLD_HELP = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="world-aws", description="Durable async Python workflows on AWS.")
+    parser = Parser(prog="world-aws", description="Durable async Python workflows on AWS.")
     operate.add_api_options(parser)  # `world-aws --api URL ls` as well as `world-aws ls --api URL`
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a workflow to completion on the embedded default")
@@ -95,13 +97,30 @@ def main(
     """
     out = out or sys.stdout
     err = err or sys.stderr
+    args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        ns = parser.parse_args(argv)
-    except SystemExit as exc:
+        ns = parser.parse_args(args)
+    except UsageError as exc:
+        return write_usage_error(exc, err, as_json="--json" in args)
+    except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    if not getattr(ns, "json", False):
+        return _command(ns, out, err, prestarted)
+    errors = JsonErrors()
+    code = _command(ns, out, errors, prestarted)
+    if errors.getvalue():  # with --json, what went wrong is JSON too
+        err.write(json_error(errors.getvalue(), code))
+    return code
+
+
+def _command(ns: argparse.Namespace, out: TextIO, err: TextIO, prestarted: MotoProcess | None) -> int:
     if ns.command not in API_COMMANDS and (ns.api is not None or ns.sign is not None):
         err.write(f"world-aws: error: --api and --sign are options of {', '.join(API_COMMANDS)}\n")
+        return 2
+    missing = embedded_unavailable(getattr(ns, "world", ""))
+    if missing is not None:
+        err.write(f"world-aws: error: {missing}\n")
         return 2
     if getattr(ns, "func", None) is not None:
         return int(ns.func(ns, out, err))

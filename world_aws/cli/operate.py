@@ -1,4 +1,6 @@
-"""The operator commands (start, ls, inspect, cancel, fork, resume, schedules, stream) over the HTTP API.
+"""The operator commands (start, ls, inspect, cancel, fork, resume, schedules, stream, ...) over the HTTP API.
+
+``workflows``, ``result``, ``watch`` and ``start --wait`` are in :mod:`world_aws.cli.waiting`.
 
 They talk to ``$WORLD_AWS_API`` (``world-aws dev``, or a deployed stack's API
 URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. ``--api``
@@ -16,7 +18,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from world_aws.cli import render
+from world_aws.cli import render, waiting
 from world_aws.cli.client import ApiClient, ApiError, Unreachable, api_url
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.schedules import list_schedules
@@ -26,7 +28,7 @@ from world_aws.errors import BadInput
 Command = Callable[[ApiClient, argparse.Namespace, TextIO], int]
 
 
-COMMANDS = ("start", "ls", "inspect", "cancel", "fork", "resume", "schedules", "stream")
+COMMANDS = ("start", "ls", "inspect", "cancel", "fork", "resume", "schedules", "stream", *waiting.COMMANDS)
 
 
 def add_api_options(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
@@ -61,6 +63,8 @@ def add_commands(sub: Any) -> None:
     start.add_argument("--kwarg", action="append", default=[], metavar="NAME=JSON", help="a keyword argument")
     start.add_argument("--idempotency-key", metavar="KEY", help="the same key starts the same run")
     start.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    start.add_argument("--wait", action="store_true", help="wait for the run's end; print its result")
+    waiting.add_timeout(start)
     start.set_defaults(func=_operate(_start))
 
     ls = sub.add_parser("ls", parents=[common], help="list runs, newest first")
@@ -121,6 +125,7 @@ def add_commands(sub: Any) -> None:
         "--follow", action="store_true", help="keep reading until the stream is closed or the run ends"
     )
     stream.set_defaults(func=_operate(_stream))
+    waiting.add_commands(sub, common, _operate)
 
 
 def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
@@ -147,6 +152,12 @@ def _start(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     args = [json_option("--arg", raw) for raw in ns.arg]
     kwargs = kwarg_options(ns.kwarg)
     started = client.start(ns.workflow, args, kwargs, ns.idempotency_key)
+    if ns.wait:  # the run's outcome, as `world-aws result --wait` shows it
+        if not ns.json:
+            out.write(f"{started['run_id']}\n")
+        return waiting.report(
+            waiting.wait_for_end(client, started["run_id"], ns.timeout), out, as_json=ns.json
+        )
     out.write(json.dumps(started, indent=2) + "\n" if ns.json else f"{started['run_id']}\n")
     return 0
 
@@ -191,7 +202,7 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     if run["status"] == RunStatus.COMPLETED.value:
         out.write(f"result    {json.dumps(run.get('result'), indent=2)}\n")
     elif run.get("error"):
-        render.print_error(run["error"], out, label="error   ")
+        render.print_error(run["error"], out, label="error", width=10)
     if steps:
         out.write("\nsteps:\n")
         render.print_steps(steps, out)

@@ -8,19 +8,20 @@ inspect`` (over HTTP) show the same table.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, TextIO
 
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.views import event_rows, step_names
-from world_aws.contract.records import (
-    Event,
-    EventType,
-    PatchAppliedData,
-    StepFailedData,
-    StepRetryingData,
-    TokenData,
+from world_aws.cli.timeline_table import (
+    HEADER,
+    TimelineTable,
+    duration_text,
+    gap_note,
+    parse_time,
+    short_name,
+    timeline_line,
 )
+from world_aws.contract.records import Event, PatchAppliedData, StepFailedData, StepRetryingData, TokenData
 from world_aws.runtime.serde import decode_error
 
 __all__ = [
@@ -41,29 +42,6 @@ __all__ = [
     "to_jsonable",
 ]
 
-# An event of these kinds opens a span on its correlation id (the run's own: "<run>") ...
-_OPENS = frozenset(
-    {EventType.STEP_STARTED, EventType.RUN_STARTED, EventType.WAIT_CREATED, EventType.HOOK_CREATED}
-)
-# ... that one of these closes (a hook's span is the wait for each payload).
-_CLOSES = frozenset(
-    {
-        EventType.STEP_COMPLETED,
-        EventType.STEP_FAILED,
-        EventType.STEP_RETRYING,
-        EventType.RUN_COMPLETED,
-        EventType.RUN_FAILED,
-        EventType.RUN_CANCELLED,
-        EventType.WAIT_COMPLETED,
-        EventType.HOOK_RECEIVED,
-    }
-)
-_STEP_OUTCOMES = frozenset({EventType.STEP_COMPLETED, EventType.STEP_FAILED, EventType.STEP_RETRYING})
-
-
-def short_name(name: str) -> str:
-    return name.rsplit(".", 1)[-1]
-
 
 def progress_line(event: Event, names: dict[str, str]) -> str:
     """One event as it happens; a failed attempt (read with its data) shows its error."""
@@ -78,10 +56,17 @@ def progress_line(event: Event, names: dict[str, str]) -> str:
     return line
 
 
-def print_error(error: dict[str, Any], out: TextIO, *, label: str = "error") -> None:
-    """A run's error as the API shows it: its line, then each cause with its traceback."""
+def print_error(
+    error: dict[str, Any], out: TextIO, *, label: str = "error", width: int | None = None
+) -> None:
+    """A run's error as the API shows it: its line, then each cause with its traceback.
+
+    ``width``: the label is padded to it, as ``inspect`` pads its field names, instead of
+    ``label:``.
+    """
     code = f" ({error['code']})" if error.get("code") else ""
-    out.write(f"{label}: {error['type']}: {error['message']}{code}\n")
+    head = f"{label:<{width}}" if width is not None else f"{label}: "
+    out.write(f"{head}{error['type']}: {error['message']}{code}\n")
     cause = error.get("cause")
     shown = error
     while cause:
@@ -126,47 +111,17 @@ def timeline(events: list[Event]) -> list[dict[str, Any]]:
 def timeline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per event: position, event, step (or hook token), attempt, and a duration where one ends.
 
-    ``attempt`` is the step's attempt number on the events that start an attempt
-    (``step_started``, an inline step's ``step_created``) and on outcomes; ``duration_s`` is the time
-    since the step started (for an outcome), the run started (for its end), the
-    wait was created, or the hook was created or last received.
+    See :class:`world_aws.cli.timeline_table.TimelineTable`, which builds them.
 
     Args:
         rows: event rows in position order, as ``GET /runs/{run_id}/events`` returns them.
     """
-    opened: dict[str, datetime] = {}
-    attempts: dict[str, int] = {}
     names: dict[str, str] = {}
     for row in rows:
         if row.get("correlation_id") and row.get("step_name"):
             names.setdefault(row["correlation_id"], row["step_name"])
-    out = []
-    for row in rows:
-        kind = _event_type(row.get("type"))
-        cid = row.get("correlation_id") or "<run>"
-        at = _parse_time(row.get("created_at"))
-        duration = None
-        attempt = None
-        starts = kind is EventType.STEP_STARTED or (kind is EventType.STEP_CREATED and row.get("owner"))
-        if starts:  # an inline step's create is also its first start
-            attempts[cid] = attempt = attempts.get(cid, 0) + 1
-        elif kind in _STEP_OUTCOMES:
-            attempt = attempts.get(cid)
-        if kind in _CLOSES and cid in opened and at is not None:
-            duration = (at - opened[cid]).total_seconds()
-        if (kind in _OPENS or starts or kind is EventType.HOOK_RECEIVED) and at is not None:
-            opened[cid] = at
-        out.append(
-            {
-                "position": row.get("position"),
-                "event": row.get("type"),
-                "step": short_name(names.get(cid, "")) or row.get("token") or row.get("change_id") or "",
-                "attempt": attempt,
-                "duration_s": duration,
-                "error": row.get("error"),
-            }
-        )
-    return out
+    table = TimelineTable(names)
+    return [table.add(row) for row in rows]
 
 
 def print_timeline(events: list[Event], out: TextIO) -> None:
@@ -174,14 +129,14 @@ def print_timeline(events: list[Event], out: TextIO) -> None:
 
 
 def print_rows_timeline(rows: list[dict[str, Any]], out: TextIO) -> None:
-    """The timeline table of :func:`timeline_rows`."""
-    out.write(f"  {'pos':>4}  {'event':<15} {'step':<24} {'attempt':>7} {'duration':>10}\n")
-    for row in timeline_rows(rows):
-        duration = "" if row["duration_s"] is None else _duration(row["duration_s"])
-        attempt = "" if row["attempt"] is None else str(row["attempt"])
-        out.write(
-            f"  {row['position']:>4}  {row['event']:<15} {row['step']:<24} {attempt:>7} {duration:>10}\n"
-        )
+    """The timeline table of :func:`timeline_rows`, and a note on the positions it skips."""
+    out.write(HEADER + "\n")
+    table = TimelineTable()
+    for row in rows:
+        out.write(timeline_line(table.add(row)) + "\n")
+    note = gap_note(table.skipped)
+    if note:
+        out.write(note + "\n")
 
 
 def print_steps(steps: list[dict[str, Any]], out: TextIO) -> None:
@@ -204,8 +159,8 @@ ATTEMPT_MARK = "attempt"
 
 def attempt_line(attempt: dict[str, Any]) -> str:
     """``2  retrying     12 ms  ConnectionError: unavailable``: one attempt of ``GET .../steps``."""
-    started, ended = _parse_time(attempt.get("started_at")), _parse_time(attempt.get("ended_at"))
-    took = _duration((ended - started).total_seconds()) if started and ended else ""
+    started, ended = parse_time(attempt.get("started_at")), parse_time(attempt.get("ended_at"))
+    took = duration_text((ended - started).total_seconds()) if started and ended else ""
     line = f"{attempt.get('attempt', ''):>2}  {attempt.get('outcome', ''):<11} {took:>8}"
     error = attempt.get("error")
     if error:
@@ -216,20 +171,20 @@ def attempt_line(attempt: dict[str, Any]) -> str:
 def summary_line(summary: dict[str, Any]) -> str:
     """The run in one line, from a ``summary`` of the API (steps, retries, duration, waiting time).
 
-    E.g. ``3 steps, 5 attempts (2 retries, 1 failed); 6.4 s, 5.5 s of it waiting (1 sleep, 1 hook)``.
+    E.g. ``3 steps, 5 attempts (2 retries, 1 failed); 6.4 s, 5.5 s of it waiting (1 sleep, 1 hook)``;
+    child runs are counted apart from hooks (``2 children``).
     """
     steps, attempts = summary.get("steps", 0), summary.get("attempts", 0)
     retries, failed = summary.get("retries", 0), summary.get("failed_steps", 0)
     line = f"{_count(steps, 'step')}, {_count(attempts, 'attempt')} ({_count(retries, 'retry', 'retries')}"
     line += f", {failed} failed)" if failed else ")"
     if summary.get("duration_s") is not None:
-        line += f"; {_duration(float(summary['duration_s']))}"
-    waits, hooks = summary.get("waits", 0), summary.get("hooks", 0)
-    if waits or hooks:
-        kinds = ", ".join(
-            k for k in (_count(waits, "sleep") if waits else "", _count(hooks, "hook") if hooks else "") if k
-        )
-        line += f", {_duration(float(summary.get('waiting_s') or 0))} of it waiting ({kinds})"
+        line += f"; {duration_text(float(summary['duration_s']))}"
+    waits, hooks, children = summary.get("waits", 0), summary.get("hooks", 0), summary.get("children", 0)
+    if waits or hooks or children:
+        counted = ((waits, "sleep", None), (hooks, "hook", None), (children, "child", "children"))
+        kinds = ", ".join(_count(n, one, many) for n, one, many in counted if n)
+        line += f", {duration_text(float(summary.get('waiting_s') or 0))} of it waiting ({kinds})"
     return line
 
 
@@ -257,36 +212,12 @@ def print_runs(runs: list[dict[str, Any]], out: TextIO) -> None:
     """A table of runs as ``GET /runs`` returns them."""
     out.write(f"{'run id':<32} {'workflow':<20} {'status':<10} {'created':<20} {'duration':>10}\n")
     for run in runs:
-        created = _parse_time(run.get("created_at"))
-        started = _parse_time(run.get("started_at")) or created
-        completed = _parse_time(run.get("completed_at"))
-        duration = _duration((completed - started).total_seconds()) if completed and started else ""
+        created = parse_time(run.get("created_at"))
+        started = parse_time(run.get("started_at")) or created
+        completed = parse_time(run.get("completed_at"))
+        duration = duration_text((completed - started).total_seconds()) if completed and started else ""
         shown = created.strftime("%Y-%m-%d %H:%M:%S") if created else ""
         out.write(
             f"{run.get('run_id', ''):<32} {run.get('workflow', ''):<20} {run.get('status', ''):<10} "
             f"{shown:<20} {duration:>10}\n"
         )
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 10:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 600:
-        return f"{seconds:.1f} s"
-    return f"{seconds / 60:.1f} min"
-
-
-def _event_type(value: Any) -> EventType | None:
-    try:
-        return EventType(value)
-    except ValueError:
-        return None  # a newer server's event type: shown, never timed
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None

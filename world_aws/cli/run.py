@@ -1,7 +1,8 @@
 """``world-aws run`` and ``world-aws demo``: one workflow run to its end on a local World.
 
-Progress lines as the log grows, then the status, a summary line, the result (or the error with
-its cause and traceback), the timeline and each failed attempt. Exit codes: 0 the
+The run's timeline, a line per event as the log grows (a retried attempt's error on its line),
+then the status, a summary line, the result (or the error with its cause and traceback, and
+each failed attempt's). Exit codes: 0 the
 run completed, 1 it failed or was cancelled, 2 bad arguments, 3 ``--timeout``
 passed first (the run is left running), 130 Ctrl-C (the run is left where it was).
 """
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from world_aws.api.payloads import error_view
 from world_aws.api.timeline import timeline
 from world_aws.cli import render
+from world_aws.cli.timeline_table import HEADER, TimelineTable, gap_note, timeline_line
 from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
 from world_aws.errors import BadInput
 from world_aws.runtime.handle import RunHandle
@@ -70,7 +72,7 @@ def run_workflow(
                 err.write(f"world-aws: error: {exc}\n")
                 return 2
             if not quiet:
-                out.write(f"run {handle.run_id}\n")
+                out.write(f"run {handle.run_id}\n\ntimeline:\n{HEADER}\n")
             events = _follow(handle, stack.world, ns.timeout, None if quiet else out)  # with attempts' errors
             run = handle.run()
             result, error = _outcome(handle, run, ns.timeout)
@@ -98,6 +100,11 @@ def run_workflow(
 
 
 def _print(run: Run, result: Any, error: dict[str, Any] | None, events: list[Event], out: TextIO) -> None:
+    """What follows the live timeline: the status, a summary, the result or error.
+
+    A run that did not complete also gets each failed attempt with its traceback; a completed
+    one's retried attempts are in its timeline, one line each (``--json`` has their tracebacks).
+    """
     out.write(f"\nstatus: {run.status.value}{_took(run)}\n")
     as_of = run.completed_at or (events[-1].created_at if events else run.created_at)
     out.write(f"summary: {render.summary_line(_summary(run, events, as_of))}\n")
@@ -108,10 +115,8 @@ def _print(run: Run, result: Any, error: dict[str, Any] | None, events: list[Eve
         out.write(f"result: {shown}\n")
     else:
         render.print_error(error, out)
-    out.write("\ntimeline:\n")
-    rows = render.events_json(events)
-    render.print_rows_timeline(rows, out)
-    render.print_attempt_errors(rows, out)
+    if run.status is not RunStatus.COMPLETED:
+        render.print_attempt_errors(render.events_json(events), out)
 
 
 def _summary(run: Run, events: list[Event], as_of: datetime) -> dict[str, Any]:
@@ -138,18 +143,21 @@ def _follow(handle: RunHandle, world: Any, timeout: float, out: TextIO | None) -
     deadline, next_status = started + timeout, started + STATUS_EVERY_SECONDS
     terminal_since: float | None = None
     seen: list[Event] = []
+    table = TimelineTable()
     while True:
         fresh = world.events.list(
             handle.run_id, after=seen[-1].position if seen else 0, resolve_data=ResolveData.ALL
         )
         seen += fresh
         if out is not None and fresh:
-            names = render.step_names(seen)
-            for event in fresh:
-                out.write(render.progress_line(event, names) + "\n")
+            for row in render.events_json(fresh):
+                out.write(timeline_line(table.add(row), with_error=True) + "\n")
             out.flush()
         now = time.monotonic()
         if any(event.type in _TERMINAL_EVENTS for event in fresh) or now > deadline:
+            note = gap_note(table.skipped)
+            if out is not None and note:
+                out.write(note + "\n")
             return seen
         if now >= next_status:
             next_status = now + STATUS_EVERY_SECONDS

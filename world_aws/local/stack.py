@@ -48,13 +48,15 @@ class LocalStack:
 
 
 def local_config() -> RuntimeConfig:
-    """The environment's configuration, with every continuation replayed cold from the log.
+    """The environment's configuration, with replays checked cold (``RuntimeConfig.replay_checks``).
 
-    A warm handler continues a suspended replay instead (``RuntimeConfig.replay_cache_runs``),
-    which hides a workflow that is not deterministic until a new Lambda container replays it;
-    locally the run fails at once with ``NON_DETERMINISM`` naming both steps.
+    A warm handler continues a suspended replay (``RuntimeConfig.replay_cache_runs``), which
+    alone would hide a workflow that is not deterministic until a new Lambda container replays
+    it. Locally the replay also starts over from the log whenever the log has doubled, and
+    before the run's end is recorded, so such a run fails with ``NON_DETERMINISM`` naming both
+    steps, while a long run stays linear (a cold replay per continuation is quadratic).
     """
-    return replace(RuntimeConfig.from_env(), replay_cache_runs=0)
+    return replace(RuntimeConfig.from_env(), replay_checks=True)
 
 
 def local_scheduler_config() -> SchedulerConfig:
@@ -75,7 +77,7 @@ def local_stack(
 ) -> Iterator[LocalStack]:
     """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop).
 
-    ``config`` defaults to :func:`local_config` (every continuation replayed cold);
+    ``config`` defaults to :func:`local_config` (replays checked cold);
     ``run_schedules=False`` leaves the app's schedules alone (``world-aws run``, one run).
     ``prestarted`` (embedded only): the stack already starting in a child process
     (``local/moto_process.py``); if it failed, one is started here instead.

@@ -35,6 +35,12 @@ class RuntimeConfig:
             instead of replaying from the log. 0 replays every continuation cold, as a new Lambda
             container does: ``world-aws run``, ``dev`` and the test kit use 0, so a workflow that is
             not deterministic fails there and not first in production.
+        replay_checks: with a replay cache (``replay_cache_runs`` > 0), re-run the workflow from
+            its first line against the whole log whenever the log has doubled since a run's
+            replay last did, and always before recording the run's end (``runtime/replaycache.py``):
+            a workflow that is not deterministic fails with ``NON_DETERMINISM`` as it does when
+            every continuation replays cold, at a cost linear in the run's length, not quadratic.
+            ``world-aws run`` and ``dev`` use it; off by default (a deployed handler).
         max_deployment_reroutes: re-routes before ``DEPLOYMENT_MISMATCH`` (SPEC §5.4).
         max_inline_steps: steps of one wave the continuing invocation runs itself instead of
             dispatching them over the step queue (``runtime/inline.py``): a sequential step, and up
@@ -63,6 +69,7 @@ class RuntimeConfig:
     dispatch_parallelism: int = 16
     log_cache_runs: int = 256
     replay_cache_runs: int = 256
+    replay_checks: bool = False
     max_deployment_reroutes: int = 3
     max_inline_steps: int = 3
     inline_lease_seconds: int = 900

@@ -127,6 +127,9 @@ class Orchestrator:
         first: int | None = None  # where the log ended at this call's first read
         try:
             while True:
+                if self._replays.check_due(replay):  # local runs: re-run the code once the log doubled
+                    replay.close()
+                    replay = Replay(run, workflow, self._app.serializer)
                 replay.feed(self._logs.read(run.run_id, after=replay.last_position, fetch=not fed))
                 fed = False
                 first = replay.last_position if first is None else first
@@ -142,6 +145,11 @@ class Orchestrator:
                         start_run(self._world, run.run_id, start)
                         start = None
                     fed = self._logs.feed(run.run_id, self._record_patches(run.run_id, replay))
+                    continue
+                if not isinstance(outcome, Suspended) and self._replays.check_before_end(replay):
+                    # Local runs: the end recorded is a cold replay's of the whole log.
+                    replay.close()
+                    replay = Replay(run, workflow, self._app.serializer)
                     continue
                 if start is not None and not isinstance(outcome, Suspended):
                     start_run(self._world, run.run_id, start)

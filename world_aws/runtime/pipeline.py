@@ -86,14 +86,21 @@ class OutcomePipeline:
         if not fed:
             stepbody.record(self._world, run.run_id, settled)
             return replay, InlineRound(), False
-        if not self._replays.keeps_replays:
-            replay.close()  # local runs: every replay cold (Orchestrator.continue_run)
+        if not self._replays.keeps_replays or self._replays.check_due(replay):
+            replay.close()  # every replay cold, or a checked one due (Orchestrator.continue_run)
             replay = Replay(run, workflow, self._app.serializer)
         replay.feed(self._logs.read(run.run_id, after=replay.last_position, fetch=False))
         after = replay.last_position
         at = self._world.clock.now()
-        replay.feed([Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)])
+        settled_event = Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)
+        replay.feed([settled_event])
         outcome = replay.outcome()
+        if not isinstance(outcome, Suspended) and self._replays.check_before_end(replay):
+            # Checked: the end written here is a cold replay's of the whole log and the outcome.
+            replay.close()
+            replay = Replay(run, workflow, self._app.serializer)
+            replay.feed([*self._logs.read(run.run_id, after=0, fetch=False), settled_event])
+            outcome = replay.outcome()
         # patched() took a new branch after this outcome: its markers go in this append, after
         # the outcome and before anything the branch writes (runtime/patching.py).
         markers = [patch_marker(change_id) for change_id in replay.patches.unrecorded]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -47,7 +48,7 @@ from world_aws.errors import (
     StepFailedError,
     Transient,
 )
-from world_aws.runtime import children, context, ids
+from world_aws.runtime import children, context, ids, unawaited
 from world_aws.runtime.chain import ContinueAsNew
 from world_aws.runtime.children import ChildCall, ChildRequest
 from world_aws.runtime.divergence import Divergence
@@ -253,6 +254,9 @@ class Replay:
         self._bad_input: BadInput | None = None  # the run's input does not decode or fit
         self._task: asyncio.Task[Any] | None = None
         self.last_position = 0
+        # The log position its first feed reached: the code re-ran against every event up to
+        # here; later ones it may have written itself (``runtime/replaycache.py``, checked).
+        self.cold_through = 0
 
     # --- driving --------------------------------------------------------------------
 
@@ -263,6 +267,7 @@ class Replay:
             Transient: another handler recorded a hook this (kept) replay created with a
                 different default token; the caller drops this replay and starts from the log.
         """
+        first = self.last_position == 0
         for event in events:
             self._index.add(event)
             self.patches.add(event)
@@ -284,6 +289,8 @@ class Replay:
             self._time = max(self._time, event.created_at)
             self._apply(event)
             self.loop.run_until_quiescent()
+        if first:
+            self.cold_through = self.last_position
 
     @property
     def done(self) -> bool:
@@ -314,8 +321,14 @@ class Replay:
             return Failed(encode_error(exc), ERROR_CODE_NON_DETERMINISM)
         if isinstance(exc, ContinueAsNew):
             return self._continued(exc)
+        dropped = unawaited.untaken(self._calls())
         if exc is not None:
+            if dropped:
+                unawaited.report(self.workflow_name, self.run_id, dropped)  # the run's own error stands
             return Failed(encode_error(exc), ERROR_CODE_USER)
+        if dropped:
+            unawaited_error = unawaited.report(self.workflow_name, self.run_id, dropped)
+            return Failed(encode_error(unawaited_error), unawaited.ERROR_CODE_UNAWAITED_CALL)
         unreached = sorted(set(self._index.step_names) - set(self._steps))
         if unreached:
             names = ", ".join(f"{cid} ({self._index.step_names[cid]})" for cid in unreached)
@@ -340,6 +353,12 @@ class Replay:
         except SerializationError as err:
             return Failed(encode_error(err), ERROR_CODE_SERIALIZATION)
 
+    def _calls(self) -> Iterator[tuple[str, str, asyncio.Future[Any]]]:
+        for cid, call in self._steps.items():
+            yield cid, call.name, call.future
+        for cid, child in self._children.items():
+            yield cid, child.request.workflow_name, child.future
+
     def live_hooks(self) -> list[str]:
         """The ids of this run's hooks whose create the log holds and whose disposal it does not."""
         index = self._index
@@ -356,7 +375,7 @@ class Replay:
     def call_step(self, step: StepFunction[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         cid = self._next_id("step")
         payload = self._arguments(args, kwargs, f"arguments of step {step.name!r}")
-        future: asyncio.Future[Any] = self.loop.create_future()
+        future: asyncio.Future[Any] = unawaited.CallFuture(loop=self.loop)
         logged = self._index.step_names.get(cid)
         if logged is not None and logged != step.name:
             self._diverged(
@@ -379,7 +398,7 @@ class Replay:
         payload = self._arguments(args, kwargs, f"arguments of child workflow {workflow.name!r}")
         unguarded(workflow.bind, args, kwargs)
         request = ChildRequest(cid, children.child_run_id(self.run_id, cid), workflow.name, payload)
-        future: asyncio.Future[Any] = self.loop.create_future()
+        future: asyncio.Future[Any] = unawaited.CallFuture(loop=self.loop)
         logged = self._index.hooks.get(cid)
         if logged is not None and logged != request.token:
             self._diverged(

@@ -83,7 +83,7 @@ class Runtime:
             self.dispatcher,
             self.logs,
             self._pool,
-            ReplayCache(self.config.replay_cache_runs),
+            ReplayCache(self.config.replay_cache_runs, checked=self.config.replay_checks),
             inline,
             max_events_per_run=self.config.max_events_per_run,
         )

@@ -30,6 +30,8 @@ MAX_MESSAGE_CHARS = 16_384
 MAX_CAUSE_DEPTH = 8
 # Frames in this directory are world-aws's own (see _users_frames).
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+# The package's own example app (``world-aws demo``): its frames are the user's, as an app's are.
+_DEMO_FILE = _PACKAGE_DIR + "demo.py"
 
 
 @dataclass(frozen=True)
@@ -132,9 +134,13 @@ def _users_frames(tb: TracebackType | None) -> TracebackType | None:
     (an error of the runtime itself) is kept whole.
     """
     first = tb
-    while tb is not None and tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+    while tb is not None and _internal(tb.tb_frame.f_code.co_filename):
         tb = tb.tb_next
     return tb if tb is not None else first
+
+
+def _internal(filename: str) -> bool:
+    return filename.startswith(_PACKAGE_DIR) and filename != _DEMO_FILE
 
 
 def _info(exc: BaseException, *, depth: int, seen: set[int]) -> ErrorInfo:

@@ -4,8 +4,10 @@
 and delivers its queue messages on the test's thread. ``kit.run(workflow, ...)``
 starts a run and drives it to its end: a ``sleep("1h")``, a retry's delay or a
 hook's timeout moves the clock instead of waiting, so the test takes
-milliseconds. ``kit.start`` stops where the run waits for the outside (a hook);
-``kit.resume_hook`` and ``kit.finish`` carry on. Every run that ends is replayed
+milliseconds. ``kit.start`` drives the run the same way but stops where it waits for the outside:
+a hook that has not had a payload yet (its timeout, if any, does not pass: the test
+resumes the hook, or lets the time pass with ``kit.advance``). ``kit.resume_hook``
+drives on to the next such hook, or the end; ``kit.finish`` to the end. Every run that ends is replayed
 cold from its log and must reach the same outcome (like Temporal's Replayer),
 so a workflow that is not deterministic fails its test. ``kit.replay("runs.json")``
 replays runs exported from a stack (``world-aws export``) against the app: the
@@ -46,8 +48,8 @@ from world_aws.runtime.replay import (
 from world_aws.runtime.replay_gate import RunVerdict, replay_runs
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde import decode_error
-from world_aws.testing.kit_runs import KitRun, StepCall
-from world_aws.testing.pump import MemoryPump, settle
+from world_aws.testing.kit_runs import KitRun, StepCall, open_hooks
+from world_aws.testing.pump import MemoryPump, Stalled, settle
 
 __all__ = [
     "KitRun",
@@ -58,6 +60,11 @@ __all__ = [
     "check_replay",
     "workflow_kit",
 ]
+
+# ``start``, ``resume_hook`` and ``settle`` stop driving after this many rounds of deliveries ...
+SETTLE_ROUNDS = 200
+# ... and look for a hook in this many live runs of each status.
+SETTLE_RUNS = 1000
 
 Fakes = Mapping[StepFunction[Any, Any] | str, Callable[..., Any]]
 
@@ -132,11 +139,41 @@ class WorkflowKit:
     # --- driving --------------------------------------------------------------------
 
     def start(self, workflow: WorkflowFunction[Any, Any] | str, *args: Any, **kwargs: Any) -> KitRun:
-        """Start a run and deliver what is due now (the clock does not move)."""
+        """Start a run and drive it until it ends or waits on a hook (see :meth:`settle`).
+
+        Sleeps and retry delays before the run's first hook pass on the kit's clock, so
+        ``run.waiting_hooks()`` lists a hook created after a retry or a sleep at once.
+        """
         handle = self.runtime.start(workflow, *args, **kwargs)
         run = KitRun(self, handle.run_id)
-        self._deliver_due()
+        self.settle()
         return run
+
+    def settle(self) -> None:
+        """Deliver messages and skip time until the kit's runs are quiescent.
+
+        Quiescent: every run has ended, or one of them waits on a hook that has had no
+        payload yet (while one does, the clock stands still, so a hook's timeout never
+        passes here: ``advance`` passes it), or nothing is due. A run that keeps waking
+        itself (a poller that sleeps in a loop) is left after ``SETTLE_ROUNDS`` rounds of
+        deliveries, wherever it is. A hook that takes several payloads counts as answered
+        after its first: to keep a later timeout from passing, resume it before the
+        kit skips time again.
+        """
+        try:
+            settle(
+                self._pump, self.clock, self.runtime.handle, self._waits_on_a_hook, max_rounds=SETTLE_ROUNDS
+            )
+        except Stalled:
+            pass
+
+    def _waits_on_a_hook(self) -> bool:
+        for status in (RunStatus.PENDING, RunStatus.RUNNING):
+            for live in self.world.runs.list(status=status, limit=SETTLE_RUNS).runs:
+                events = self.world.events.list(live.run_id, resolve_data=ResolveData.NONE)
+                if open_hooks(events, unanswered=True):
+                    return True
+        return False
 
     def run(self, workflow: WorkflowFunction[Any, Any] | str, *args: Any, **kwargs: Any) -> KitRun:
         """Start a run and drive it to its end, skipping time (see :meth:`finish`)."""
@@ -173,9 +210,9 @@ class WorkflowKit:
         settle(self._pump, self.clock, self.runtime.handle, lambda: False, until=until)
 
     def resume_hook(self, token: str, payload: Any) -> str:
-        """Send ``payload`` to the hook holding ``token``, deliver what is due now; returns the resume id."""
+        """Send ``payload`` to the hook holding ``token``, then :meth:`settle`; returns the resume id."""
         resume_id = self.runtime.resume_hook(token, payload)
-        self._deliver_due()
+        self.settle()
         return resume_id
 
     def replay(self, path: str | Path) -> list[RunVerdict]:
@@ -199,9 +236,6 @@ class WorkflowKit:
             lines = "\n".join(v.line() for v in diverged)
             raise ReplayDiverged(f"{len(diverged)} of {len(verdicts)} run(s) diverge from the code:\n{lines}")
         return verdicts
-
-    def _deliver_due(self) -> None:
-        settle(self._pump, self.clock, self.runtime.handle, lambda: False, until=self.clock.now())
 
 
 def check_replay(app: Workflows, world: MemoryWorld | Any, run_id: str) -> None:

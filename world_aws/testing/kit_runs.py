@@ -26,6 +26,7 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.streams import DEFAULT_STREAM
+from world_aws.runtime.children import child_of_token
 from world_aws.runtime.registry import StepFunction
 from world_aws.runtime.serde import Serializer
 from world_aws.runtime.serde_errors import ErrorInfo, decode_error
@@ -133,15 +134,30 @@ class KitRun:
         return [value for _, value in cursor.poll()]
 
     def waiting_hooks(self) -> list[str]:
-        """Tokens of the hooks the run has created and not disposed (a test resumes them)."""
-        tokens: dict[str, str] = {}
-        for event in self.events():
-            cid = event.correlation_id or ""
-            if isinstance(event.data, HookCreatedData):
+        """Tokens of the hooks the run has created and not disposed (a test resumes them).
+
+        A child run's start (recorded as a hook with a reserved token) is not one of them.
+        """
+        return open_hooks(self._kit.world.events.list(self.run_id, resolve_data=ResolveData.NONE))
+
+
+def open_hooks(events: list[Event], *, unanswered: bool = False) -> list[str]:
+    """Tokens of the hooks ``events`` (one run's log) created and did not dispose, children's left out.
+
+    ``unanswered``: only those that have received no payload yet.
+    """
+    tokens: dict[str, str] = {}
+    answered: set[str] = set()
+    for event in events:
+        cid = event.correlation_id or ""
+        if isinstance(event.data, HookCreatedData):
+            if child_of_token(event.data.token) is None:
                 tokens[cid] = event.data.token
-            elif event.type is EventType.HOOK_DISPOSED:
-                tokens.pop(cid, None)
-        return list(tokens.values())
+        elif event.type is EventType.HOOK_RECEIVED:
+            answered.add(cid)
+        elif event.type is EventType.HOOK_DISPOSED:
+            tokens.pop(cid, None)
+    return [token for cid, token in tokens.items() if not (unanswered and cid in answered)]
 
 
 def step_calls(events: list[Event], serializer: Serializer) -> list[StepCall]:

@@ -141,7 +141,8 @@
     const end = run.completed_at ? ms(run.completed_at) : NaN;
     return h("tr", { "data-testid": "run-row", "data-run-id": run.run_id, "data-status": run.status },
       h("td", {}, h("a", { class: "mono", href: `#/runs/${encodeURIComponent(run.run_id)}`, text: run.run_id })),
-      h("td", { text: run.workflow }),
+      h("td", {}, run.workflow, run.parent_run_id ? h("span", { class: "muted child-of", "data-testid": "child-of", title: run.parent_run_id,
+        text: ` child of …${run.parent_run_id.slice(-6)}` }) : null),
       h("td", {}, badge(run.status)),
       h("td", { text: when(run.created_at) }),
       // a running run's age on this browser's clock, marked as still going
@@ -157,9 +158,13 @@
     const showSignature = () => { signature.textContent = shown.get(choose.value) || ""; };
     choose.addEventListener("change", showSignature);
     api("GET", "/workflows").then(({ workflows }) => {
+      // a top-level workflow first: one other workflows call as a child is marked, and chosen last
+      const calledBy = (w) => w.called_by || [];
+      const topLevel = workflows.find((w) => calledBy(w).length === 0) || workflows[0];
       for (const w of workflows) {
         shown.set(w.name, `${w.name}${w.signature}`);
-        choose.append(h("option", { value: w.name, text: w.name }));
+        const label = calledBy(w).length ? `${w.name} (child of ${calledBy(w).join(", ")})` : w.name;
+        choose.append(h("option", { value: w.name, text: label, selected: w === topLevel }));
         workflowSelect.append(h("option", { value: w.name, text: w.name, selected: w.name === selected }));
       }
       showSignature();
@@ -226,12 +231,25 @@
       const s = timeline.summary;
       const rows = [["workflow", run.workflow], ["status", badge(run.status)], ["created", when(run.created_at)],
         ["started", when(run.started_at)], ["ended", when(run.completed_at)],
-        ["summary", h("span", { "data-testid": "summary", text: summaryLine(s) })]];
+        ["summary", h("span", { "data-testid": "summary", text: summaryLine(s) })], ...linkRows(run.links)];
       if (run.forked_from) {
         rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
           href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
       }
       meta.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
+    }
+
+    // parent, children and continue-as-new neighbours, each a link to its run's page
+    function linkRows(links) {
+      if (!links) return [];
+      const to = (id, testid) => h("a", { class: "mono", href: `#/runs/${encodeURIComponent(id)}`, "data-testid": testid, text: id });
+      const rows = [];
+      if (links.parent_run_id) rows.push(["parent", to(links.parent_run_id, "parent-link")]);
+      if (links.root_run_id && links.root_run_id !== runId && links.root_run_id !== links.parent_run_id) rows.push(["root", to(links.root_run_id, "root-link")]);
+      if (links.children && links.children.length) rows.push(["children", h("span", {}, links.children.flatMap((id, i) => [i ? " " : null, to(id, "child-link")]))]);
+      if (links.continued_from) rows.push(["continues", to(links.continued_from, "continued-from-link")]);
+      if (links.continued_as) rows.push(["continued as", to(links.continued_as, "continued-as-link")]);
+      return rows;
     }
 
     function renderActions(run, timeline) {
@@ -319,7 +337,8 @@
           track.push(h("div", { class: "tick", style: { left: `${pos(at, now)}%` }, title: `payload at ${when(at)}` }));
         }
         const name = span.kind === "step" ? shortName(span.name) : span.name;
-        rows.push(ganttRow(span.kind, name, span.name, span.status, track, took(span.created_at, span.ended_at), span.attempts.length));
+        const href = span.kind === "child" ? `#/runs/${encodeURIComponent(span.name)}` : null;
+        rows.push(ganttRow(span.kind, name, span.name, span.status, track, took(span.created_at, span.ended_at), span.attempts.length, href));
       }
       const hidden = timeline.spans.length - MAX_GANTT_ROWS;
       if (hidden > 0) rows.push(h("p", { class: "muted", text: `… and ${hidden} more (the event log below has them all)` }));
@@ -346,9 +365,9 @@
     return { stop() { poll.stop(); clearInterval(animation); } };
   }
 
-  function ganttRow(kind, name, title, status, track, took, attempts) {
+  function ganttRow(kind, name, title, status, track, took, attempts, href) {
     const label = h("div", { class: "gantt-label", title },
-      h("span", { class: "kind", text: kind }), name, attempts > 1 ? h("span", { class: "muted", text: ` ×${attempts}` }) : null);
+      h("span", { class: "kind", text: kind }), href ? h("a", { class: "mono", href, "data-testid": "gantt-child-link", text: name }) : name, attempts > 1 ? h("span", { class: "muted", text: ` ×${attempts}` }) : null);
     return h("div", { class: "gantt-row", "data-testid": "gantt-row", "data-kind": kind, "data-name": name, "data-status": status },
       label, h("div", { class: "gantt-track" }, track), h("div", { class: "gantt-took", "data-testid": "took", text: took }));
   }
@@ -356,7 +375,7 @@
   function legend() {
     const item = (color, text) => h("span", {}, h("i", { style: { background: `var(--${color})` } }), text);
     return h("div", { class: "legend" }, item("completed", "completed"), item("running", "running"),
-      item("retrying", "failed, retried"), item("failed", "failed"), item("waiting", "sleep / hook"), item("cancelled", "abandoned"));
+      item("retrying", "failed, retried"), item("failed", "failed"), item("waiting", "sleep / hook / child"), item("cancelled", "abandoned"));
   }
 
   function summaryLine(s) {
@@ -364,8 +383,9 @@
     let line = `${plural(s.steps, "step")}, ${plural(s.attempts, "attempt")} (${plural(s.retries, "retry", "retries")}` +
       (s.failed_steps ? `, ${s.failed_steps} failed)` : ")");
     if (s.duration_s !== null && s.duration_s !== undefined) line += `; ${duration(s.duration_s)}`;
-    if (s.waits || s.hooks) {
-      const kinds = [s.waits ? plural(s.waits, "sleep") : "", s.hooks ? plural(s.hooks, "hook") : ""].filter(Boolean).join(", ");
+    if (s.waits || s.hooks || s.children) {
+      const kinds = [s.waits ? plural(s.waits, "sleep") : "", s.hooks ? plural(s.hooks, "hook") : "",
+        s.children ? plural(s.children, "child", "children") : ""].filter(Boolean).join(", ");
       line += `, ${duration(s.waiting_s)} of it waiting (${kinds})`;
     }
     return line;
