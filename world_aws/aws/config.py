@@ -12,8 +12,20 @@ STEP_QUEUE_URL              the step queue                          yes
 WORKFLOW_PAYLOAD_BUCKET     the S3 bucket for large payloads        yes
 AWS_REGION                  region (else AWS_DEFAULT_REGION)        yes
 AWS_ENDPOINT_URL            endpoint override (moto, local)         no
-WORKFLOW_DEPLOYMENT_ID      this code's deployment id               no (``dpl_local``)
+WORKFLOW_DEPLOYMENT_ID      a hand-set deployment id (override)     no
+WORKFLOW_DEPLOYMENT_FUNCTION  the workflow function's version ARN   no
+AWS_LAMBDA_FUNCTION_NAME    set by Lambda                           no
+AWS_LAMBDA_FUNCTION_VERSION set by Lambda                           no
 ==========================  ======================================  =========
+
+The deployment id (README "Deploying changes") is the version of the workflow
+function that serves this code: on the workflow function its own version
+(``AWS_LAMBDA_FUNCTION_VERSION``, a number when invoked through its alias), on the
+others the version the template names (``WORKFLOW_DEPLOYMENT_FUNCTION``, the
+published version's ARN, whose last part is the number). ``pinned_function`` is
+then the function a hand-over invokes, as ``<function>:<version>``. A non-empty
+``WORKFLOW_DEPLOYMENT_ID`` overrides both (a stack deployed without versions; no
+hand-over); with neither it is ``dpl_local``.
 """
 
 from __future__ import annotations
@@ -38,6 +50,8 @@ class AwsConfig:
     region: str
     endpoint_url: str | None = None
     deployment_id: str = DEFAULT_DEPLOYMENT_ID
+    # The workflow function whose versions are the deployments (None: no hand-over).
+    pinned_function: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AwsConfig:
@@ -55,6 +69,7 @@ class AwsConfig:
                     return value
             raise BadInput(f"environment variable {names[0]} is not set (the AWS World needs it)")
 
+        deployment_id, function = _deployment(env)
         return cls(
             table_name=required("WORKFLOW_TABLE_NAME"),
             workflow_queue_url=required("WORKFLOW_QUEUE_URL"),
@@ -62,5 +77,31 @@ class AwsConfig:
             bucket_name=required("WORKFLOW_PAYLOAD_BUCKET"),
             region=required("AWS_REGION", "AWS_DEFAULT_REGION"),
             endpoint_url=env.get("AWS_ENDPOINT_URL", "").strip() or None,
-            deployment_id=env.get("WORKFLOW_DEPLOYMENT_ID", "").strip() or DEFAULT_DEPLOYMENT_ID,
+            deployment_id=deployment_id,
+            pinned_function=function,
         )
+
+
+def _deployment(env: Mapping[str, str]) -> tuple[str, str | None]:
+    """This code's deployment id, and the function whose versions the deployments are.
+
+    Raises:
+        BadInput: ``WORKFLOW_DEPLOYMENT_FUNCTION`` is not a version's ARN.
+    """
+    override = env.get("WORKFLOW_DEPLOYMENT_ID", "").strip()
+    if override:
+        return override, None
+    named = env.get("WORKFLOW_DEPLOYMENT_FUNCTION", "").strip()
+    if named:
+        function, _, version = named.rpartition(":")
+        if not version.isdigit() or ":function:" not in function:
+            raise BadInput(
+                f"WORKFLOW_DEPLOYMENT_FUNCTION must be a published version's ARN "
+                f"(arn:...:function:NAME:N), got {named[:200]!r}"
+            )
+        return version, function
+    version = env.get("AWS_LAMBDA_FUNCTION_VERSION", "").strip()
+    name = env.get("AWS_LAMBDA_FUNCTION_NAME", "").strip()
+    if version.isdigit() and name:
+        return version, name
+    return DEFAULT_DEPLOYMENT_ID, None

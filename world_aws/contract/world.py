@@ -20,6 +20,7 @@ from typing import Protocol
 
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import (
+    Blocked,
     Event,
     EventRequest,
     EventResult,
@@ -236,6 +237,35 @@ class RunStore(Protocol):
 
         ``False`` (no write) if the run ended or is missing: an ended run never enters
         the index, even when this races its terminal transition.
+        """
+        ...
+
+    def count_live(self, deployment_id: str) -> int:
+        """How many runs not yet ended are pinned to ``deployment_id`` (held runs aside).
+
+        What ``deployments retire`` asks before a deployment's code may go: a run pinned
+        to it replays there. Read from an index of the runs still going by deployment,
+        as of the call.
+        """
+        ...
+
+    def hold(self, run_id: str, blocked: Blocked) -> bool:
+        """Mark a running run held (``Run.blocked``); False (no write) unless it is running."""
+        ...
+
+    def release(self, run_id: str, *, deployment_id: str) -> bool:
+        """Pin a held run to ``deployment_id`` and mark it released there; False unless it is held."""
+        ...
+
+    def unblock(self, run_id: str) -> None:
+        """Clear a released run's mark once its replay no longer diverges (nothing if none)."""
+        ...
+
+    def list_blocked(self, *, limit: int = 100) -> builtins.list[Run]:
+        """The held runs (running, blocked and not released), without their input; at most ``limit``.
+
+        Raises:
+            BadInput: ``limit`` below 1.
         """
         ...
 

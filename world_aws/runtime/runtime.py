@@ -40,6 +40,7 @@ from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.deployments import Handover, hand_over_or_none, pinned_elsewhere
 from world_aws.runtime.dispatch import StepDispatcher
 from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.handle import RunHandle
@@ -66,10 +67,24 @@ MAX_RESUME_ID_CHARS = 200
 
 
 class Runtime:
-    def __init__(self, world: World, app: Workflows, config: RuntimeConfig | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        app: Workflows,
+        config: RuntimeConfig | None = None,
+        *,
+        handover: Handover | None = None,
+    ) -> None:
+        """Bind ``app`` to ``world``.
+
+        ``handover``: the app's other deployments. With it, a delivery for a run pinned to
+        another deployment than ``world.deployment_id()`` is handed to that deployment
+        (``runtime/deployments.py``); without it, every delivery runs on this code.
+        """
         self.world = world
         self.app = app
         self.config = config or RuntimeConfig()
+        self.handover = handover
         self._pool = ThreadPoolExecutor(
             self.config.dispatch_parallelism, thread_name_prefix="world-aws-dispatch"
         )
@@ -87,7 +102,12 @@ class Runtime:
             max_events_per_run=self.config.max_events_per_run,
         )
         self.executor = StepExecutor(
-            world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
+            world,
+            app,
+            self.orchestrator,
+            self.dispatcher,
+            self.config.max_deployment_reroutes,
+            handover=handover,
         )
 
     def close(self) -> None:
@@ -326,6 +346,10 @@ class Runtime:
         return self._handle_workflow(payload, delivery)
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        if payload.run_input is not None:  # a run's first message names its deployment
+            routed = self._pinned(payload.run_input.deployment_id, delivery)
+            if routed is not None:
+                return routed
         start = None
         logged = self._reads_log_first(payload)
         seen = self._seen(payload, with_log=logged)
@@ -340,6 +364,9 @@ class Runtime:
             if not isinstance(started, Run):
                 return started
             run = started
+        routed = self._pinned(run.deployment_id, delivery)
+        if routed is not None:
+            return routed
         # A run's first delivery: its start message, or any message that found it pending or
         # missing and started it here (a reconciler's wake of a run whose first message was lost).
         first = payload.run_input is not None or seen is None or seen.status is RunStatus.PENDING
@@ -353,6 +380,13 @@ class Runtime:
                 start=start,
                 logged=logged,
             )
+
+    def _pinned(self, deployment_id: str, delivery: Delivery) -> HandlerResult | None:
+        """The answer of the run's own deployment if it is another one (None: handle it here)."""
+        if not pinned_elsewhere(self.world, self.handover, deployment_id):
+            return None
+        assert self.handover is not None
+        return hand_over_or_none(self.handover, deployment_id, delivery)
 
     def _started(self, payload: InvokePayload, delivery: Delivery) -> Run | HandlerResult:
         """Write ``run_started`` (a missing run made from ``run_input``): the running run, or the answer."""
