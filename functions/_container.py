@@ -53,6 +53,7 @@ from functions._metrics import (
 from functions._redact import RedactingFormatter
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
+from world_aws.aws.versions import LambdaHandover, LambdaInvoker, handed_over, handover_answer, lambda_client
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
@@ -103,7 +104,15 @@ class Container:
         # cast: AwsWorld's stores are concrete classes, which mypy will not match to the
         # protocol's (invariant) attributes; it implements the World contract.
         observed = ObservedWorld(cast("World", world), counts)
-        runtime = Runtime(observed, app, RuntimeConfig.from_env(env))
+        config = world.config
+        # Deployments are versions of the workflow function: a delivery for a run pinned to
+        # an older one is handed to it (world_aws/aws/versions.py).
+        handover = (
+            LambdaHandover(LambdaInvoker(lambda_client(config)), config.pinned_function)
+            if config.pinned_function
+            else None
+        )
+        runtime = Runtime(observed, app, RuntimeConfig.from_env(env), handover=handover)
         reconciler = Reconciler(observed, ReconcilerConfig.from_env(env))
         scheduler = Scheduler(runtime, SchedulerConfig.from_env(env))
         return cls(runtime, world, counts, logger, metrics, reconciler, scheduler)
@@ -129,6 +138,16 @@ class Container:
                 on_misconfigured=lambda _error: self.counts.add(MISCONFIGURATIONS),
                 deadline=deadline,
             )
+        finally:
+            self.counts.publish(self.metrics)
+
+    def handed_over(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
+        """A hand-over from a newer version (``aws/versions.py``): this version's answer; None otherwise."""
+        delivery = handed_over(event)
+        if delivery is None:
+            return None
+        try:
+            return handover_answer(self._handle(delivery))
         finally:
             self.counts.publish(self.metrics)
 

@@ -44,7 +44,16 @@ HANDLER_MODULES = (
 )
 # Read by the code but never set by the template: Lambda sets the region itself (reserved
 # names, CloudFormation refuses them), and the endpoint override is for local runs only.
-NOT_FROM_TEMPLATE = frozenset({"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL"})
+NOT_FROM_TEMPLATE = frozenset(
+    {
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        # Lambda sets the function's own name and version (the deployment id, aws/config.py).
+        "AWS_LAMBDA_FUNCTION_NAME",
+        "AWS_LAMBDA_FUNCTION_VERSION",
+    }
+)
 # The only places that may read the environment (each is fed a recording mapping below).
 ENVIRONMENT_READERS = frozenset(
     {

@@ -89,19 +89,19 @@ def _deployment(env: Mapping[str, str]) -> tuple[str, str | None]:
         BadInput: ``WORKFLOW_DEPLOYMENT_FUNCTION`` is not a version's ARN.
     """
     override = env.get("WORKFLOW_DEPLOYMENT_ID", "").strip()
+    named = env.get("WORKFLOW_DEPLOYMENT_FUNCTION", "").strip()
+    version = env.get("AWS_LAMBDA_FUNCTION_VERSION", "").strip()
+    name = env.get("AWS_LAMBDA_FUNCTION_NAME", "").strip()
     if override:
         return override, None
-    named = env.get("WORKFLOW_DEPLOYMENT_FUNCTION", "").strip()
     if named:
-        function, _, version = named.rpartition(":")
-        if not version.isdigit() or ":function:" not in function:
+        function, _, number = named.rpartition(":")
+        if not number.isdigit() or ":function:" not in function:
             raise BadInput(
                 f"WORKFLOW_DEPLOYMENT_FUNCTION must be a published version's ARN "
                 f"(arn:...:function:NAME:N), got {named[:200]!r}"
             )
-        return version, function
-    version = env.get("AWS_LAMBDA_FUNCTION_VERSION", "").strip()
-    name = env.get("AWS_LAMBDA_FUNCTION_NAME", "").strip()
+        return named.rpartition(":")[2], function
     if version.isdigit() and name:
         return version, name
     return DEFAULT_DEPLOYMENT_ID, None

@@ -24,6 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import boto3
+
+from world_aws.aws.config import AwsConfig
 from world_aws.aws.errors import mapped_errors
 from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName, Redeliver, RunStore
 from world_aws.errors import BadInput, DeploymentGone, DeploymentInUse, NotFound, Transient
@@ -46,6 +49,11 @@ class Invoker(Protocol):
             Transient: the invoke failed, or the function raised (the delivery is redelivered).
         """
         ...
+
+
+def lambda_client(config: AwsConfig) -> LambdaClient:
+    """A Lambda client for ``config``'s region and endpoint."""
+    return boto3.session.Session(region_name=config.region).client("lambda", endpoint_url=config.endpoint_url)
 
 
 class LambdaInvoker:
