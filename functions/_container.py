@@ -42,7 +42,9 @@ from functions._metrics import (
     PROLOGUE_RUN_CONTEXT,
     PROLOGUE_RUNS_GET,
     RECONCILE_FAILURES,
+    RUNS_HELD,
     RUNS_RECONCILED,
+    RUNS_RELEASED,
     SCHEDULE_FAILURES,
     SCHEDULED_RUNS_STARTED,
     SCHEDULED_TICKS_MISSED,
@@ -167,6 +169,8 @@ class Container:
             report = self.reconciler.tick()
             self.counts.add(RUNS_RECONCILED, len(report.woken))
             self.counts.add(RECONCILE_FAILURES, report.failed)
+            self.counts.add(RUNS_HELD, report.held)
+            self.counts.add(RUNS_RELEASED, len(report.released))
             return report
 
     def schedule(self) -> SchedulerReport:
