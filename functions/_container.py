@@ -55,7 +55,14 @@ from functions._metrics import (
 from functions._redact import RedactingFormatter
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
-from world_aws.aws.versions import LambdaHandover, LambdaInvoker, handed_over, handover_answer, lambda_client
+from world_aws.aws.versions import (
+    LambdaDeployments,
+    LambdaHandover,
+    LambdaInvoker,
+    handed_over,
+    handover_answer,
+    lambda_client,
+)
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
@@ -109,12 +116,14 @@ class Container:
         config = world.config
         # Deployments are versions of the workflow function: a delivery for a run pinned to
         # an older one is handed to it (world_aws/aws/versions.py).
-        handover = (
-            LambdaHandover(LambdaInvoker(lambda_client(config)), config.pinned_function)
-            if config.pinned_function
-            else None
+        handover, deployments = None, None
+        if config.pinned_function:
+            client = lambda_client(config)
+            handover = LambdaHandover(LambdaInvoker(client), config.pinned_function)
+            deployments = LambdaDeployments(client, config.pinned_function, observed.runs)
+        runtime = Runtime(
+            observed, app, RuntimeConfig.from_env(env), handover=handover, deployments=deployments
         )
-        runtime = Runtime(observed, app, RuntimeConfig.from_env(env), handover=handover)
         reconciler = Reconciler(observed, ReconcilerConfig.from_env(env))
         scheduler = Scheduler(runtime, SchedulerConfig.from_env(env))
         return cls(runtime, world, counts, logger, metrics, reconciler, scheduler)

@@ -135,11 +135,8 @@ class DeploymentGone(WorldAwsError):
     code = 404
 
 
-class DeploymentInUse(WorldAwsError):
+class DeploymentInUse(Conflict):
     """A deployment cannot be retired while runs are pinned to it (409)."""
-
-    kind = ErrorKind.CONFLICT
-    code = 409
 
 
 # --- The caller's input is wrong. ---

@@ -136,7 +136,7 @@ def test_a_delivery_for_an_older_version_is_handed_to_it_and_retire_waits_for_it
         _until_hook(world, "approve:b1")
         # THEN deployments lists both versions from Lambda, each with its live run
         listed = list_deployments(client, FUNCTION, world.runs)
-        assert [(d.version, d.live_runs, d.newest) for d in listed] == [(v1, 1, False), (v2, 1, True)]
+        assert [(d.deployment_id, d.live_runs, d.newest) for d in listed] == [(v1, 1, False), (v2, 1, True)]
         # and version 1 cannot be retired while its run is pinned to it
         with pytest.raises(DeploymentInUse, match="1 live run"):
             retire(client, FUNCTION, v1, world.runs)

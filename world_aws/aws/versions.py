@@ -21,14 +21,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import boto3
 
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.errors import mapped_errors
-from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName, Redeliver, RunStore
+from world_aws.contract.world import Ack, Delivery, Deployment, HandlerResult, QueueName, Redeliver, RunStore
 from world_aws.errors import BadInput, DeploymentGone, DeploymentInUse, NotFound, Transient
 
 # A boto3 Lambda client (its stubs are not a dependency).
@@ -143,16 +142,6 @@ class LambdaHandover:
         return _result_of(self._invoker.invoke(self._function, deployment_id, handover_event(delivery)))
 
 
-@dataclass(frozen=True, slots=True)
-class Deployment:
-    """One published version of the workflow function, and the runs still pinned to it."""
-
-    version: str
-    live_runs: int
-    newest: bool
-    description: str = ""
-
-
 def list_deployments(client: LambdaClient, function: str, runs: RunStore) -> list[Deployment]:
     """The function's published versions, oldest first, each with its live runs (``runs.count_live``)."""
     versions: list[dict[str, Any]] = []
@@ -163,10 +152,9 @@ def list_deployments(client: LambdaClient, function: str, runs: RunStore) -> lis
     newest = versions[-1]["Version"] if versions else None
     return [
         Deployment(
-            version=str(v["Version"]),
+            deployment_id=str(v["Version"]),
             live_runs=runs.count_live(str(v["Version"])),
             newest=v["Version"] == newest,
-            description=str(v.get("Description") or ""),
         )
         for v in versions
     ]
@@ -182,7 +170,7 @@ def retire(client: LambdaClient, function: str, version: str, runs: RunStore) ->
     """
     if not version.isdigit():
         raise BadInput(f"a deployment is a version number of {function}, not {version!r}")
-    known = {d.version: d for d in list_deployments(client, function, runs)}
+    known = {d.deployment_id: d for d in list_deployments(client, function, runs)}
     if version not in known:
         raise NotFound(f"{function} has no version {version} (it has {sorted(known, key=int)})")
     if known[version].newest:
@@ -194,3 +182,18 @@ def retire(client: LambdaClient, function: str, version: str, runs: RunStore) ->
         )
     with mapped_errors("Lambda DeleteFunction", resource=f"function {function}:{version}"):
         client.delete_function(FunctionName=function, Qualifier=version)
+
+
+class LambdaDeployments:
+    """The ``Deployments`` of a stack on AWS: the workflow function's versions (``list_deployments``)."""
+
+    def __init__(self, client: LambdaClient, function: str, runs: RunStore) -> None:
+        self._client = client
+        self._function = function
+        self._runs = runs
+
+    def list(self) -> list[Deployment]:
+        return list_deployments(self._client, self._function, self._runs)
+
+    def retire(self, deployment_id: str) -> None:
+        retire(self._client, self._function, deployment_id, self._runs)

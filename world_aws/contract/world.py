@@ -413,6 +413,21 @@ class Queue(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One deployment of the app and the runs still pinned to it (``world-aws deployments``).
+
+    Attributes:
+        deployment_id: its id (a version number of the workflow function on AWS).
+        live_runs: the runs not yet ended pinned to it (held runs aside): ``runs.count_live``.
+        newest: new runs start on it.
+    """
+
+    deployment_id: str
+    live_runs: int
+    newest: bool
+
+
 class Consumers(Protocol):
     def stop(self) -> None:
         """Stop consuming; in-flight messages finish or become visible again."""

@@ -16,10 +16,11 @@ new code.
 
 from __future__ import annotations
 
+import builtins
 import threading
 from collections.abc import Callable
 
-from world_aws.contract.world import Delivery, HandlerResult, World
+from world_aws.contract.world import Delivery, Deployment, HandlerResult, World
 from world_aws.errors import BadInput, DeploymentGone, DeploymentInUse, NotFound
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.deployments import DeployedWorld
@@ -54,7 +55,12 @@ class LocalDeployments:
         with self._lock:
             return self._runtimes[self._order[-1]]
 
-    def ids(self) -> list[str]:
+    def list(self) -> list[Deployment]:
+        """Every deployment kept, oldest first, with its live runs (``Deployments``)."""
+        ids = self.ids()
+        return [Deployment(d, self._world.runs.count_live(d), newest=d == ids[-1]) for d in ids]
+
+    def ids(self) -> builtins.list[str]:
         """The deployment ids still kept, oldest first."""
         with self._lock:
             return list(self._order)
@@ -126,7 +132,7 @@ class LocalDeployments:
 
     def _add(self, deployment_id: str, app: Workflows) -> Runtime:
         world = self._world if deployment_id == self._base else DeployedWorld(self._world, deployment_id)
-        runtime = Runtime(world, app, self._config, handover=self)
+        runtime = Runtime(world, app, self._config, handover=self, deployments=self)
         with self._lock:
             self._runtimes[deployment_id] = runtime
             self._order.append(deployment_id)

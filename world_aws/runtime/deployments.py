@@ -19,11 +19,20 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from world_aws.contract.world import Delivery, ForwardingWorld, HandlerResult, World
-from world_aws.errors import DeploymentGone
+from world_aws.contract.world import Delivery, Deployment, ForwardingWorld, HandlerResult, World
+from world_aws.errors import BadInput, DeploymentGone, NotFound
 from world_aws.runtime.telemetry import LOG
 
-__all__ = ["DeployedWorld", "DeploymentGone", "Handover", "hand_over_or_none", "pinned_elsewhere"]
+__all__ = [
+    "DeployedWorld",
+    "Deployment",
+    "DeploymentGone",
+    "Deployments",
+    "Handover",
+    "SingleDeployment",
+    "hand_over_or_none",
+    "pinned_elsewhere",
+]
 
 
 class Handover(Protocol):
@@ -37,6 +46,42 @@ class Handover(Protocol):
             WorldAwsError: the hand-over failed for a cause that may pass (redelivered).
         """
         ...
+
+
+class Deployments(Protocol):
+    """What an operator sees of the deployments: listing them, retiring an old one."""
+
+    def list(self) -> list[Deployment]:
+        """Every deployment kept, oldest first."""
+        ...
+
+    def retire(self, deployment_id: str) -> None:
+        """Remove an older deployment no live run is pinned to.
+
+        Raises:
+            NotFound: no such deployment.
+            BadInput: it is the newest.
+            DeploymentInUse: a run is still pinned to it.
+        """
+        ...
+
+
+class SingleDeployment:
+    """The deployments of a runtime that has no others (no hand-over): its own, which is the newest."""
+
+    def __init__(self, world: World) -> None:
+        self._world = world
+
+    def list(self) -> list[Deployment]:
+        here = self._world.deployment_id()
+        return [Deployment(here, self._world.runs.count_live(here), newest=True)]
+
+    def retire(self, deployment_id: str) -> None:
+        if deployment_id != self._world.deployment_id():
+            raise NotFound(
+                f"no deployment {deployment_id!r}: this stack has only {self._world.deployment_id()!r}"
+            )
+        raise BadInput(f"deployment {deployment_id!r} is the newest: new runs start on it")
 
 
 def pinned_elsewhere(world: World, handover: Handover | None, deployment_id: str) -> bool:

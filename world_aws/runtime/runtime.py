@@ -40,7 +40,13 @@ from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.deployments import Handover, hand_over_or_none, pinned_elsewhere
+from world_aws.runtime.deployments import (
+    Deployments,
+    Handover,
+    SingleDeployment,
+    hand_over_or_none,
+    pinned_elsewhere,
+)
 from world_aws.runtime.dispatch import StepDispatcher
 from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.handle import RunHandle
@@ -74,17 +80,20 @@ class Runtime:
         config: RuntimeConfig | None = None,
         *,
         handover: Handover | None = None,
+        deployments: Deployments | None = None,
     ) -> None:
         """Bind ``app`` to ``world``.
 
         ``handover``: the app's other deployments. With it, a delivery for a run pinned to
         another deployment than ``world.deployment_id()`` is handed to that deployment
         (``runtime/deployments.py``); without it, every delivery runs on this code.
+        ``deployments``: what the API lists and retires (default: this one alone).
         """
         self.world = world
         self.app = app
         self.config = config or RuntimeConfig()
         self.handover = handover
+        self.deployments: Deployments = deployments or SingleDeployment(world)
         self._pool = ThreadPoolExecutor(
             self.config.dispatch_parallelism, thread_name_prefix="world-aws-dispatch"
         )
