@@ -153,7 +153,11 @@ def test_ls_blocked_lists_a_held_run_and_inspect_shows_where_it_diverged(
     assert (listed["run_id"], listed["status"]) == (handle.run_id, RunStatus.RUNNING.value)
     assert (listed["blocked"]["expected"], listed["blocked"]["actual"]) == ("greet.hello", "greet.bonjour")
     code, out, _ = _cli(dev, "ls", "--blocked")
-    assert code == 0 and handle.run_id in out and "the log has 'greet.hello', the code calls 'greet.bonjour'" in out
+    assert (
+        code == 0
+        and handle.run_id in out
+        and "the log has 'greet.hello', the code calls 'greet.bonjour'" in out
+    )
     code, out, _ = _cli(dev, "inspect", handle.run_id)
     assert code == 0 and "blocked" in out and "greet.bonjour" in out
     # and an operator cancels the held run
