@@ -429,6 +429,16 @@ def test_only_the_api_and_the_reconciler_may_query_the_runs_index(transformed: d
         assert queries is (lid in ("ApiFunction", "ReconcilerFunction")), lid
 
 
+def test_only_the_api_and_the_reconciler_may_query_the_deployment_index(transformed: dict[str, Any]) -> None:
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.DEPLOYMENT_INDEX}
+    querying = {
+        lid
+        for lid, function in of_type(transformed, "AWS::Lambda::Function").items()
+        if index in allowed(role_of(transformed, function), "dynamodb:Query")
+    }
+    assert querying == {"ApiFunction", "ReconcilerFunction"}
+
+
 def test_only_the_reconciler_may_query_the_live_index(transformed: dict[str, Any]) -> None:
     index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.LIVE}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
