@@ -140,9 +140,9 @@ def run_configuration(config: ChaosConfig) -> dict[str, Any]:
             inline_fast_seconds=config.inline_fast_seconds,
         )
         deployments = ChaosDeployments() if config.deploy else None
-        first = DeployedWorld(setup.faulty, FIRST_DEPLOYMENT) if deployments else setup.faulty
-        runtime = setup.harness.runtime_for(app, runtime_config, world=first, handover=deployments)
-        copies = Runtime(first, app, runtime_config, handover=deployments)
+        world = DeployedWorld(setup.faulty, FIRST_DEPLOYMENT) if deployments else setup.faulty
+        runtime = setup.harness.runtime_for(app, runtime_config, world=world, handover=deployments)
+        copies = Runtime(world, app, runtime_config, handover=deployments)
         if deployments is not None:
             deployments.add(FIRST_DEPLOYMENT, runtime)
         driver = ChaosDriver(
