@@ -152,9 +152,16 @@ class Container:
         finally:
             self.counts.publish(self.metrics)
 
-    def handed_over(self, event: Mapping[str, Any]) -> dict[str, Any] | None:
-        """A hand-over from a newer version (``aws/versions.py``): this version's answer; None otherwise."""
-        delivery = handed_over(event)
+    def handed_over(self, event: Mapping[str, Any], remaining_ms: int | None = None) -> dict[str, Any] | None:
+        """A hand-over from a newer version (``aws/versions.py``): this version's answer; None otherwise.
+
+        ``remaining_ms``: the Lambda context's remaining time (the event may name an earlier deadline,
+        the receiver's).
+        """
+        own = None
+        if remaining_ms is not None:
+            own = self.world.clock.now() + timedelta(milliseconds=remaining_ms)
+        delivery = handed_over(event, own)
         if delivery is None:
             return None
         try:

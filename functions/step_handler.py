@@ -28,7 +28,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         The partial batch response ``{"batchItemFailures": [...]}``.
     """
     container = PROCESS.built()
-    answer = container.handed_over(event)  # a delivery a newer version handed to this one
+    remaining = context.get_remaining_time_in_millis()
+    answer = container.handed_over(event, remaining)  # a delivery a newer version handed to this one
     if answer is not None:
         return answer
-    return dict(container.process_sqs(event, context.get_remaining_time_in_millis()))
+    return dict(container.process_sqs(event, remaining))

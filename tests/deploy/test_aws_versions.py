@@ -23,6 +23,7 @@ from tests.deploy.apps import version_app
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.versions import (
     LambdaHandover,
+    LambdaInvoker,
     handed_over,
     handover_answer,
     list_deployments,
@@ -169,6 +170,16 @@ def test_a_delivery_for_an_older_version_is_handed_to_it_and_retire_waits_for_it
         for runtime in invoker.runtimes.values():
             runtime.close()
         world.close()
+
+
+def test_the_lambda_invoker_finds_a_missing_function_version_gone(aws: EmbeddedAws) -> None:
+    # GIVEN no such function (moto answers ResourceNotFoundException without Docker, as Lambda
+    # does for a deleted version)
+    client = _lambda_client(aws)
+    # THEN the hand-over's invoke says the deployment is gone (handled on the newest), not a
+    # misconfiguration (which would redeliver it forever)
+    with pytest.raises(DeploymentGone, match="is gone"):
+        LambdaInvoker(client).invoke("t-dpl-no-such-function", "7", {"world_aws_handover": {}})
 
 
 def _any_delivery() -> Any:

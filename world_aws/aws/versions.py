@@ -21,12 +21,16 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Protocol
 
 import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
 
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.errors import mapped_errors
+from world_aws.contract.clock import epoch_ms, from_epoch_ms
 from world_aws.contract.world import Ack, Delivery, Deployment, HandlerResult, QueueName, Redeliver, RunStore
 from world_aws.errors import BadInput, DeploymentGone, DeploymentInUse, NotFound, Transient
 
@@ -50,9 +54,16 @@ class Invoker(Protocol):
         ...
 
 
+# A hand-over waits for the old version's whole invocation (the functions' timeout is 150 s):
+# botocore's default 60 s read timeout would cut it short, and its retry would invoke the old
+# version a second time with the same delivery. One attempt; a failure is a redelivery.
+_INVOKE_CONFIG = Config(read_timeout=900, connect_timeout=10, retries={"total_max_attempts": 1})
+
+
 def lambda_client(config: AwsConfig) -> LambdaClient:
-    """A Lambda client for ``config``'s region and endpoint."""
-    return boto3.session.Session(region_name=config.region).client("lambda", endpoint_url=config.endpoint_url)
+    """A Lambda client for ``config``'s region and endpoint, for synchronous hand-overs."""
+    session = boto3.session.Session(region_name=config.region)
+    return session.client("lambda", endpoint_url=config.endpoint_url, config=_INVOKE_CONFIG)
 
 
 class LambdaInvoker:
@@ -63,16 +74,20 @@ class LambdaInvoker:
 
     def invoke(self, function: str, version: str, event: Mapping[str, Any]) -> Mapping[str, Any]:
         qualified = f"{function}:{version}"
-        try:
-            with mapped_errors("Lambda Invoke", resource=f"function {qualified}"):
+        with mapped_errors("Lambda Invoke", resource=f"function {qualified}"):
+            try:
                 response = self._client.invoke(
                     FunctionName=function,
                     Qualifier=version,
                     InvocationType="RequestResponse",
                     Payload=json.dumps(event).encode(),
                 )
-        except NotFound as exc:
-            raise DeploymentGone(f"version {version} of {function} is gone: {exc}") from exc
+            except ClientError as exc:
+                # A missing table or queue is a misconfiguration (aws/errors.py); a missing
+                # version is a deployment that was retired: the delivery is handled here.
+                if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+                    raise DeploymentGone(f"version {version} of {function} is gone") from exc
+                raise
         body = response["Payload"].read()
         if response.get("FunctionError"):
             raise Transient(f"{qualified} failed handling a handed-over delivery: {body[:500]!r}")
@@ -83,19 +98,26 @@ class LambdaInvoker:
 
 
 def handover_event(delivery: Delivery) -> dict[str, Any]:
-    """The event a hand-over invokes the pinned version with: the delivery, body in base64."""
-    return {
-        HANDOVER_KEY: {
-            "queue": delivery.queue.value,
-            "message_id": delivery.message_id,
-            "attempt": delivery.attempt,
-            "body": base64.b64encode(delivery.body).decode(),
-        }
+    """The event a hand-over invokes the pinned version with: the delivery, body in base64.
+
+    With the receiver's deadline (epoch ms): the old version hands inline work on before
+    it, since the receiver's invocation, which waits for the answer, ends then.
+    """
+    raw: dict[str, Any] = {
+        "queue": delivery.queue.value,
+        "message_id": delivery.message_id,
+        "attempt": delivery.attempt,
+        "body": base64.b64encode(delivery.body).decode(),
     }
+    if delivery.deadline is not None:
+        raw["deadline_ms"] = epoch_ms(delivery.deadline)
+    return {HANDOVER_KEY: raw}
 
 
-def handed_over(event: Mapping[str, Any]) -> Delivery | None:
-    """The delivery of a hand-over event; None for any other event.
+def handed_over(event: Mapping[str, Any], deadline: datetime | None = None) -> Delivery | None:
+    """The delivery of a hand-over event (None for any other event), due by the earlier deadline.
+
+    ``deadline``: when this invocation will be stopped; the event may name an earlier one.
 
     Raises:
         BadInput: a hand-over event that is malformed.
@@ -104,13 +126,16 @@ def handed_over(event: Mapping[str, Any]) -> Delivery | None:
     if raw is None:
         return None
     try:
+        theirs = raw.get("deadline_ms")
+        deadlines = [d for d in (deadline, from_epoch_ms(int(theirs)) if theirs is not None else None) if d]
         return Delivery(
             queue=QueueName(raw["queue"]),
             message_id=str(raw["message_id"]),
             attempt=int(raw["attempt"]),
             body=base64.b64decode(raw["body"], validate=True),
+            deadline=min(deadlines) if deadlines else None,
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise BadInput(f"malformed hand-over event: {exc}") from exc
 
 
