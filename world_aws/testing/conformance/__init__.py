@@ -28,6 +28,7 @@ AREAS = (
     "concurrency",
     "queue",
     "live",
+    "deployments",
     "schedules",
     "streams",
     "shapes",
