@@ -12,6 +12,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,3 +176,44 @@ def load_app_fresh(path: Path) -> object:
     from world_aws.local.reload import fresh_app
 
     return fresh_app(f"{path}:app", [path.resolve()])
+
+
+def test_world_aws_dev_reload_deploys_an_edited_app_file(tmp_path: Path) -> None:
+    # GIVEN `world-aws dev --reload` serving an app file, in its own process
+    path = tmp_path / "edited.py"
+    _write(path, "hello", "hello")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WORLD_AWS_"))}
+    code = "import sys; from world_aws.cli import main; sys.exit(main(sys.argv[1:]))"
+    argv = [sys.executable, "-c", code, "dev", f"{path}:app", "--world", "memory", "--port", "0", "--reload"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
+
+    def until(text: str) -> None:
+        while not seen or text not in seen[-1]:
+            line = lines.get(timeout=WAIT)
+            assert line is not None, "world-aws dev exited:\n" + "\n".join(seen)
+            seen.append(line)
+
+    try:
+        until("Press Ctrl-C")
+        assert any(line.startswith("  reload     watching 1 file(s)") for line in seen)
+        # WHEN the file is edited
+        _write(path, "bonjour", "bonjour")
+        # THEN the server deploys it, saying runs in flight keep their code
+        until("deployed as")
+        assert "runs in flight keep the code that started them" in seen[-1]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=WAIT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
