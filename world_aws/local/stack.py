@@ -7,6 +7,10 @@ reconciler on a background thread every ``ReconcilerConfig.period_seconds`` (as 
 EventBridge schedule does on AWS), and the scheduler, which starts the app's
 scheduled workflows, every ``SchedulerConfig.period_seconds``. ``kind="memory"`` gives the same over the
 in-memory World, for the fastest feedback.
+
+``stack.deploy(new_app)`` starts a new deployment (``local/deployments.py``): new runs,
+the schedules' ticks and the reconciler move to it, and the runs started before keep
+replaying on the app that started them (README "Deploying changes").
 """
 
 from __future__ import annotations
