@@ -355,8 +355,10 @@ class Runtime:
         return self._handle_workflow(payload, delivery)
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        asked = None  # the deployment already asked (its answer: handle it here)
         if payload.run_input is not None:  # a run's first message names its deployment
-            routed = self._pinned(payload.run_input.deployment_id, delivery)
+            asked = payload.run_input.deployment_id
+            routed = self._pinned(asked, delivery)
             if routed is not None:
                 return routed
         start = None
@@ -373,7 +375,7 @@ class Runtime:
             if not isinstance(started, Run):
                 return started
             run = started
-        routed = self._pinned(run.deployment_id, delivery)
+        routed = self._pinned(run.deployment_id, delivery) if run.deployment_id != asked else None
         if routed is not None:
             return routed
         # A run's first delivery: its start message, or any message that found it pending or
