@@ -117,9 +117,14 @@ def memory_setup(
         world.close()
 
 
-def run_configuration(config: ChaosConfig) -> dict[str, Any]:
-    """Run ``config`` and check every run; returns its row (counts, rates, examples)."""
-    plan = FaultPlan(config.seed, rates_for([config.faults], config.scale))
+def run_configuration(config: ChaosConfig, plan: FaultPlan | None = None) -> dict[str, Any]:
+    """Run ``config`` and check every run; returns its row (counts, rates, examples).
+
+    ``plan`` replaces the configuration's seeded rates (``tests/faults/test_crash_points.py``
+    fires one fault at one chosen call).
+    """
+    if plan is None:
+        plan = FaultPlan(config.seed, rates_for([config.faults], config.scale))
     executions = Executions()
     app = chaos_app(executions, plan)
     if config.world == "aws":

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.chaos_children import check_children
-from bench.chaos_workload import FAIL_MESSAGE, STREAM, expected_output, narrated
+from bench.chaos_workload import FAIL_MESSAGE, PATCH, STREAM, WORKFLOW, expected_output, narrated
 from world_aws.contract.records import (
     Event,
     EventType,
+    PatchAppliedData,
     ResolveData,
     Run,
     RunStatus,
@@ -45,6 +46,7 @@ VIOLATIONS = (
     "deployment",  # a run not pinned to the deployment it started on, or a step of another's code
     "dead_letter",  # a message in a dead-letter queue
     "handler_error",  # a non-domain exception out of the queue handler
+    "patch_marker",  # the run's patched() decision is not in its log before the step it chose
 )
 _TERMINAL = {
     EventType.RUN_COMPLETED: RunStatus.COMPLETED,
@@ -183,7 +185,23 @@ def log_shape(run: Run, events: list[Event]) -> list[tuple[str, str]]:
         found.append(("terminal_mismatch", f"{terminal[0].type.value} but status {run.status.value}"))
     if terminal:
         found += _after_terminal(events, terminal[0].position)
-    return found
+    return found + _patch_marker(run, events)
+
+
+def _patch_marker(run: Run, events: list[Event]) -> list[tuple[str, str]]:
+    """``mix`` decides ``patched(PATCH)`` before its second step: the marker must precede that step."""
+    if run.workflow_name != WORKFLOW:
+        return []
+    chosen = next(
+        (e for e in events if e.type is EventType.STEP_CREATED and (e.correlation_id or "").endswith("_2")),
+        None,
+    )
+    if chosen is None:
+        return []
+    marks = [e.position for e in events if isinstance(e.data, PatchAppliedData) and e.data.change_id == PATCH]
+    if not marks or marks[0] > chosen.position:
+        return [("patch_marker", f"markers at {marks}, the step it chose at {chosen.position}")]
+    return []
 
 
 def _after_terminal(events: list[Event], end: int) -> list[tuple[str, str]]:

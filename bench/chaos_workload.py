@@ -30,6 +30,7 @@ from world_aws import (
     Workflows,
     create_hook,
     get_writable,
+    patched,
     sleep,
 )
 from world_aws.runtime.context import get_step_metadata
@@ -38,6 +39,7 @@ from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 BIG_INPUT_BYTES = 150 * 1024
 STREAM = "progress"
 WORKFLOW = "chaos.mix"
+PATCH = "chaos.patch"  # the change mix decides with patched() before its second step
 CHILD_WORKFLOW = "chaos.child"
 FAIL_MESSAGE = "asked to fail"
 MODES = ("complete", "fail", "cancel")
@@ -202,7 +204,9 @@ def chaos_app(executions: Executions, plan: FaultPlan, *, version: int = 1) -> W
     async def mix(spec: dict[str, Any]) -> dict[str, Any]:
         hook = create_hook(token=spec["token"])
         first = await add(1, spec["n"])
-        second = await add(first, 1)
+        # Every run is new to the change, so patched() must say True however the faults fall:
+        # a decision lost or flipped on a redelivery shows as a wrong "sequential".
+        second = await add(first, 1 if patched(PATCH) else 0)
         told = await narrate(spec)
         squares = await asyncio.gather(*(square(i) for i in range(spec["fanout"])))
         kids = await asyncio.gather(*(child(n) for n in child_inputs(spec)))

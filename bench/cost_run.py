@@ -8,7 +8,8 @@ W3-dispatched and W4-dispatched: with ``WORKFLOW_INLINE_FAST_SECONDS=0``, so the
 branches past the first 3 go by message, as a fan-out of slow steps does); W2 with a 10 KB
 and a 60 KB workflow input, W1 with a 100 KB and a 200 KB input to every step, W2 with
 500 B incompressible ones (a small document: what a sequential step's batch carries in
-practice). Steps are trivial and return their index.
+practice); W1-patched is W1 whose workflow calls ``patched()`` before its second step
+(what recording the decision costs). Steps are trivial and return their index.
 
 ``run_workload`` runs one on a freshly provisioned World (``MotoWorlds``) behind a
 ``BenchWorld`` (every store call is a World op, its requests billed to it), with
@@ -38,7 +39,7 @@ from bench.meter import BillingMeter
 from bench.pump import QueuePump
 from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
-from world_aws import Runtime, RuntimeConfig, Workflows
+from world_aws import Runtime, RuntimeConfig, Workflows, patched
 from world_aws.aws import keys
 from world_aws.aws.infra.template import load_template, resources
 from world_aws.contract.records import ResolveData, RunStatus, StepStatus
@@ -62,6 +63,7 @@ class Workload:
     max_inline_steps: int | None = None  # WORKFLOW_MAX_INLINE_STEPS for this one (None: as deployed)
     inline_fast_seconds: float | None = None  # WORKFLOW_INLINE_FAST_SECONDS (None: as deployed)
     incompressible: bool = False  # inputs of pseudo-random bytes (else one byte repeated: zlib's best case)
+    patched: bool = False  # the workflow calls ``patched()`` before its second step (its marker's cost)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -69,6 +71,7 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload("W0", "1 step", 1),
         Workload("W1", "3 sequential steps", 3),
+        Workload("W1-patched", "W1, patched() before step 2", 3, patched=True),
         Workload("W2", "100 sequential steps", 100),
         Workload("W3", "64-way gather", 64, gather=True),
         Workload("W4", "256-way gather", 256, gather=True),
@@ -114,8 +117,12 @@ def cost_app() -> Workflows:
         return i
 
     @app.workflow(name=SEQUENTIAL)
-    async def sequential(steps: int, step_pad: int, pad: bytes, noisy: bool = False) -> int:
+    async def sequential(
+        steps: int, step_pad: int, pad: bytes, noisy: bool = False, patch: bool = False
+    ) -> int:
         for i in range(steps):
+            if patch and i == 1 and not patched("bench.cost.change"):
+                raise AssertionError("a new run takes the patched branch")
             await leaf(i, padding(step_pad, i, noisy))
         return steps
 
@@ -243,6 +250,7 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
                 on_invoke=lambda queue, records: meters.invocations.invocation(
                     functions[queue].name, records
                 ),
+                heartbeat=aws.config.heartbeat,
             )
         try:
             bill_before, lambdas_before = meters.billing.snapshot(), meters.invocations.snapshot()
@@ -251,8 +259,9 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
             name = GATHER if workload.gather else SEQUENTIAL
             size = workload.workflow_input_bytes
             pad = padding(size, -1, noisy=True) if workload.incompressible else b"w" * size
+            extra = {"patch": True} if workload.patched else {}
             handle = runtime.start(
-                name, workload.steps, workload.step_input_bytes, pad, workload.incompressible
+                name, workload.steps, workload.step_input_bytes, pad, workload.incompressible, **extra
             )
             if not timeline.wait_ended(handle.run_id, timeout):
                 raise RuntimeError(f"{workload.name}: run {handle.run_id} did not end within {timeout} s")

@@ -76,7 +76,8 @@ def fanout_app(gate: threading.Event | None = None, gate_timeout: float = 600.0)
 @dataclass(frozen=True, slots=True)
 class Variant:
     """``prologue``: "run_context" (SPEC §5.1) or "legacy" (no run_context on step messages).
-    ``dispatch``: "resilient" (SPEC §5.2) or "sequential"."""
+    ``dispatch``: "resilient" (SPEC §5.2, creates batched when a pass only creates), "parallel"
+    (resilient, every create and message in parallel) or "sequential"."""
 
     prologue: str
     dispatch: str
@@ -130,6 +131,7 @@ class RunSample:
     round_trips: dict[str, float] = field(default_factory=dict)
     round_trips_to_last_start: dict[str, float] = field(default_factory=dict)
     delivery_to_claim_p50: float = math.nan
+    ttfs_seconds: float = math.nan  # start() to the first branch's step_started
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,7 +228,12 @@ def measure(
         charge=backend.charge,
     )
     # The dispatched-step path is what this bench measures (inline execution off).
-    config = RuntimeConfig(max_inline_steps=0, resilient_step_dispatch=variant.dispatch == "resilient")
+    # "parallel": resilient, with the batched append of a pass's creates off.
+    config = RuntimeConfig(
+        max_inline_steps=0,
+        resilient_step_dispatch=variant.dispatch in ("resilient", "parallel"),
+        batched_step_dispatch=variant.dispatch != "parallel",
+    )
     runtime = Runtime(world, fanout_app(gate, run_timeout), config)
 
     def handle(delivery: Delivery) -> HandlerResult:
@@ -277,6 +284,7 @@ def measure(
         variant=variant,
         held=held,
         ttls_seconds=max(starts.values()) - began if starts else math.nan,
+        ttfs_seconds=min(starts.values()) - began if starts else math.nan,
         calls=dict(sorted(used.calls.items())),
         calls_to_last_start=dict(sorted(to_start.calls.items())),
         pre_claim_run_reads=backend.run_reads(used),

@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from world_aws.aws.event_source import lambda_sqs_event
+from world_aws.aws.heartbeat import HeartbeatConfig
 from world_aws.aws.lambda_sqs import process_sqs_event
 from world_aws.contract.clock import Clock
 from world_aws.contract.world import MessageHandler, QueueName
@@ -195,6 +196,8 @@ class QueuePump(PollingPump["MessageTypeDef"]):
         idle_pause: pause of a poller after an empty receive, in seconds.
         batch_sizes: records per invocation by queue (1 if absent).
         on_invoke: brackets each invocation's handler call (not its delete).
+        heartbeat: the consumer's visibility heartbeat (``world_aws/aws/heartbeat.py``), as a
+            Lambda invocation keeps it.
     """
 
     def __init__(
@@ -209,10 +212,12 @@ class QueuePump(PollingPump["MessageTypeDef"]):
         idle_pause: float = 0.02,
         batch_sizes: Mapping[QueueName, int] | None = None,
         on_invoke: InvocationHook | None = None,
+        heartbeat: HeartbeatConfig | None = None,
     ) -> None:
         self._sqs = sqs
         self._urls = dict(queue_urls)
         self._clock = clock
+        self._heartbeat = heartbeat
         self._on_invoke = on_invoke
         self._arns = {
             name: sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
@@ -257,7 +262,12 @@ class QueuePump(PollingPump["MessageTypeDef"]):
         bracket = self._on_invoke(queue, len(messages)) if self._on_invoke else nullcontext()
         with bracket:
             response = process_sqs_event(
-                event, self.handler, sqs=self._sqs, queue_urls=self._urls, clock=self._clock
+                event,
+                self.handler,
+                sqs=self._sqs,
+                queue_urls=self._urls,
+                clock=self._clock,
+                heartbeat=self._heartbeat,
             )
         failed = {failure["itemIdentifier"] for failure in response["batchItemFailures"]}
         done = [m for m in messages if m["MessageId"] not in failed]

@@ -25,6 +25,7 @@ from world_aws.contract.clock import Clock, ManualClock
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import (
     EventType,
+    PatchAppliedData,
     RunCreatedData,
     RunStartedData,
     StepCompletedData,
@@ -32,6 +33,7 @@ from world_aws.contract.records import (
     StepFailedData,
     StepRetryingData,
     WaitCreatedData,
+    patch_correlation_id,
 )
 from world_aws.errors import WorldAwsError
 from world_aws.testing.aws_factory import aws_world
@@ -200,6 +202,9 @@ def scenarios(world: AwsWorld, clock: Clock) -> list[tuple[str, Callable[[], obj
         ("wait_created", lambda: write(world, wait_run, EventType.WAIT_CREATED, "wait_bench", resume_at))
     )
     out.append(("wait_completed", lambda: write(world, wait_run, EventType.WAIT_COMPLETED, "wait_bench")))
+    patch = PatchAppliedData(change_id="bench-change")
+    marker = patch_correlation_id(patch.change_id)
+    out.append(("patch_applied", lambda: write(world, wait_run, EventType.PATCH_APPLIED, marker, patch)))
 
     ending = create_run(world)
     create_hook(world, ending, new_id("tok"))

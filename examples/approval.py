@@ -4,7 +4,8 @@ The workflow prepares a quote, then waits on the hook ``approve:<order_id>``
 until someone resumes it with a decision, e.g. with the operator CLI::
 
     world-aws dev examples.approval:app          # in one terminal
-    curl -s -X POST "$WORLD_AWS_API/runs" -d '{"workflow": "approve_order", "args": ["order-7"]}'
+    curl -s -X POST "$WORLD_AWS_API/runs" -H 'content-type: application/json' \\
+        -d '{"workflow": "approve_order", "args": ["order-7"]}'
     world-aws resume approve:order-7 --payload '{"approved": true, "by": "ada"}'
 """
 

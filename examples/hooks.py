@@ -11,7 +11,8 @@ fallback after the timeout (3 s by default):
 With ``world-aws dev``, resume it yourself (here with a 10-minute timeout):
 
     world-aws dev examples.hooks:app                 # in one terminal
-    curl -s -X POST "$WORLD_AWS_API/runs" -d '{"workflow": "collect_reviews", "args": ["doc-2", 2, 600]}'
+    curl -s -X POST "$WORLD_AWS_API/runs" -H 'content-type: application/json' \\
+        -d '{"workflow": "collect_reviews", "args": ["doc-2", 2, 600]}'
     world-aws resume review:doc-2 --payload '{"by": "ada", "verdict": "ship it"}'
     world-aws resume review:doc-2 --payload '{"by": "bob", "verdict": "fix the typo"}'
 """

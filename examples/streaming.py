@@ -9,7 +9,8 @@ closes it. Run it to completion:
 or follow the stream from outside while it runs:
 
     world-aws dev examples.streaming:app                     # in one terminal
-    curl -s -X POST "$WORLD_AWS_API/runs" -d '{"workflow": "summarize", "args": [["a b", "c"]]}'
+    curl -s -X POST "$WORLD_AWS_API/runs" -H 'content-type: application/json' \\
+        -d '{"workflow": "summarize", "args": [["a b", "c"]]}'
     world-aws stream RUN_ID --follow                         # one JSON value per line
     curl -s "$WORLD_AWS_API/runs/RUN_ID/streams/default?start_index=0&wait=10"
 

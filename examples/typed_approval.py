@@ -12,7 +12,8 @@ run. ``world-aws run`` resumes nobody, so there the request expires after
 With ``world-aws dev`` (a 10-minute timeout):
 
     world-aws dev examples.typed_approval:app                  # in one terminal
-    curl -s -X POST "$WORLD_AWS_API/runs" -d '{"workflow": "refund", "args": ["order-2", 2500, 600]}'
+    curl -s -X POST "$WORLD_AWS_API/runs" -H 'content-type: application/json' \\
+        -d '{"workflow": "refund", "args": ["order-2", 2500, 600]}'
     world-aws resume refund:order-2 --payload '{"approved": "maybe"}'    # exit 2: not a boolean
     world-aws resume refund:order-2 --payload '{"approved": true, "by": "ada"}'
 """

@@ -148,6 +148,7 @@ class Container:
                 on_malformed=lambda _reason: self.counts.add(DELIVERIES_REJECTED),
                 on_misconfigured=lambda _error: self.counts.add(MISCONFIGURATIONS),
                 deadline=deadline,
+                heartbeat=self.world.config.heartbeat,
             )
         finally:
             self.counts.publish(self.metrics)

@@ -26,7 +26,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, int]:
         context: the Lambda context.
 
     Returns:
-        How many ticks the pass started, found started, skipped and missed, and the schedules it failed.
+        How many ticks the pass started, found started, skipped, missed and refused, and the
+        schedules it failed.
     """
     report = PROCESS.built().schedule()
     counts = {outcome.value: report.count(outcome) for outcome in TickOutcome}

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         uuid4,
     )
     from world_aws.runtime.handle import RunHandle
+    from world_aws.runtime.patching import deprecated_patch, patched
     from world_aws.runtime.registry import Workflows
     from world_aws.runtime.retry import Backoff
     from world_aws.runtime.runtime import Runtime
@@ -96,10 +97,12 @@ _EXPORTS: dict[str, str] = {
     "WorldAwsError": "world_aws.errors",
     "continue_as_new": "world_aws.runtime.chain",
     "create_hook": "world_aws.runtime.context",
+    "deprecated_patch": "world_aws.runtime.patching",
     "get_step_metadata": "world_aws.runtime.context",
     "get_workflow_metadata": "world_aws.runtime.context",
     "get_writable": "world_aws.runtime.streams",
     "now": "world_aws.runtime.context",
+    "patched": "world_aws.runtime.patching",
     "random": "world_aws.runtime.context",
     "sleep": "world_aws.runtime.context",
     "uuid4": "world_aws.runtime.context",
@@ -151,10 +154,12 @@ __all__ = [
     "WorldAwsError",
     "continue_as_new",
     "create_hook",
+    "deprecated_patch",
     "get_step_metadata",
     "get_workflow_metadata",
     "get_writable",
     "now",
+    "patched",
     "random",
     "sleep",
     "uuid4",

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from world_aws.contract.records import EventRequest, EventType, StepStartedData, owner_of
+from world_aws.cli.render import timeline_rows
+from world_aws.contract.records import (
+    EventRequest,
+    EventType,
+    PatchAppliedData,
+    StepStartedData,
+    owner_of,
+    patch_correlation_id,
+)
 
 from .apps import app, flaky
 from .conftest import Api
@@ -175,3 +183,25 @@ def test_a_page_holding_only_a_steps_outcome_still_names_the_step(api: Api) -> N
     # THEN its row names the step (outcome events do not carry the name: the step's row does)
     assert [(r["type"], r["step_name"]) for r in page["events"]] == [("step_completed", flaky.name)]
     assert page["next_after"] == completed["position"]
+
+
+def test_a_patch_decision_shows_as_an_instant_in_the_timeline_and_names_its_change(api: Api) -> None:
+    # GIVEN a run waiting on its hook, whose log records a patched() decision
+    run_id = api.start("wait_for_approval", "o-1")
+    api.drain()
+    data = PatchAppliedData(change_id="gift-wrap")
+    api.world.events.create(
+        run_id, EventRequest(EventType.PATCH_APPLIED, patch_correlation_id("gift-wrap"), data)
+    )
+    # WHEN its timeline and events are read
+    spans = _spans(api, run_id)["spans"]
+    events = api.call("GET", f"/runs/{run_id}/events").body["events"]
+    # THEN the decision is a "patch" span of no length named by its change, counted as nothing else
+    (patch,) = [s for s in spans if s["kind"] == "patch"]
+    assert (patch["name"], patch["status"], patch["id"]) == ("gift-wrap", "applied", "patch:gift-wrap")
+    assert patch["created_at"] == patch["ended_at"]
+    assert _spans(api, run_id)["summary"]["steps"] == 0
+    # AND its event row carries the change id, which the CLI's timeline shows in its step column
+    (row,) = [e for e in events if e["type"] == "patch_applied"]
+    assert row["change_id"] == "gift-wrap"
+    assert [r["step"] for r in timeline_rows(events) if r["event"] == "patch_applied"] == ["gift-wrap"]

@@ -50,6 +50,7 @@ SCENARIO_ROWS = {
     "hook_disposed": "hook_disposed",
     "wait_created": "wait_created",
     "wait_completed": "wait_completed",
+    "patch_applied": "patch_applied",
 }
 ROWS = {label: (etype, options, hooks) for label, etype, options, hooks in plans.TABLE_ROWS}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 
-from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, sleep
+from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, patched, sleep
 
 app = Workflows()
 
@@ -62,3 +62,41 @@ async def approval(order: str) -> dict[str, object]:
     await sleep(0.2)
     decision = await create_hook(token=f"approve:{order}")
     return {"order": order, "cents": cents, "decision": decision}
+
+
+@app.workflow
+async def patched_gate(key: str) -> str:
+    first = await gated(f"{key}:0")
+    if patched("gift-wrap"):
+        return f"{first}, wrapped"
+    return first
+
+
+# Forking (issue 40): ``label`` fails for a key until the test fixes it; bodies are counted per key.
+FIXED: set[str] = set()
+BODIES: defaultdict[str, int] = defaultdict(int)
+
+
+@app.step
+def pick(key: str) -> str:
+    BODIES[f"pick:{key}"] += 1
+    return f"picked {key}"
+
+
+@app.step
+def pack(key: str) -> str:
+    BODIES[f"pack:{key}"] += 1
+    return f"packed {key}"
+
+
+@app.step(max_retries=0)
+def label(key: str) -> str:
+    BODIES[f"label:{key}"] += 1
+    if key not in FIXED:
+        raise FatalError(f"no label printer for {key}")
+    return f"labelled {key}"
+
+
+@app.workflow
+async def packing(key: str) -> list[str]:
+    return [await pick(key), await pack(key), await label(key)]

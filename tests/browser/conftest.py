@@ -75,11 +75,18 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             context.close()
 
 
+def _csp_violation(message: Any, errors: list[str]) -> None:
+    if "Content Security Policy" in message.text:
+        errors.append(message.text)
+
+
 @pytest.fixture
 def page(browser_context: Any, dev: DevStack) -> Iterator[Any]:
     page = browser_context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+    # The UI must run under its own Content-Security-Policy: a refused script or style is a failure.
+    page.on("console", lambda msg: _csp_violation(msg, errors))
     try:
         yield page
     finally:

@@ -1,4 +1,4 @@
-"""The web UI in a real browser against a real dev stack: list, live Gantt, stacks, cancel, resume, start.
+"""The web UI in a real browser against a real dev stack: list, Gantt, stacks, cancel, resume, start, fork.
 
 Every check is one of Playwright's auto-waiting expectations (the page polls the
 API, so each eventually holds); none measures time.
@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 
 from world_aws.local.dev import DevStack
 
-from .apps import charge_card, release
+from .apps import BODIES, FIXED, charge_card, release
 from .conftest import OUT
 
 
@@ -158,3 +158,60 @@ def test_start_a_registered_workflow_from_the_list_page(page: Any, dev: DevStack
     form.get_by_role("button", name="Start").click()
     expect(page).to_have_url(re.compile(r"/ui/#/runs/wrun_\w+$"))
     expect(page.get_by_test_id("run-error")).to_contain_text("card 5555 was declined")
+
+
+def test_a_patch_decision_is_an_instant_on_the_gantt(page: Any, dev: DevStack) -> None:
+    # GIVEN a run that reaches patched("gift-wrap") after its step, on code that has the change
+    key = _key()
+    run_id = _start(dev, "patched_gate", key)
+    _open_run(page, dev, run_id)
+    release(f"{key}:0")
+    # THEN its page shows the recorded decision as a "patch" row named by the change
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    row = page.get_by_test_id("gantt-row").and_(page.locator("[data-kind=patch]"))
+    expect(row).to_have_count(1)
+    expect(row).to_have_attribute("data-name", "gift-wrap")
+    expect(row).to_have_attribute("data-status", "applied")
+    expect(page.get_by_test_id("result")).to_contain_text("wrapped")
+
+
+def test_fork_from_the_page_reruns_the_failed_step_on_fixed_code_and_links_back(
+    page: Any, dev: DevStack
+) -> None:
+    # GIVEN a run that failed in its third step, open on its page
+    key = _key()
+    run_id = _start(dev, "packing", key)
+    _open_run(page, dev, run_id)
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("failed")
+    expect(page.get_by_test_id("fork-from")).to_have_value("")  # where it failed, by default
+    # WHEN the fix is in and the Fork button is pressed
+    FIXED.add(key)
+    page.get_by_test_id("fork").click()
+    # THEN the page moves to the fork, which completes, and names its original
+    expect(page).not_to_have_url(re.compile(f"{run_id}$"))
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    expect(page.get_by_test_id("forked-from")).to_have_text(run_id)
+    expect(page.get_by_test_id("result")).to_contain_text(f"labelled {key}")
+    fork_id = page.url.rsplit("/", 1)[-1]
+    assert dev.stack.runtime.world.runs.get(fork_id).attributes["$forked_from"] == run_id
+    # AND the first two steps ran once in all: the fork reused them
+    assert (BODIES[f"pick:{key}"], BODIES[f"pack:{key}"], BODIES[f"label:{key}"]) == (1, 1, 2)
+    # AND the link leads back to the original, still failed, whose picker offers every call
+    page.get_by_test_id("forked-from").click()
+    expect(page).to_have_url(re.compile(f"{run_id}$"))
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("failed")
+    options = page.get_by_test_id("fork-from").locator("option")
+    expect(options).to_have_text(["where it failed", "pick", "pack", "label"])
+
+
+def test_a_completed_run_is_forked_from_a_chosen_step(page: Any, dev: DevStack) -> None:
+    key = _key()
+    FIXED.add(key)
+    run_id = _start(dev, "packing", key)
+    _open_run(page, dev, run_id)
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    page.get_by_test_id("fork-from").select_option(label="pack")
+    page.get_by_test_id("fork").click()
+    expect(page.get_by_test_id("forked-from")).to_have_text(run_id)
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    assert (BODIES[f"pick:{key}"], BODIES[f"pack:{key}"], BODIES[f"label:{key}"]) == (1, 2, 2)

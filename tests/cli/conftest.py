@@ -52,7 +52,8 @@ class Dev:
     def http(self, method: str, path: str, body: Any = None) -> Any:
         """A plain HTTP request to the API (what curl would do); returns the decoded answer."""
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
+        headers = {"content-type": "application/json"}  # a curl -d without it is refused (415)
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         with urllib.request.urlopen(request, timeout=10) as answer:
             return json.loads(answer.read())
 

@@ -57,7 +57,8 @@ def cli(stack: DevStack, *argv: str) -> tuple[int, str, str]:
 
 def http(stack: DevStack, method: str, path: str, body: Any = None) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(stack.url + path, data=data, method=method)
+    headers = {"content-type": "application/json"}
+    request = urllib.request.Request(stack.url + path, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return answer.status, json.loads(answer.read())

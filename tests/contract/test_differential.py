@@ -46,6 +46,7 @@ from world_aws.contract.records import (
     Hook,
     HookCreatedData,
     HookReceivedData,
+    PatchAppliedData,
     RunCancelledData,
     RunCompletedData,
     RunCreatedData,
@@ -61,6 +62,7 @@ from world_aws.contract.records import (
     StepStatus,
     Wait,
     WaitCreatedData,
+    patch_correlation_id,
 )
 from world_aws.contract.world import SPEC_VERSION_CURRENT, World
 from world_aws.errors import Conflict, NotFound, RunExpired, TooEarly
@@ -81,6 +83,7 @@ _PARTS_CHANGED_BY = {
     "step": frozenset({"steps", "log"}),
     "hook": frozenset({"hooks", "log"}),
     "wait": frozenset({"waits", "log"}),
+    "patch": frozenset({"run", "log"}),
 }
 # Calls made before any run may end.
 RUN_LIFETIME = 12
@@ -347,6 +350,13 @@ class DifferentialMachine(RuleBasedStateMachine):
     def wait_completed(self, draw: st.DataObject) -> None:
         run, wait = self._target(draw, "wait")
         self._apply(run, EventType.WAIT_COMPLETED, wait)
+
+    # ------------------------------------------------------------------------- patch markers
+
+    @rule(run=RUNS, change=st.sampled_from(["c1", "c2"]))
+    def patch_applied(self, run: int, change: str) -> None:
+        data = PatchAppliedData(change_id=change)
+        self._apply(run, EventType.PATCH_APPLIED, patch_correlation_id(change), data)
 
     @rule(seconds=st.sampled_from([0.5, 1, 4, 31]))
     def advance_clock(self, seconds: float) -> None:

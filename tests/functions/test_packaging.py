@@ -216,7 +216,14 @@ def test_each_handler_runs_from_the_bundle_alone_against_moto(
     # (every run is younger than the reconciler's threshold: it looks at none)
     assert reconciled == {"looked_at": 0, "woken": 0, "remarked": 0, "failed": 0}
     # (the default app has no schedules: the scheduler's pass starts nothing)
-    assert scheduled == {"started": 0, "already_started": 0, "skipped": 0, "missed": 0, "failed": 0}
+    assert scheduled == {
+        "started": 0,
+        "already_started": 0,
+        "skipped": 0,
+        "missed": 0,
+        "refused": 0,
+        "failed": 0,
+    }
     # AND the state they wrote reads back: the sample run runs, its step completed on attempt 2
     assert world.runs.get(RUN_ID).status is RunStatus.RUNNING
     step_id = step_id_of(step_event)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from world_aws.aws import keys
+from world_aws.aws.heartbeat import HeartbeatConfig
 from world_aws.aws.infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 
@@ -145,6 +146,22 @@ def test_queue_visibility_covers_six_times_the_timeout_of_its_consumer() -> None
             queue = queues[event["Properties"]["Queue"]["Fn::GetAtt"][0]]
             # THEN a batch never becomes visible again while its invocation may still run
             assert queue.properties.get("VisibilityTimeout", 30) >= 6 * timeout
+
+
+def test_the_heartbeat_hides_messages_briefly_and_a_failure_for_the_queues_own_timeout() -> None:
+    # GIVEN the functions' heartbeat settings and the queues
+    template = load_template()
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    config = HeartbeatConfig.from_env(variables)
+    # THEN they are the code's defaults (the embedded stack and dev run with the template's settings)
+    assert config == HeartbeatConfig()
+    for name, queue in resources(template, "AWS::SQS::Queue").items():
+        if "RedrivePolicy" not in queue.properties:
+            continue
+        # AND a failed record is hidden exactly as long as a received one (the queue's timeout)
+        assert queue.properties["VisibilityTimeout"] == config.queue_visibility_seconds, name
+        # AND a beat hides a message for seconds: a crashed consumer's messages come back quickly
+        assert 0 < config.visibility_seconds <= 60 < config.queue_visibility_seconds
 
 
 def test_payload_bucket_is_private_encrypted_tls_only_with_a_lifecycle() -> None:

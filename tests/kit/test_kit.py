@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
-from world_aws import NonDeterminismError, WorkflowFailedError
+from world_aws import BadInput, NonDeterminismError, WorkflowFailedError, Workflows, create_hook, patched
+from world_aws.contract.log_export import export_runs
 from world_aws.contract.records import EventType, RunStatus, StepStatus
-from world_aws.testing.kit import RunNotFinished, WorkflowKit
+from world_aws.testing.kit import ReplayDiverged, RunNotFinished, WorkflowKit
 
 from . import apps
 
@@ -156,3 +159,103 @@ def test_a_parent_with_children_and_a_chain_that_continues_as_new_finish_in_the_
     assert shipped["shipped"][0] == "parcel-o-1 to the address of o-1"
     assert shipped["shipped"][1].startswith("not shipped:")
     assert kit.run(count_up, 7).result == {"limit": 7, "total": 28}
+
+
+# --- the replay gate: kit.replay(path) ---------------------------------------------------
+
+
+def _gate_app(version: str) -> Workflows:
+    """``order``: charge, wait for "ship:<id>", then ship. v2 renames the charge (incompatible);
+    v2-patched renames it behind ``patched()`` (compatible)."""
+    app = Workflows()
+
+    @app.step(name="gate.charge")
+    def charge(order: str) -> str:
+        return f"charged {order}"
+
+    @app.step(name="gate.charge_v2")
+    def charge_v2(order: str) -> str:
+        return f"charged {order} (v2)"
+
+    @app.step(name="gate.ship")
+    def ship(order: str) -> str:
+        return f"shipped {order}"
+
+    @app.workflow
+    async def order(order_id: str) -> list[str]:
+        new = version == "v2" or (version == "v2-patched" and patched("charge-v2"))
+        done = [await (charge_v2(order_id) if new else charge(order_id))]
+        await create_hook(token=f"ship:{order_id}")
+        done.append(await ship(order_id))
+        if version == "v2-extra":
+            done.append(await ship(order_id))  # a second shipment before the end
+        return done
+
+    return app
+
+
+@pytest.fixture
+def exported_runs(tmp_path: Path) -> tuple[Path, list[str]]:
+    """An export of two v1 runs: one completed, one waiting for its hook."""
+    with WorkflowKit(_gate_app("v1")) as kit:
+        done = kit.start("order", "o-1")
+        kit.resume_hook("ship:o-1", None)
+        kit.finish(done)
+        waiting = kit.start("order", "o-2")
+        assert waiting.status is RunStatus.RUNNING
+        path = tmp_path / "runs.json"
+        path.write_text(json.dumps(export_runs(kit.world, [done.run_id, waiting.run_id])))
+        return path, [done.run_id, waiting.run_id]
+
+
+def test_kit_replay_passes_the_code_that_made_the_runs(exported_runs: tuple[Path, list[str]]) -> None:
+    path, run_ids = exported_runs
+    verdicts = WorkflowKit(_gate_app("v1")).replay(path)
+    assert [(v.run_id, v.ok, v.reached) for v in verdicts] == [
+        (run_ids[0], True, "completed"),
+        (run_ids[1], True, "waiting"),
+    ]
+
+
+def test_kit_replay_raises_naming_where_a_changed_workflow_diverges(
+    exported_runs: tuple[Path, list[str]],
+) -> None:
+    path, run_ids = exported_runs
+    with pytest.raises(ReplayDiverged) as raised:
+        WorkflowKit(_gate_app("v2")).replay(path)
+    message = str(raised.value)
+    assert message.startswith("2 of 2 run(s) diverge from the code:")
+    for run_id in run_ids:
+        assert f"DIVERGED  {run_id}  order: at position 3 (step_" in message
+    assert "the log has step 'gate.charge' but the code calls step 'gate.charge_v2'" in message
+
+
+def test_kit_replay_passes_the_same_change_behind_patched(exported_runs: tuple[Path, list[str]]) -> None:
+    path, _ = exported_runs
+    assert all(v.ok for v in WorkflowKit(_gate_app("v2-patched")).replay(path))
+
+
+def test_kit_replay_refuses_a_file_that_is_not_an_export(tmp_path: Path) -> None:
+    path = tmp_path / "runs.json"
+    path.write_text('{"format": "world-aws.runs", "version": 1, "runs": [{"run": {}}]}')
+    with pytest.raises(BadInput, match="runs\\[0\\]: the run header does not read"):
+        WorkflowKit(_gate_app("v1")).replay(path)
+
+
+def test_kit_replay_flags_a_completed_run_the_code_no_longer_ends_where_it_did(
+    exported_runs: tuple[Path, list[str]],
+) -> None:
+    # GIVEN code that calls one more step before returning WHEN the export is replayed
+    path, (completed, waiting) = exported_runs
+    with pytest.raises(ReplayDiverged) as raised:
+        WorkflowKit(_gate_app("v2-extra")).replay(path)
+    # THEN the completed run diverges at its end; the waiting one (before that point) does not
+    message = str(raised.value)
+    assert message.startswith("1 of 2 run(s) diverge from the code:")
+    end = json.loads(path.read_text())["runs"][0]["events"][-1]
+    assert end["type"] == "run_completed"
+    assert (
+        f"DIVERGED  {completed}  order: at position {end['position']}: the log has the run's end "
+        "(run_completed) but the code calls step 'gate.ship'"
+    ) in message
+    assert waiting not in message

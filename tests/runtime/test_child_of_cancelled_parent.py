@@ -1,15 +1,16 @@
-"""A child whose parent was cancelled before it knew of it cancels itself, however it is first woken."""
+"""A child whose parent was cancelled before it knew of it cancels itself, or was never created."""
 
 from __future__ import annotations
+
+import pytest
 
 from tests.runtime.failures import Crash, survive_crashes
 from tests.runtime.harness import Harness
 from tests.runtime.spy import Call, Publish
 from world_aws import Workflows, create_hook
 from world_aws.contract.records import RunStatus
-from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Redeliver
-from world_aws.runtime.config import ReconcilerConfig
-from world_aws.runtime.reconciler import Reconciler
+from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName, Redeliver
+from world_aws.errors import NotFound
 
 
 def family_app() -> Workflows:
@@ -27,9 +28,12 @@ def family_app() -> Workflows:
     return app
 
 
-def test_a_child_whose_first_message_never_left_is_cancelled_with_its_parent(harness: Harness) -> None:
+@pytest.mark.parametrize("side", ["before", "after"])
+def test_a_parent_cancelled_after_its_pass_died_inside_a_child_start_leaves_no_child_behind(
+    harness: Harness, side: str
+) -> None:
     runtime = harness.runtime_for(family_app())
-    handle = runtime.start("rv.waiter", "tok-orphan-2")
+    handle = runtime.start("rv.waiter", f"tok-orphan-{side}")
 
     def child_start(call: Call) -> bool:
         detail = call.detail
@@ -39,28 +43,33 @@ def test_a_child_whose_first_message_never_left_is_cancelled_with_its_parent(har
             and detail.payload.run_id != handle.run_id
         )
 
-    # GIVEN a parent pass that died while sending its child's first message (run_created landed)
-    harness.spy.inject("queue.publish", Crash(), match=child_start)
+    # GIVEN a parent pass that died at its child's first message: before it was sent, or
+    # after (the child's run_created never made either way: the message goes first)
+    harness.spy.inject("queue.publish", Crash(), match=child_start, after=side == "after")
 
     def hold_parent(delivery: Delivery, handle_it: MessageHandler) -> HandlerResult:
-        if delivery.attempt > 1:
+        if delivery.queue is QueueName.WORKFLOW and delivery.attempt > 1:
             return Redeliver(60.0)  # its redelivery comes after the cancel
         return survive_crashes(delivery, handle_it)
 
     harness.drain(intercept=hold_parent)
-    [kid] = [c.run_id for c in harness.spy.calls("events.create") if c.run_id not in (None, handle.run_id)][
-        :1
-    ]
-    assert harness.status(kid) is RunStatus.PENDING
-    # ... and the parent cancelled before its message came back (its cancel knows no child)
+    kids = {c.detail.payload.run_id for c in harness.spy.calls("queue.publish") if child_start(c)}
+    assert len(kids) == 1
+    [kid] = kids
+    # ... and the parent is cancelled before its message comes back (its cancel knows no child)
     assert handle.cancel() is True
+    # WHEN the queues settle, with no reconciler tick
     harness.settle()
-    assert harness.status(kid) is RunStatus.PENDING
-    # WHEN the reconciler sweeps and wakes the silent child
-    harness.advance(700)
-    config = ReconcilerConfig(after_seconds=600, max_runs_per_tick=10, sweep_lag_seconds=600)
-    woken = Reconciler(harness.world, config).tick().woken
-    assert kid in [w.run_id for w in woken]
-    harness.settle()
-    # THEN it finds its parent cancelled and cancels itself (ARCHITECTURE §6 says so)
-    assert harness.status(kid) is RunStatus.CANCELLED
+    # THEN the child never existed (its message never left), or its first delivery found the
+    # parent cancelled and cancelled itself: nothing waits for the reconciler
+    assert harness.status(handle.run_id) is RunStatus.CANCELLED
+    if side == "before":
+        with pytest.raises(NotFound):
+            harness.world.runs.get(kid)
+    else:
+        assert harness.status(kid) is RunStatus.CANCELLED
+    assert not [
+        c
+        for c in harness.spy.calls("events.create")
+        if c.run_id == kid and c.detail.type.value == "run_created"
+    ]

@@ -88,7 +88,7 @@ def test_a_rate_schedule_starts_one_run_per_tick_however_many_passes(harness: Ha
         ("2026-03-01T10:05:00Z", TickOutcome.STARTED),
         ("2026-03-01T10:10:00Z", TickOutcome.STARTED),
     ]
-    expected = [ids.run_id_for_key(f"schedule:sched.report:{iso_tick(t.tick)}") for t in outcomes]
+    expected = [ids.schedule_run_id(f"schedule:sched.report:{iso_tick(t.tick)}") for t in outcomes]
     assert [t.run_id for t in outcomes] == expected
     assert scheduled_runs(harness) == sorted(expected)
     # AND the runs complete, each carrying its schedule and tick
@@ -131,7 +131,7 @@ def test_overlap_skip_drops_a_tick_while_the_previous_run_is_still_going(harness
     harness.clock.advance(5 * 60)
     (third,) = scheduler.tick().ticks
     assert third.outcome is TickOutcome.STARTED
-    skipped_id = ids.run_id_for_key(f"schedule:gated:{iso_tick(second.tick)}")
+    skipped_id = ids.schedule_run_id(f"schedule:gated:{iso_tick(second.tick)}")
     assert scheduled_runs(harness) == sorted([first.run_id, cast(str, third.run_id)])
     assert skipped_id not in scheduled_runs(harness)
     state = harness.world.schedules.get("gated")

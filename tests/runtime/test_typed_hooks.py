@@ -8,14 +8,18 @@ recorded) and hands the workflow an instance of its class.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
+from tests.api.conftest import http_event
 from world_aws import BadInput, Hook, Workflows
+from world_aws.api import handle_http
 from world_aws.contract.records import EventType, HookReceivedData, RunStatus
+from world_aws.runtime.typed_hooks import validate
 from world_aws.testing.harness import Harness
 
 
@@ -106,7 +110,7 @@ def test_a_payload_that_does_not_fit_is_refused_naming_the_field_and_nothing_is_
         runtime.resume_hook("approve:o-3", {"approved": "perhaps"})
     with pytest.raises(BadInput, match="field 'approved': Field required"):
         runtime.resume_hook("approve:o-3", {"by": "ada"})
-    with pytest.raises(BadInput, match="field 'approved'"):
+    with pytest.raises(BadInput, match="field 'score': not a field of Approval"):
         runtime.resume_hook("approve:o-3", Review(score=3))
     # THEN nothing reached the run, which still waits, and a good resume then completes it
     assert EventType.HOOK_RECEIVED not in harness.event_types(handle.run_id)
@@ -116,6 +120,43 @@ def test_a_payload_that_does_not_fit_is_refused_naming_the_field_and_nothing_is_
     assert handle.result(timeout=0) == Decision(False, "bob", "Approval")
 
 
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        ({"approved": "yes"}, "field 'approved': Input should be a valid boolean"),
+        ({"approved": 1}, "field 'approved': Input should be a valid boolean"),
+        ({"approved": "true"}, "field 'approved': Input should be a valid boolean"),
+        ({"approved": True, "by": 7}, "field 'by': Input should be a valid string"),
+        ({"approved": True, "approver": "ada"}, "field 'approver': not a field of Approval"),
+    ],
+)
+def test_typed_hooks_are_strict_over_http_a_wrong_type_or_an_unknown_field_is_a_400_naming_it(
+    harness: Harness, payload: dict[str, object], message: str
+) -> None:
+    runtime = harness.runtime_for(typed_app())
+    handle = runtime.start("approve", "o-strict")
+    harness.drain()
+    response = handle_http(
+        http_event("POST", "/hooks/approve:o-strict/resume", body={"payload": payload}), runtime
+    )
+    error = json.loads(response["body"])["error"]
+    assert (response["statusCode"], error["kind"]) == (400, "BadInput")
+    assert error["message"].startswith(f"hook payload for Approval: {message}")
+    with pytest.raises(BadInput, match=message):
+        Approval.resume("approve:o-strict", payload, runtime=runtime)
+    assert EventType.HOOK_RECEIVED not in harness.event_types(handle.run_id)
+
+
+def test_a_pydantic_hook_that_allows_extra_fields_keeps_its_choice() -> None:
+    class Open(Hook, BaseModel):
+        model_config = ConfigDict(extra="allow")
+        score: int
+
+    assert validate(Open, {"score": 1, "more": "x"}).score == 1
+    with pytest.raises(BadInput, match="field 'score': Input should be a valid integer"):
+        validate(Open, {"score": "1"})
+
+
 def test_a_pydantic_hook_yields_each_payload_as_a_model(harness: Harness) -> None:
     runtime = harness.runtime_for(typed_app())
     handle = runtime.start("collect", "d-1", 2)
@@ -123,7 +164,9 @@ def test_a_pydantic_hook_yields_each_payload_as_a_model(harness: Harness) -> Non
     Review.resume("review:d-1", Review(score=4, note="fine"), runtime=runtime)
     with pytest.raises(BadInput, match="field 'score'"):
         Review.resume("review:d-1", {"score": "high"}, runtime=runtime)
-    runtime.resume_hook("review:d-1", {"score": "5"})  # pydantic's lax mode: "5" is an int
+    with pytest.raises(BadInput, match="field 'score': Input should be a valid integer"):
+        runtime.resume_hook("review:d-1", {"score": "5"})  # strict: "5" is not an int
+    runtime.resume_hook("review:d-1", {"score": 5})
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == [4, 5]
     received = [e for e in harness.events(handle.run_id) if e.type is EventType.HOOK_RECEIVED]

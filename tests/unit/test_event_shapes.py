@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +17,7 @@ from world_aws.contract.records import (
     EventData,
     EventRequest,
     EventType,
+    PatchAppliedData,
     Run,
     RunCreation,
     RunStatus,
@@ -27,6 +29,7 @@ from world_aws.contract.records import (
     data_fields,
     empty_data,
     owner_of,
+    patch_correlation_id,
     required_fields,
     without_payloads,
 )
@@ -52,6 +55,7 @@ SAMPLE: dict[str, Any] = {
     "resume_id": "r1",
     "conflicting_run_id": "wrun_x",
     "resume_at": datetime(2026, 1, 1, tzinfo=UTC),
+    "change_id": "change-1",
 }
 
 
@@ -62,6 +66,8 @@ def _full(etype: EventType) -> EventData:
 
 def _request(etype: EventType, data: EventData | None = None) -> EventRequest:
     cid = None if etype.is_run_event else "cid_1"
+    if etype is EventType.PATCH_APPLIED:
+        cid = patch_correlation_id(SAMPLE["change_id"])
     return EventRequest(etype, cid) if data is None else EventRequest(etype, cid, data)
 
 
@@ -99,6 +105,7 @@ def test_each_record_defines_its_type_and_a_clients_carries_its_rule() -> None:
         EventType.HOOK_DISPOSED,
         EventType.WAIT_CREATED,
         EventType.WAIT_COMPLETED,
+        EventType.PATCH_APPLIED,
     }
 
 
@@ -175,6 +182,22 @@ def test_a_request_without_data_has_its_records_defaults(etype: EventType) -> No
         with pytest.raises(BadInput, match="needs"):
             rules.validate_request(request)
     else:
+        rules.validate_request(request)
+
+
+@pytest.mark.parametrize(
+    ("change_id", "cid", "named"),
+    [
+        ("fix-1", "patch:fix-2", "takes correlation id 'patch:fix-1', not 'patch:fix-2'"),
+        ("two words", "patch:two words", "printable and has no spaces"),
+        ("x" * 201, "patch:" + "x" * 201, "at most 200 characters"),
+    ],
+)
+def test_a_patch_marker_names_its_change_in_its_correlation_id(change_id: str, cid: str, named: str) -> None:
+    # GIVEN a patch_applied whose change id is malformed or not its correlation id's
+    # WHEN validated THEN it is refused naming what is wrong
+    request = EventRequest(EventType.PATCH_APPLIED, cid, PatchAppliedData(change_id=change_id))
+    with pytest.raises(BadInput, match=re.escape(named)):
         rules.validate_request(request)
 
 

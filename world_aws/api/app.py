@@ -46,7 +46,7 @@ def handle_http(
     ``GET /runs/{run_id}/events``, ``GET /runs/{run_id}/events/{position}``,
     ``GET /runs/{run_id}/steps``, ``GET /runs/{run_id}/timeline``, ``GET /workflows``,
     ``GET /runs/{run_id}/streams/{name}`` (NDJSON),
-    ``POST /runs/{run_id}/cancel``, ``POST /hooks/{token}/resume``.
+    ``POST /runs/{run_id}/cancel``, ``POST /runs/{run_id}/fork``, ``POST /hooks/{token}/resume``.
 
     Args:
         event: the event API Gateway passes to the Lambda function.
@@ -139,6 +139,8 @@ def _dispatch(request: Request, runtime: Runtime) -> Response:
 def _not_found_message(params: dict[str, str], exc: NotFound) -> str:
     """A stable message for a 404, whichever World produced it."""
     if "position" in params and "no event" in str(exc):
+        return str(exc)
+    if " has no step " in str(exc):  # a fork's from_step (runtime/fork_plan.py), not the run
         return str(exc)
     if "run_id" in params:
         return f"run {params['run_id']!r} not found"

@@ -38,6 +38,7 @@ class Request:
         query: query string parameters (API Gateway joins repeated ones with commas).
         body: the raw body bytes (base64-decoded when the event says so).
         request_id: API Gateway's request id, for logs and 500 responses.
+        headers: the request headers, names lower-cased.
     """
 
     method: str
@@ -45,6 +46,21 @@ class Request:
     query: dict[str, str] = field(default_factory=dict)
     body: bytes = b""
     request_id: str = "-"
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def require_json(self) -> None:
+        """Refuse a body that is not declared JSON (a route that changes state and takes JSON only).
+
+        A cross-site page can POST a form or ``text/plain`` without the browser asking the
+        server first; ``application/json`` makes the browser ask (a CORS preflight), which
+        this API never grants.
+
+        Raises:
+            BadInput: the request's content-type is not ``application/json``.
+        """
+        declared = self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+        if declared != "application/json":
+            raise BadInput(f"content-type: {self.path} takes application/json, got {declared or 'none'!r}")
 
     @property
     def path(self) -> str:
@@ -118,7 +134,15 @@ def parse_event(event: Any) -> Request:
         query={_valid_text(str(k), "query"): _valid_text(str(v), "query") for k, v in query.items()},
         body=_body(event),
         request_id=str(context.get("requestId") or "-"),
+        headers=_headers(event.get("headers")),
     )
+
+
+def _headers(raw: Any) -> dict[str, str]:
+    """An event's headers, names lower-cased (API Gateway v2.0 sends them so already)."""
+    if not isinstance(raw, Mapping):
+        return {}
+    return {str(name).lower(): str(value) for name, value in raw.items()}
 
 
 def _valid_text(text: str, where: str) -> str:

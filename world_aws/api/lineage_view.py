@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 from world_aws.api.models import RunLinks
-from world_aws.contract.records import Event, HookCreatedData, Run
+from world_aws.contract.records import Event, EventType, HookCreatedData, Run
 from world_aws.errors import BadInput
 from world_aws.runtime.chain import CONTINUED_FROM, ContinuedAsNew
 from world_aws.runtime.children import PARENT_RUN_ID, child_of_token
+from world_aws.runtime.fork_plan import reused_child
+from world_aws.runtime.forks import forked_from
 from world_aws.runtime.serde import Serializer
 
 
 def run_links(run: Run, events: list[Event], serializer: Serializer) -> RunLinks | None:
-    """The links of ``run`` (read with payloads) from its attributes, output and log; None if it has none."""
+    """The links of ``run`` (read with payloads) from its attributes, output and log; None if it has none.
+
+    A fork's child calls copied from its original (before its ``run_started``) name the
+    original's child, whose outcome the fork reuses (``runtime/fork_plan.py``).
+    """
+    source = forked_from(run)
+    started = next((e.position for e in events if e.type is EventType.RUN_STARTED), None)
     kids = [
-        kid
+        reused_child(run.run_id, source, e.correlation_id or "")
+        if source is not None and (started is None or e.position < started)
+        else kid
         for e in events
         if isinstance(e.data, HookCreatedData) and (kid := child_of_token(e.data.token)) is not None
     ]

@@ -42,6 +42,21 @@ class CancelRunRequest(_Strict):
     reason: str | None = Field(default=None, max_length=1024)
 
 
+class ForkRunRequest(_Strict):
+    """``POST /runs/{run_id}/fork`` (the body may be empty): see ``Runtime.fork``."""
+
+    from_step: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=512,
+        description="the step to start again at: its name or 'name#n' (its n-th call); "
+        "default: where the run failed (or stopped)",
+    )
+    idempotency_key: str | None = Field(
+        default=None, min_length=1, max_length=256, description="the same key forks the run once"
+    )
+
+
 class ResumeHookRequest(_Strict):
     """``POST /hooks/{token}/resume``: ``payload`` is required (``null`` is a payload).
 
@@ -72,6 +87,12 @@ class ListEventsQuery(_Strict):
     after: int = Field(default=0, ge=0)
     limit: int = Field(default=MAX_PAGE, ge=1, le=MAX_PAGE)
     payloads: bool = False
+
+
+class ReadLogQuery(_Strict):
+    """``GET /runs/{run_id}/log?after=``: the log after position ``after``, as exported (the replay gate)."""
+
+    after: int = Field(default=0, ge=0)
 
 
 class ReadStreamQuery(_Strict):
@@ -139,6 +160,7 @@ class RunLinks(BaseModel):
 class RunDetail(RunSummary):
     """``GET /runs/{run_id}``: ``result`` when completed, ``error`` when failed or cancelled."""
 
+    forked_from: str | None = Field(default=None, description="the run this one is a fork of")
     result: Any = None
     error: ErrorView | None = None
     links: RunLinks | None = None
@@ -159,6 +181,9 @@ class EventRow(BaseModel):
     correlation_id: str | None = None
     step_name: str | None = None
     token: str | None = Field(default=None, description="the hook's token, on hook events")
+    change_id: str | None = Field(
+        default=None, description="on patch_applied: the change whose patched branch the run took"
+    )
     owner: str | None = Field(
         default=None,
         description="an inline step's events: the delivery that ran it; its step_created also starts it",
@@ -251,9 +276,9 @@ class SpanView(BaseModel):
     payload (``received_at``) or its disposal; a sleep's from its creation to its wake-up.
     """
 
-    kind: str = Field(description="step, wait or hook")
-    id: str = Field(description="the correlation id: step, wait or hook id")
-    name: str = Field(description="the step's name, the hook's token, or 'sleep'")
+    kind: str = Field(description="step, wait, hook or patch (a patched() decision: an instant)")
+    id: str = Field(description="the correlation id: step, wait, hook or patch id")
+    name: str = Field(description="the step's name, the hook's token, 'sleep', or the patch's change id")
     status: str
     created_at: datetime
     ended_at: datetime | None = None
@@ -311,6 +336,12 @@ class EventDetail(BaseModel):
 class StartedRun(BaseModel):
     run_id: str
     status: RunStatus
+
+
+class ForkedRun(BaseModel):
+    run_id: str
+    status: RunStatus
+    forked_from: str
 
 
 class CancelledRun(BaseModel):

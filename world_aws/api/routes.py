@@ -18,12 +18,15 @@ from pydantic import BaseModel
 from world_aws.api import timeline, views
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
+from world_aws.api.log_route import read_log
 from world_aws.api.models import (
     CancelledRun,
     CancelRunRequest,
     DeploymentList,
     DeploymentView,
     EventList,
+    ForkedRun,
+    ForkRunRequest,
     ListEventsQuery,
     ListRunsQuery,
     ResumedHook,
@@ -175,6 +178,26 @@ def cancel_run(request: Request, params: Params, runtime: Runtime) -> Response:
     return json_response(200, _dump(CancelledRun(run_id=handle.run_id, status=RunStatus.CANCELLED)))
 
 
+def fork_run(request: Request, params: Params, runtime: Runtime) -> Response:
+    """``POST /runs/{run_id}/fork`` ``{from_step?, idempotency_key?}`` → 201 the fork.
+
+    The answer is ``{run_id, status, forked_from}``.
+
+    409 if the run has not ended; 404 for an unknown run or step (``Runtime.fork``).
+    The fork's copy of the original's log is written by its first delivery, so the
+    answer does not wait for it: the fork is ``pending`` until then.
+    """
+    request.require_json()
+    body = parse_body(ForkRunRequest, request.body, required=False)
+    handle = runtime.fork(params["run_id"], body.from_step, idempotency_key=body.idempotency_key)
+    try:
+        status = handle.status()
+    except (NotFound, RetryLater):
+        status = RunStatus.PENDING  # as for a start: it exists once its first message is handled
+    forked = ForkedRun(run_id=handle.run_id, status=status, forked_from=params["run_id"])
+    return json_response(201, _dump(forked), headers={"location": f"/runs/{handle.run_id}"})
+
+
 def resume_hook(request: Request, params: Params, runtime: Runtime) -> Response:
     """``POST /hooks/{token}/resume`` ``{payload, resume_id?}`` → 202 ``{token, resume_id}``."""
     body = parse_body(ResumeHookRequest, request.body)
@@ -228,8 +251,10 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs", "{run_id}", "events", "{position}"), get_event),
     Route("GET", ("runs", "{run_id}", "steps"), list_steps),
     Route("GET", ("runs", "{run_id}", "timeline"), get_timeline),
+    Route("GET", ("runs", "{run_id}", "log"), read_log),
     Route("GET", ("workflows",), list_workflows),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
+    Route("POST", ("runs", "{run_id}", "fork"), fork_run),
     Route("GET", ("runs", "{run_id}", "streams", "{name}"), read_stream),
     Route("POST", ("hooks", "{token}", "resume"), resume_hook),
     Route("GET", ("schedules",), list_schedules),

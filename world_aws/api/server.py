@@ -6,6 +6,9 @@ in a background thread. Each request becomes the event API Gateway would send
 (payload format 2.0) and goes through :func:`world_aws.api.handle_http`, so the
 local API and the deployed one run the same code.
 
+Every request first passes :mod:`world_aws.api.web_guard` (loopback Host, same
+origin, JSON bodies), and every answer carries its security headers.
+
 ``GET /`` and ``GET /ui/...`` are the web UI's static files
 (:mod:`world_aws.api.assets`), answered by this server itself: the deployed API
 serves no UI. ``serve_backend(backend, port=...)`` serves the UI in front of any
@@ -28,6 +31,7 @@ from urllib.parse import parse_qsl, urlsplit
 from world_aws.api import assets
 from world_aws.api.app import handle_http
 from world_aws.api.http import error_response
+from world_aws.api.web_guard import SECURITY_HEADERS, check_request
 from world_aws.runtime.runtime import Runtime
 
 LOOPBACK = "127.0.0.1"
@@ -69,7 +73,7 @@ class ApiServer:
         self._httpd = _Server((LOOPBACK, port), _Handler)
         self._httpd.backend = backend
         host, bound = self._httpd.server_address[:2]
-        self.port = int(bound)
+        self.port = self._httpd.port = int(bound)
         self.url = f"http://{host!s}:{self.port}"
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="world-aws-api", daemon=True
@@ -114,6 +118,7 @@ def serve_backend(backend: Backend, *, port: int = 0) -> ApiServer:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     backend: Backend
+    port: int
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -151,6 +156,12 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(error_response(400, "BadInput", "content-length: not a length").to_event_response())
             self.close_connection = True
             return
+        refusal = check_request(self.command, dict(self.headers.items()), self.server.port)
+        if refusal is not None:
+            _discard(self.rfile, length)
+            self._send(error_response(refusal.status, refusal.kind, refusal.message).to_event_response())
+            self.close_connection = True
+            return
         if length > MAX_BODY_BYTES:
             _discard(self.rfile, length)  # read it, so the client sees the answer, not a reset
             too_large = error_response(413, "BadInput", "body: the request body is too large")
@@ -181,7 +192,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_raw(self, status: int, headers: dict[str, str], data: bytes) -> None:
         self.send_response(status)
-        for name, value in headers.items():
+        for name, value in {**headers, **SECURITY_HEADERS}.items():
             self.send_header(name, value)
         self.send_header("content-length", str(len(data)))
         self.end_headers()

@@ -4,7 +4,8 @@ Each value is a line ``{"index": i, "value": ...}`` (the value rendered as JSON 
 run results); the last line is ``{"next_index": n, "done": bool}``: ask again with
 ``start_index=n`` until ``done`` (the stream was closed, or the run ended and
 every value was read). With ``wait`` > 0 a request that finds nothing new polls the
-stream for up to that many seconds before answering.
+stream for up to that many seconds before answering. A read costs O(``limit``) past
+``start_index``: the cursor reads and decodes no further than the values it answers.
 """
 
 from __future__ import annotations
@@ -31,21 +32,21 @@ def read_stream(request: Request, params: dict[str, str], runtime: Runtime) -> R
     cursor = StreamCursor(runtime.world, runtime.app.serializer, run_id, params["name"], query.start_index)
     clock = runtime.world.clock
     deadline = clock.now().timestamp() + query.wait
-    values = cursor.poll()
+    values = cursor.poll(query.limit)
     while not values and not cursor.ended() and clock.now().timestamp() < deadline:
         clock.sleep(POLL_SECONDS)
-        values = cursor.poll()
-    if not cursor.closed and cursor.ended():
-        values += cursor.poll()  # what a step wrote just before its run ended
+        values = cursor.poll(query.limit)
+    if len(values) < query.limit and not cursor.closed and cursor.ended():
+        values += cursor.poll(query.limit - len(values))  # what a step wrote just before its run ended
     lines: list[object] = []
     size = 0
-    for index, value in values[: query.limit]:
+    for index, value in values:
         line = {"index": index, "value": to_jsonable(value)}
         size += len(json.dumps(line, ensure_ascii=False).encode("utf-8", "replace")) + 1
         if lines and size > MAX_BODY_BYTES:
             break
         lines.append(line)
     next_index = len(lines) + (values[0][0] if values else max(query.start_index, cursor.next_index))
-    done = len(lines) == len(values) and (cursor.closed or cursor.run_ended)
+    done = len(lines) == len(values) and not cursor.more and (cursor.closed or cursor.run_ended)
     lines.append({"next_index": next_index, "done": done})
     return Response(200, NdjsonBody(lines))

@@ -1,7 +1,8 @@
 """A run's timeline from its event log: the Gantt spans, each step's attempts, and the run's stats.
 
 One pass over the log (in position order, read with payloads so that failed
-attempts carry their errors) builds a span per step, sleep and hook. A step's
+attempts carry their errors) builds a span per step, sleep and hook, and an
+instant per ``patched()`` decision recorded (kind ``patch``). A step's
 attempts run from each ``step_started`` (or the ``step_created`` of an inline step,
 which also starts it) to the outcome that ended it; a start
 that follows another without an outcome marks the earlier attempt
@@ -22,6 +23,7 @@ from world_aws.contract.records import (
     Event,
     EventType,
     HookCreatedData,
+    PatchAppliedData,
     Run,
     StepRetryingData,
     WaitCreatedData,
@@ -97,6 +99,12 @@ def _spans(events: list[Event]) -> list[SpanView]:
             resume_at: datetime = event.data_as(WaitCreatedData).resume_at
             spans[cid] = SpanView(
                 kind="wait", id=cid, name="sleep", status="waiting", created_at=at, resume_at=resume_at
+            )
+        elif kind is EventType.PATCH_APPLIED and span is None:
+            # patched() took the new branch here: an instant (a second marker of it adds nothing)
+            change = event.data_as(PatchAppliedData).change_id
+            spans[cid] = SpanView(
+                kind="patch", id=cid, name=change, status="applied", created_at=at, ended_at=at
             )
         elif kind is EventType.HOOK_CREATED:
             token: str = event.data_as(HookCreatedData).token

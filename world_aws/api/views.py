@@ -26,6 +26,7 @@ from world_aws.api.models import (
 from world_aws.api.payloads import error_view
 from world_aws.contract.records import (
     Event,
+    PatchAppliedData,
     Run,
     RunCancelledData,
     RunStatus,
@@ -38,6 +39,7 @@ from world_aws.contract.records import (
     owner_of,
 )
 from world_aws.errors import SerializationError
+from world_aws.runtime.forks import forked_from
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.serde import Serializer, decode_error
 
@@ -76,15 +78,15 @@ def run_detail(run: Run, serializer: Serializer, *, cancel_reason: str | None = 
         serializer: the app's serializer (it knows the app's registered types).
         cancel_reason: the reason recorded on ``run_cancelled``, for a cancelled run.
     """
-    summary = run_summary(run)
+    summary = {**run_summary(run).model_dump(), "forked_from": forked_from(run)}
     if run.status is RunStatus.COMPLETED:
-        return RunDetail(**summary.model_dump(), result=_result(run, serializer))
+        return RunDetail(**summary, result=_result(run, serializer))
     if run.status is RunStatus.FAILED:
-        return RunDetail(**summary.model_dump(), error=_error(run))
+        return RunDetail(**summary, error=_error(run))
     if run.status is RunStatus.CANCELLED:
         message = "the run was cancelled" + (f": {cancel_reason}" if cancel_reason else "")
-        return RunDetail(**summary.model_dump(), error=ErrorView(type="RunCancelledError", message=message))
-    return RunDetail(**summary.model_dump())
+        return RunDetail(**summary, error=ErrorView(type="RunCancelledError", message=message))
+    return RunDetail(**summary)
 
 
 ABANDONED = "abandoned"
@@ -195,6 +197,7 @@ def event_rows(
             correlation_id=event.correlation_id,
             step_name=names.get(event.correlation_id or ""),
             token=event.data.token if isinstance(event.data, TokenData) else None,
+            change_id=event.data.change_id if isinstance(event.data, PatchAppliedData) else None,
             owner=owner_of(event.data),
             created_at=event.created_at,
             error=event_error(event),

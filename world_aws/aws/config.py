@@ -3,20 +3,22 @@
 Environment variables (set by ``template.yaml`` on every function, and by the
 local launcher):
 
-==========================  ======================================  =========
-variable                    meaning                                 required
-==========================  ======================================  =========
-WORKFLOW_TABLE_NAME         the DynamoDB table                      yes
-WORKFLOW_QUEUE_URL          the workflow queue                      yes
-STEP_QUEUE_URL              the step queue                          yes
-WORKFLOW_PAYLOAD_BUCKET     the S3 bucket for large payloads        yes
-AWS_REGION                  region (else AWS_DEFAULT_REGION)        yes
-AWS_ENDPOINT_URL            endpoint override (moto, local)         no
-WORKFLOW_DEPLOYMENT_ID      a hand-set deployment id (override)     no
-WORKFLOW_DEPLOYMENT_FUNCTION  the workflow function's version ARN   no
-AWS_LAMBDA_FUNCTION_NAME    set by Lambda                           no
-AWS_LAMBDA_FUNCTION_VERSION set by Lambda                           no
-==========================  ======================================  =========
+=================================  ==========================================  ==================
+variable                           meaning                                     required
+=================================  ==========================================  ==================
+WORKFLOW_TABLE_NAME                the DynamoDB table                          yes
+WORKFLOW_QUEUE_URL                 the workflow queue                          yes
+STEP_QUEUE_URL                     the step queue                              yes
+WORKFLOW_PAYLOAD_BUCKET            the S3 bucket for large payloads            yes
+AWS_REGION                         region (else AWS_DEFAULT_REGION)            yes
+AWS_ENDPOINT_URL                   endpoint override (moto, local)             no
+WORKFLOW_DEPLOYMENT_ID             a hand-set deployment id (override)         no
+WORKFLOW_DEPLOYMENT_FUNCTION       the workflow function's version ARN         no
+AWS_LAMBDA_FUNCTION_NAME           set by Lambda                               no
+AWS_LAMBDA_FUNCTION_VERSION        set by Lambda                               no
+WORKFLOW_HEARTBEAT_SECONDS         visibility heartbeat period (heartbeat.py)  no (10)
+WORKFLOW_QUEUE_VISIBILITY_SECONDS  the queues' visibility timeout              no (900)
+=================================  ==========================================  ==================
 
 The deployment id (README "Deploying changes") is the version of the workflow
 function that serves this code: on the workflow function its own version
@@ -32,8 +34,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from world_aws.aws.heartbeat import HeartbeatConfig
 from world_aws.errors import BadInput
 
 DEFAULT_DEPLOYMENT_ID = "dpl_local"
@@ -50,6 +53,7 @@ class AwsConfig:
     region: str
     endpoint_url: str | None = None
     deployment_id: str = DEFAULT_DEPLOYMENT_ID
+    heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     # The workflow function whose versions are the deployments (None: no hand-over).
     pinned_function: str | None = None
 
@@ -79,6 +83,7 @@ class AwsConfig:
             endpoint_url=env.get("AWS_ENDPOINT_URL", "").strip() or None,
             deployment_id=deployment_id,
             pinned_function=function,
+            heartbeat=HeartbeatConfig.from_env(env),
         )
 
 

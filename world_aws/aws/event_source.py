@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from world_aws.aws.errors import mapped_errors
+from world_aws.aws.heartbeat import HeartbeatConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName
@@ -123,6 +124,7 @@ class LocalEventSource:
         handler: the ``MessageHandler`` every valid record goes to.
         options: polling options.
         clock: "now" for chained delays.
+        heartbeat: keep the records of an invocation hidden while it works (``heartbeat.py``).
     """
 
     def __init__(
@@ -133,8 +135,10 @@ class LocalEventSource:
         options: EventSourceOptions | None = None,
         *,
         clock: Clock | None = None,
+        heartbeat: HeartbeatConfig | None = None,
     ) -> None:
         self._sqs = sqs
+        self._heartbeat = heartbeat
         self._urls = {QueueName(name): url for name, url in queue_urls.items()}
         self._handler = handler
         self._options = options or EventSourceOptions()
@@ -168,7 +172,12 @@ class LocalEventSource:
     def invoke(self, queue: QueueName, event: Mapping[str, Any]) -> PartialBatchResponse:
         """The function under the mapping: one Lambda SQS event through ``process_sqs_event``."""
         return process_sqs_event(
-            event, self._handler, sqs=self._sqs, queue_urls=self._urls, clock=self._clock
+            event,
+            self._handler,
+            sqs=self._sqs,
+            queue_urls=self._urls,
+            clock=self._clock,
+            heartbeat=self._heartbeat,
         )
 
     def stop(self) -> None:

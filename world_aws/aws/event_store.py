@@ -36,6 +36,7 @@ from datetime import datetime
 from world_aws.aws import keys
 from world_aws.aws.hook_events import HookEvents
 from world_aws.aws.landings import Landings
+from world_aws.aws.log_events import LogEvents
 from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
 from world_aws.aws.run_events import RunEvents
 from world_aws.aws.sequencer import Sequencer
@@ -63,6 +64,7 @@ class DynamoEventStore:
         self._steps = StepEvents(sequencer, blobs, landings)
         self._hooks = HookEvents(sequencer, blobs)
         self._waits = WaitEvents(sequencer, blobs)
+        self._log = LogEvents(sequencer)
         self._reader = LogReader(sequencer, blobs, clock, policy, landings)
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
@@ -90,7 +92,9 @@ class DynamoEventStore:
             return self._hooks.hook_disposed(run_id, request, now)
         if etype is EventType.WAIT_CREATED:
             return self._waits.wait_created(run_id, request, now)
-        return self._waits.wait_completed(run_id, request, now)
+        if etype is EventType.WAIT_COMPLETED:
+            return self._waits.wait_completed(run_id, request, now)
+        return self._log.append(run_id, request, now)  # patch_applied: the log alone
 
     def append_after(
         self,
@@ -101,7 +105,7 @@ class DynamoEventStore:
         at: datetime,
         flush_later: bool = False,
     ) -> builtins.list[EventResult] | None:
-        """Owned step writes, then maybe the run's end, at ``after + 1`` on, all or none: 1 transaction.
+        """Owned step writes (and patch markers), then maybe the run's end, at ``after + 1`` on, all or none.
 
         Raises:
             BadInput: not owned step writes, or ``at`` later than the World's now.

@@ -28,15 +28,21 @@ malformed record never fails its neighbours. Per record:
   without a traceback, and passed to ``on_misconfigured`` (to count it in a metric);
   so is a record from a queue the configuration does not name.
 
+While the handlers work, a ``VisibilityHeartbeat`` (``heartbeat.py``) keeps every record of
+the batch hidden for 1.5 heartbeat periods at a time, so the records of an invocation that
+dies come back within seconds, not after the queue's visibility timeout; a record that
+failed is hidden for the queue's timeout, as before.
+
 If every record fails, the response lists them all (Powertools' whole-batch
 exception is turned off): Lambda then retries exactly those records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -46,6 +52,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from world_aws.aws import sqs_wire
 from world_aws.aws.errors import mapped_errors
+from world_aws.aws.heartbeat import HeartbeatConfig, InFlight, VisibilityHeartbeat
 from world_aws.contract.clock import Clock, SystemClock, epoch_ms
 from world_aws.contract.limits import MAX_DELAY_SECONDS
 from world_aws.contract.transport import decode_body_bytes, decode_payload
@@ -87,6 +94,7 @@ def process_sqs_event(
     on_malformed: Callable[[str], None] | None = None,
     on_misconfigured: Callable[[Misconfigured], None] | None = None,
     deadline: datetime | None = None,
+    heartbeat: HeartbeatConfig | None = None,
 ) -> PartialBatchResponse:
     """Process one Lambda SQS event; returns the partial batch response.
 
@@ -104,6 +112,8 @@ def process_sqs_event(
         on_misconfigured: called for each record whose handling met a ``Misconfigured``.
         deadline: when the invocation will be stopped (now + the Lambda context's remaining
             time); each ``Delivery`` carries it, so inline work is handed on before it.
+        heartbeat: keep the batch's records hidden while they are handled (None: they keep
+            the queue's visibility timeout).
 
     Returns:
         ``{"batchItemFailures": [{"itemIdentifier": <messageId>}, ...]}``.
@@ -131,9 +141,10 @@ def process_sqs_event(
     if not named:  # Powertools refuses an empty batch as "not an SQS event"
         return PartialBatchResponse(batchItemFailures=[])
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    response = process_partial_response(
-        event={**event, "Records": named}, record_handler=consumer.consume, processor=processor
-    )
+    with consumer.beating(named, heartbeat):
+        response = process_partial_response(
+            event={**event, "Records": named}, record_handler=consumer.consume, processor=processor
+        )
     failures = [
         BatchItemFailure(itemIdentifier=str(f["itemIdentifier"])) for f in response["batchItemFailures"]
     ]
@@ -164,9 +175,46 @@ class _RecordConsumer:
         self._max_bytes = max_message_bytes
         self._on_malformed = on_malformed
         self._on_misconfigured = on_misconfigured
+        self._heartbeat: VisibilityHeartbeat | None = None
+
+    @contextlib.contextmanager
+    def beating(self, records: list[Mapping[str, Any]], config: HeartbeatConfig | None) -> Iterator[None]:
+        """Keep ``records`` hidden while the block runs (nothing without a ``config``)."""
+        if config is None or not config.enabled:
+            yield
+            return
+        in_flight = []
+        for raw in records:
+            queue = self._by_name.get(str(raw.get("eventSourceARN", "")).rsplit(":", 1)[-1])
+            url = self._urls.get(queue) if queue is not None else None
+            handle = raw.get("receiptHandle")
+            if url is not None and isinstance(handle, str) and handle:
+                in_flight.append(InFlight(str(raw["messageId"]), url, handle))
+        with VisibilityHeartbeat(self._sqs, in_flight, config) as heartbeat:
+            self._heartbeat = heartbeat
+            try:
+                yield
+            finally:
+                self._heartbeat = None
 
     def consume(self, record: SQSRecord) -> None:
-        """Powertools' record handler (the parameter must be called ``record``)."""
+        """Powertools' record handler (the parameter must be called ``record``).
+
+        A record that fails (raises: malformed, a handler's error, a failed hop) is hidden
+        for the queue's visibility timeout; one the handler asked to see again is released
+        from the heartbeat before its own visibility change.
+        """
+        message_id = str(record.raw_event.get("messageId", ""))
+        try:
+            self._consume(record)
+        except RedeliveryRequested:
+            raise
+        except BaseException:
+            if self._heartbeat is not None:
+                self._heartbeat.fail(message_id)
+            raise
+
+    def _consume(self, record: SQSRecord) -> None:
         raw: Mapping[str, Any] = record.raw_event
         message_id = str(raw.get("messageId", ""))
         context = {"message_id": message_id, "receive_count": _receive_count(raw)}
@@ -207,6 +255,8 @@ class _RecordConsumer:
         if isinstance(result, Redeliver):
             if self._carry(delivery, raw, result.seconds, context):
                 return  # a copy comes back when due, as a chained delay does
+            if self._heartbeat is not None:
+                self._heartbeat.release(str(raw["messageId"]))
             self._redeliver(delivery, raw, result.seconds, context)
             raise RedeliveryRequested(f"redeliver after {result.seconds} s")
         self._logger.error(

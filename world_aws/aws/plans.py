@@ -246,6 +246,8 @@ PLANS: dict[EventType, EventPlan] = {
         PlannedAction(ENTITY, Kind.UPDATE),
         reads=_RUN_AND_ENTITY,
     ),
+    # The log alone: the fenced reservation, then the event's plain put (no entity, no refusal).
+    EventType.PATCH_APPLIED: _plan(EventType.PATCH_APPLIED, refusal=None),
 }
 
 
@@ -316,6 +318,7 @@ TABLE_ROWS: tuple[tuple[str, EventType, tuple[str, ...], int], ...] = (
     ("hook_disposed", EventType.HOOK_DISPOSED, (), 0),
     ("wait_created", EventType.WAIT_CREATED, (), 0),
     ("wait_completed", EventType.WAIT_COMPLETED, (), 0),
+    ("patch_applied", EventType.PATCH_APPLIED, (), 0),
 )
 
 

@@ -97,6 +97,11 @@ _CREATE_FIELDS: tuple[str, ...] = ("input",)
 _SETTLE_FIELDS: tuple[str, ...] = ("output", "error")
 
 
+def _no_actions(_position: int, _writer: PayloadWriter) -> list[Action]:
+    """A batch's ``patch_applied``: its event item is all it writes."""
+    return []
+
+
 # An append that creates at most this many owned steps writes no item for them: the
 # sequential shape (an outcome and the next create) and a wave as wide as the default
 # inline fan-out (WORKFLOW_MAX_INLINE_STEPS = 3). Each such step costs its run item an
@@ -268,7 +273,11 @@ class StepEvents:
                 else None
             )
             unwritten = None if step is not None else self._unwritten.get((run_id, step_id))
-            if step is not None and itemless:
+            actions_of: EntityActions
+            fields: tuple[str, ...]
+            if request.type is EventType.PATCH_APPLIED:  # the log alone: its event item, no action
+                actions_of, fields = _no_actions, ()
+            elif step is not None and itemless:
                 actions_of, fields = self._lazy_create_actions(step, made), _CREATE_FIELDS
             elif step is not None:
                 actions_of, fields = self._create_actions(run_id, request, step), _CREATE_FIELDS

@@ -99,7 +99,9 @@ class AwsWorld:
         # Imported here: the event source is only for local use, Lambda brings its own.
         from world_aws.aws.event_source import LocalEventSource
 
-        source = LocalEventSource(self.clients.sqs, self.queue_urls(), handler, clock=self.clock)
+        source = LocalEventSource(
+            self.clients.sqs, self.queue_urls(), handler, clock=self.clock, heartbeat=self.config.heartbeat
+        )
         with self._lock:
             self._consumers.append(source)
         return source

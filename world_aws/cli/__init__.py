@@ -9,10 +9,14 @@ passed, 130 Ctrl-C.
 
 ``world-aws dev [MODULE:APP]`` serves an app on the embedded stack with its HTTP
 API on 127.0.0.1 until Ctrl-C (:mod:`world_aws.cli.dev`). The operator commands
-``start``, ``ls``, ``inspect``, ``cancel`` and ``resume`` talk to that API, or a
+``start``, ``ls``, ``inspect``, ``cancel``, ``fork`` and ``resume`` talk to that API, or a
 deployed one (:mod:`world_aws.cli.operate`); their ``--api URL`` and ``--sign``
 may come before the command too. ``world-aws ui --api URL`` serves the web UI
 on 127.0.0.1 for a deployed API, its requests signed (:mod:`world_aws.cli.ui`).
+
+``world-aws export RUN_ID...`` writes runs' logs to a file and ``world-aws replay
+MODULE:APP [FILE]`` replays them (or the API's runs) against local code: the replay
+gate before a deploy (:mod:`world_aws.cli.replay`; exit 1 if a run diverges).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from world_aws.cli import dev, operate, ui
+from world_aws.cli import dev, operate, replay, ui
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
 from world_aws.errors import BadInput
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
     from world_aws.local.moto_process import MotoProcess
 
 # The commands that talk to an HTTP API (--api/--sign before or after the command).
-API_COMMANDS = (*operate.COMMANDS, "ui")
+API_COMMANDS = (*operate.COMMANDS, *replay.COMMANDS, "ui")
 DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
 DEMO_ARGS = ['"order-42"']
@@ -55,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev.add_command(sub)
     ui.add_command(sub)
     operate.add_commands(sub)
+    replay.add_commands(sub)
     return parser
 
 

@@ -110,6 +110,19 @@ class ApiClient:
                 return rows
             after = int(page["next_after"])
 
+    def run_log(self, run_id: str) -> dict[str, Any]:
+        """The run's whole log as exported (``GET /runs/{id}/log``, every page): ``{run, events}``."""
+        events: list[Any] = []
+        after = 0
+        while True:
+            page = self.call("GET", f"/runs/{_segment(run_id)}/log", query={"after": after})
+            if not isinstance(page, dict) or not isinstance(page.get("events"), list):
+                raise ApiError(200, "BadResponse", f"{self.base_url} answered a log page without events")
+            events.extend(page["events"])
+            if page.get("next_after") is None:
+                return {"run": page.get("run"), "events": events}
+            after = int(page["next_after"])
+
     def step_list(self, run_id: str) -> Any:
         """``{run_id, steps, summary}``: the run's step rows with their attempts, and its stats.
 
@@ -119,6 +132,10 @@ class ApiClient:
 
     def cancel(self, run_id: str, reason: str | None) -> Any:
         return self.call("POST", f"/runs/{_segment(run_id)}/cancel", body={"reason": reason})
+
+    def fork(self, run_id: str, from_step: str | None, key: str | None = None) -> Any:
+        body = {"from_step": from_step, "idempotency_key": key}
+        return self.call("POST", f"/runs/{_segment(run_id)}/fork", body=body)
 
     def resume(self, token: str, payload: Any, resume_id: str | None = None) -> Any:
         body: dict[str, Any] = {"payload": payload}

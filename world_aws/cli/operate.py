@@ -1,11 +1,11 @@
-"""The operator commands (start, ls, inspect, cancel, resume, schedules, stream) over the HTTP API.
+"""The operator commands (start, ls, inspect, cancel, fork, resume, schedules, stream) over the HTTP API.
 
 They talk to ``$WORLD_AWS_API`` (``world-aws dev``, or a deployed stack's API
 URL) or ``--api URL`` through :class:`world_aws.cli.client.ApiClient`. ``--api``
 and ``--sign`` go before or after the command (``world-aws --api URL ls`` or
 ``world-aws ls --api URL``; after it wins when both are given). Exit
 codes: 0 done; 1 the API refused because of the run's state (cancelling a run
-that has ended); 2 anything else (bad arguments or JSON, unknown run or token,
+that has ended, forking one that has not); 2 anything else (bad arguments or JSON, unknown run or token,
 unreachable API), always with a one-line message on stderr.
 """
 
@@ -27,7 +27,7 @@ from world_aws.errors import BadInput
 Command = Callable[[ApiClient, argparse.Namespace, TextIO], int]
 
 
-COMMANDS = ("start", "ls", "inspect", "cancel", "resume", "schedules", "stream", "deployments")
+COMMANDS = ("start", "ls", "inspect", "cancel", "fork", "resume", "schedules", "stream", "deployments")
 
 
 def add_api_options(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
@@ -86,6 +86,21 @@ def add_commands(sub: Any) -> None:
     cancel.add_argument("run_id", metavar="RUN_ID")
     cancel.add_argument("--reason", help="recorded on the run_cancelled event")
     cancel.set_defaults(func=_operate(_cancel))
+
+    fork = sub.add_parser(
+        "fork",
+        parents=[common],
+        help="start a run again on the current code from a step, reusing the steps before it; prints its id",
+    )
+    fork.add_argument("run_id", metavar="RUN_ID", help="an ended run (failed, cancelled or completed)")
+    fork.add_argument(
+        "--from-step",
+        metavar="NAME",
+        help="the step to run again from: its name or NAME#n (its n-th call); default: where the run failed",
+    )
+    fork.add_argument("--idempotency-key", metavar="KEY", help="the same key forks the run once")
+    fork.add_argument("--json", action="store_true", help="print the API's answer")
+    fork.set_defaults(func=_operate(_fork))
 
     resume = sub.add_parser("resume", parents=[common], help="deliver a payload to the hook holding TOKEN")
     resume.add_argument("token", metavar="TOKEN")
@@ -206,6 +221,8 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     out.write(f"run       {run['run_id']}\n")
     out.write(f"workflow  {run['workflow']}\n")
     out.write(f"status    {run['status']}\n")
+    if run.get("forked_from"):
+        out.write(f"forked    from {run['forked_from']}\n")
     if run.get("deployment_id"):
         out.write(f"deployed  {run['deployment_id']}\n")
     if run.get("blocked"):
@@ -232,6 +249,12 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 def _cancel(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     cancelled = client.cancel(ns.run_id, ns.reason)
     out.write(f"cancelled {cancelled['run_id']}\n")
+    return 0
+
+
+def _fork(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    forked = client.fork(ns.run_id, ns.from_step, ns.idempotency_key)
+    out.write(json.dumps(forked, indent=2) + "\n" if ns.json else f"{forked['run_id']}\n")
     return 0
 
 

@@ -13,7 +13,14 @@ from typing import Any, TextIO
 
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.views import event_rows, step_names
-from world_aws.contract.records import Event, EventType, StepFailedData, StepRetryingData, TokenData
+from world_aws.contract.records import (
+    Event,
+    EventType,
+    PatchAppliedData,
+    StepFailedData,
+    StepRetryingData,
+    TokenData,
+)
 from world_aws.runtime.serde import decode_error
 
 __all__ = [
@@ -62,7 +69,8 @@ def progress_line(event: Event, names: dict[str, str]) -> str:
     """One event as it happens; a failed attempt (read with its data) shows its error."""
     data = event.data
     token = data.token if isinstance(data, TokenData) else None
-    label = short_name(names.get(event.correlation_id or "", "")) or token or ""
+    change = data.change_id if isinstance(data, PatchAppliedData) else None
+    label = short_name(names.get(event.correlation_id or "", "")) or token or change or ""
     line = f"  {event.position:>4}  {event.type.value:<15} {label}".rstrip()
     if isinstance(data, StepRetryingData | StepFailedData) and data.error:
         info = decode_error(data.error)
@@ -152,7 +160,7 @@ def timeline_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "position": row.get("position"),
                 "event": row.get("type"),
-                "step": short_name(names.get(cid, "")) or (row.get("token") or ""),
+                "step": short_name(names.get(cid, "")) or row.get("token") or row.get("change_id") or "",
                 "attempt": attempt,
                 "duration_s": duration,
                 "error": row.get("error"),

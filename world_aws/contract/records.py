@@ -66,6 +66,8 @@ class EventType(StrEnum):
     HOOK_DISPOSED = "hook_disposed"
     WAIT_CREATED = "wait_created"
     WAIT_COMPLETED = "wait_completed"
+    # The run took the patched branch of a change (``world_aws.patched``, runtime/patching.py).
+    PATCH_APPLIED = "patch_applied"
     # Written only by a World to seal a reserved position whose writer lost its
     # entity condition or died before committing (SPEC §3.2).
     NOOP = "noop"
@@ -156,7 +158,7 @@ class Entity(StrEnum):
     STEP = "step"
     HOOK = "hook"
     WAIT = "wait"
-    LOG = "log"  # noop: a sealed position, nothing else
+    LOG = "log"  # noop, patch_applied: the log alone
 
 
 class _Definition:
@@ -551,6 +553,54 @@ class WaitCompletedData(_Definition):
 
 
 @dataclass(frozen=True, slots=True)
+class PatchAppliedData(_Definition):
+    """The run reached ``patched(change_id)`` on code that has the change (runtime/patching.py).
+
+    It changes nothing but the log: every replay of the run reads its decision from
+    it. Fenced like a create (a terminal run takes no new decision), but not kept as an
+    entity: a second marker of one change (two handlers racing) is accepted, and the
+    replay reads the set of changes its log names. The correlation id is
+    ``patch:<change_id>``.
+    """
+
+    TYPE: ClassVar[EventType] = EventType.PATCH_APPLIED
+    ENTITY: ClassVar[Entity] = Entity.LOG
+    FENCED: ClassVar[bool] = True
+    change_id: str
+
+    def judge(self, run: Run | None) -> None:
+        """Raises NotFound (no run), RunExpired (a terminal run)."""
+        if run is None:
+            raise NotFound("run not found")
+        if run.status.terminal:
+            raise RunExpired(f"run {run.run_id} is {run.status.value}: no patch decision after its end")
+
+    def apply(self, run: Run, now: datetime) -> Run:
+        """The run as it is: the event changes the log alone."""
+        return run
+
+
+# A change id names a change in code and in the log: short, printable, no spaces.
+MAX_CHANGE_ID_LENGTH = 200
+
+
+def patch_correlation_id(change_id: str) -> str:
+    """The correlation id of a ``patch_applied`` event of ``change_id``."""
+    return f"patch:{change_id}"
+
+
+def change_id_error(change_id: object) -> str | None:
+    """What is wrong with ``change_id`` as a patch's change id; None when nothing is."""
+    if not isinstance(change_id, str) or not change_id:
+        return f"a change id is a non-empty str, not {change_id!r}"
+    if len(change_id) > MAX_CHANGE_ID_LENGTH:
+        return f"a change id has at most {MAX_CHANGE_ID_LENGTH} characters, not {len(change_id)}"
+    if not change_id.isprintable() or any(c.isspace() for c in change_id):
+        return f"a change id is printable and has no spaces: {change_id!r}"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class NoopData(_Definition):
     """The World's own: a sealed position (SPEC §3.2)."""
 
@@ -576,6 +626,7 @@ EventData = (
     | HookDisposedData
     | WaitCreatedData
     | WaitCompletedData
+    | PatchAppliedData
     | NoopData
 )
 DATA_RECORDS: dict[EventType, type[EventData]] = {record.TYPE: record for record in get_args(EventData)}

@@ -33,6 +33,7 @@ from world_aws.contract.records import (
     Hook,
     HookCreatedData,
     HookReceivedData,
+    PatchAppliedData,
     Run,
     RunCreatedData,
     RunStartedData,
@@ -42,8 +43,10 @@ from world_aws.contract.records import (
     StepRetryingData,
     Wait,
     WaitCreatedData,
+    change_id_error,
     creation_of,
     owner_of,
+    patch_correlation_id,
 )
 from world_aws.errors import BadInput
 
@@ -54,7 +57,10 @@ RESERVED_ATTRIBUTE_PREFIX = "$"
 # Event types an ``events.append_after`` batch may hold: owned step writes, first maybe
 # the run's start (a run's first step and its start in one write), or last maybe the
 # run's end (the single writer's final outcome and the run's end in one write).
-BATCH_EVENT_TYPES = frozenset({EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED})
+# A patch marker may go with them (runtime/pipeline.py): it changes the log alone.
+BATCH_EVENT_TYPES = frozenset(
+    {EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED, EventType.PATCH_APPLIED}
+)
 BATCH_END_TYPES = frozenset({EventType.RUN_COMPLETED, EventType.RUN_FAILED})
 # A batch: an owned outcome and the next owned creates, a wave's creates (owned, or a
 # fan-out's dispatched branches), or a wave's outcomes.
@@ -91,7 +97,8 @@ def split_batch(requests: Sequence[EventRequest]) -> Batch:
 def validate_batch(requests: Sequence[EventRequest]) -> None:
     """Reject an ``events.append_after`` batch that is not step writes, with the run's start or end.
 
-    Step writes: creates (owned or dispatched) and owned outcomes.
+    Step writes: creates (owned or dispatched) and owned outcomes; ``patch_applied``
+    markers may go among them.
 
     Raises:
         BadInput: naming what is wrong (empty, too long, a type, a run event out of
@@ -115,9 +122,14 @@ def validate_batch(requests: Sequence[EventRequest]) -> None:
         if request.type not in BATCH_EVENT_TYPES:
             raise BadInput(
                 f"{request.type.value} cannot be appended in a batch "
-                "(step creates and owned outcomes only, run_started first or run_completed / run_failed last)"
+                "(step creates, owned outcomes and patch markers only, run_started first or "
+                "run_completed / run_failed last)"
             )
-        if owner_of(request.data) is None and request.type is not EventType.STEP_CREATED:
+        if (
+            request.type.is_step_event
+            and owner_of(request.data) is None
+            and request.type is not EventType.STEP_CREATED
+        ):
             # A create may be a dispatched step's (a fan-out's wave past the inline ones);
             # an outcome in a batch is its owner's.
             raise BadInput(f"{request.type.value} {request.correlation_id} in a batch needs an owner")
@@ -149,6 +161,15 @@ def validate_request(request: EventRequest) -> None:
     elif not request.correlation_id:
         raise BadInput(f"{etype.value} needs a correlation id")
     errors = shapes.shape_errors(etype, data)
+    if isinstance(data, PatchAppliedData) and not errors:
+        problem = change_id_error(data.change_id)
+        if problem is not None:
+            errors.append(f"patch_applied: {problem}")
+        elif request.correlation_id != patch_correlation_id(data.change_id):
+            errors.append(
+                f"patch_applied of {data.change_id!r} takes correlation id "
+                f"{patch_correlation_id(data.change_id)!r}, not {request.correlation_id!r}"
+            )
     if errors:
         raise BadInput("; ".join(errors) + " (SPEC §3: the data each event type takes)")
 
@@ -308,9 +329,24 @@ def apply_wait_event(request: EventRequest, run_id: str, wait: Wait | None, now:
     return _data(request, WAIT_RECORDS, Entity.WAIT).apply(run_id, request.correlation_id, wait, now)
 
 
+def judge_log_event(request: EventRequest, run: Run | None) -> None:
+    """Judge ``patch_applied``, which changes only the log, against its run as it is.
+
+    Raises:
+        NotFound: the run is missing.
+        RunExpired: the run is terminal (SPEC §3.1: no new decision after its end).
+    """
+    data = request.data
+    if not isinstance(data, PatchAppliedData):
+        raise BadInput(f"{request.type.value} is not a log event a client may write")
+    data.judge(run)
+
+
 def judge_on_missing_run(request: EventRequest, now: datetime) -> NoReturn:
     """Name the rejection of a child event on a run that does not exist (NotFound)."""
     data = request.data
     if isinstance(data, CHILD_RECORDS):
         data.judge(request.correlation_id, None, None, now)
+    if isinstance(data, PatchAppliedData):
+        data.judge(None)
     raise AssertionError(f"the rules accept no {request.type.value} on a missing run")  # pragma: no cover

@@ -25,7 +25,8 @@ from world_aws.errors import BadInput
 
 DEFAULT_STREAM = "default"
 # Stream names are part of a DynamoDB sort key (``strm#<name>#<position>``): no ``#``.
-_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+# Matched whole (``fullmatch``): ``$`` would let a trailing newline through.
+_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 # Chunks one ``read`` returns at most (a DynamoDB Query page is cut at 1 MB anyway).
 MAX_READ_CHUNKS = 100
 
@@ -36,7 +37,7 @@ def check_stream_name(name: str) -> str:
     Raises:
         BadInput: not 1-128 characters of letters, digits, ``_ . : -``.
     """
-    if not isinstance(name, str) or not _NAME.match(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise BadInput(f"stream name must be 1-128 characters of A-Z a-z 0-9 _ . : -, got {name!r}")
     return name
 

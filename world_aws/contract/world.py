@@ -66,7 +66,8 @@ class EventStore(Protocol):
         dispatched creates (no owner) ten at a time, or a run's last
         outcome and its end (``run_completed`` / ``run_failed``, last in the batch,
         judged and applied as ``create`` would: the run's status, its live hooks
-        released; its result may leave ``run`` out). Each request is
+        released; its result may leave ``run`` out). A ``patch_applied`` may go among the
+        step writes (a ``patched()`` decision the outcome led to). Each request is
         judged by its rule as if written one by one in order; every event is stamped
         ``at`` (a time read from this World's clock). Returns the results in order, or
         None with nothing written when any position after ``after`` is taken (an event

@@ -72,7 +72,10 @@ class MemoryEventStore:
                 return self._step_event(record, request, now)
             if etype.is_hook_event:
                 return self._hook_event(record, request, now)
-            return self._wait_event(record, request, now)
+            if etype.is_wait_event:
+                return self._wait_event(record, request, now)
+            rules.judge_log_event(request, record.run)  # patch_applied: the log alone
+            return EventResult(event=self._append_request(record, request, now))
 
     def append_after(
         self,
@@ -83,7 +86,8 @@ class MemoryEventStore:
         at: datetime,
         flush_later: bool = False,
     ) -> builtins.list[EventResult] | None:
-        """Append owned step writes, then maybe the run's end, after ``after`` iff the log ends there.
+        """Append owned step writes (and patch markers), then maybe the run's end, after ``after``
+        iff the log ends there.
 
         Every request is judged before any is applied (each names its own step, so
         judging them against the state before the batch is judging them in order).
@@ -108,13 +112,21 @@ class MemoryEventStore:
                     record.run = rules.apply_run_event(start, record.run, at)
                 try:
                     for request in steps:
-                        _judge_step_event(record, request, at)
+                        if request.type is EventType.PATCH_APPLIED:
+                            rules.judge_log_event(request, record.run)
+                        else:
+                            _judge_step_event(record, request, at)
                 finally:
                     record.run = before
             except (Conflict, NotFound, RunExpired, TooEarly):
                 return None
             results = [self._run_event(run_id, record, start, at)] if start is not None else []
-            results += [self._step_event(record, request, at) for request in steps]
+            results += [
+                EventResult(event=self._append_request(record, request, at))
+                if request.type is EventType.PATCH_APPLIED
+                else self._step_event(record, request, at)
+                for request in steps
+            ]
             if end is not None:
                 results.append(self._run_event(run_id, record, end, at))
             return results

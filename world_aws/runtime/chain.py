@@ -19,7 +19,6 @@ replay grow slower.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -75,8 +74,7 @@ def continue_as_new(*args: Any, **kwargs: Any) -> NoReturn:
 
 def next_run_id(run_id: str) -> str:
     """The id of the run that continues ``run_id`` (deterministic: a redo starts it once)."""
-    digest = hashlib.sha256(f"{run_id}:continue".encode()).digest()
-    return f"wrun_{ids.crockford(digest[:16])}"
+    return ids.derived_run_id(f"{run_id}:continue")
 
 
 def last_of_chain(world: World, run_id: str) -> Run | None:

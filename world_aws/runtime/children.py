@@ -13,19 +13,24 @@ child's first delivery ensures it too, so it exists before the child can end), a
 the ``hook_received`` that the child's end writes (``runtime/lineage.py``) carries
 its outcome. The outcome is resolved at that event's position, like a step's, so
 ``asyncio.gather`` and ``asyncio.wait`` over children replay the same way every time.
+
+A child's id is in a namespace no caller's idempotency key reaches (``runtime/ids.py``),
+and a run under it that this parent did not start (its ``$parent_run_id`` and
+``$parent_call_id`` name another call) is never waited for: the call fails with
+``ChildRunIdTaken`` (:func:`taken_outcome`), which the workflow sees at its ``await``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
+from world_aws.contract.records import Run
 from world_aws.errors import BadInput, RunCancelledError, WorkflowFailedError
 from world_aws.runtime import ids
 from world_aws.runtime.serde import Serializer, decode_error
-from world_aws.runtime.serde_errors import RecordedError
+from world_aws.runtime.serde_errors import ErrorInfo, RecordedError, encode_error_info
 
 # Reserved hook-token prefix of child calls: ``create_hook`` and ``resume_hook`` refuse it,
 # so no caller can forge a child's outcome through the hook API.
@@ -35,6 +40,9 @@ PARENT_RUN_ID = "$parent_run_id"
 ROOT_RUN_ID = "$root_run_id"
 PARENT_CALL_ID = "$parent_call_id"
 
+# The error code (and type) of a child call whose run id is held by a run it did not start.
+CHILD_RUN_ID_TAKEN = "ChildRunIdTaken"
+
 COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
@@ -42,8 +50,7 @@ CANCELLED = "cancelled"
 
 def child_run_id(parent_run_id: str, call_id: str) -> str:
     """The run id of the child started by ``call_id`` of ``parent_run_id`` (deterministic)."""
-    digest = hashlib.sha256(f"{parent_run_id}:{call_id}".encode()).digest()
-    return f"wrun_{ids.crockford(digest[:16])}"
+    return ids.derived_run_id(f"{parent_run_id}:{call_id}")
 
 
 def child_token(run_id: str) -> str:
@@ -82,6 +89,25 @@ class ChildCall:
 
     request: ChildRequest
     future: asyncio.Future[Any]
+
+
+def is_child_of(run: Run, parent_run_id: str, call_id: str) -> bool:
+    """Whether ``run`` is the child ``call_id`` of ``parent_run_id`` started (the ``$`` links only
+    the runtime writes: callers may not set them)."""
+    return (
+        run.attributes.get(PARENT_RUN_ID) == parent_run_id and run.attributes.get(PARENT_CALL_ID) == call_id
+    )
+
+
+def taken_outcome(serializer: Serializer, request: ChildRequest, holder: Run) -> bytes:
+    """The failed outcome of a child call whose run id ``holder`` holds without being its child."""
+    message = (
+        f"child run id {request.run_id} of call {request.call_id} (workflow {request.workflow_name!r}) "
+        f"is held by a run this parent did not start (workflow {holder.workflow_name!r}); "
+        "the call fails instead of waiting for that run"
+    )
+    error = encode_error_info(ErrorInfo(type=CHILD_RUN_ID_TAKEN, message=message))
+    return encode_outcome(serializer, FAILED, error=error, error_code=CHILD_RUN_ID_TAKEN)
 
 
 def encode_outcome(

@@ -24,6 +24,11 @@ class RuntimeConfig:
             on unless ``0``.
         max_queue_deliveries: deliveries of one message before the run fails with
             ``MAX_DELIVERIES_EXCEEDED`` (SPEC §4.3). ``WORKFLOW_MAX_QUEUE_DELIVERIES``, default 48.
+        batched_step_dispatch: a pass that writes nothing but step creates and knows where the
+            log ends appends them in batches of ``rules.MAX_BATCH_EVENTS`` and publishes their
+            messages after them; off, it creates and publishes every step in parallel (SPEC §5.2),
+            as it does when an append does not land. ``WORKFLOW_BATCHED_STEP_DISPATCH``, on unless
+            ``0`` (``python -m bench.dispatch_modes`` times both; ``docs/benchmarks.md``).
         dispatch_parallelism: threads used for parallel creates and publishes of one pass.
         log_cache_runs: how many runs' logs a warm handler keeps (SPEC §8.3, replay cost).
         replay_cache_runs: how many runs' suspended replays a warm handler keeps and continues
@@ -53,6 +58,7 @@ class RuntimeConfig:
     """
 
     resilient_step_dispatch: bool = True
+    batched_step_dispatch: bool = True
     max_queue_deliveries: int = DEFAULT_MAX_QUEUE_DELIVERIES
     dispatch_parallelism: int = 16
     log_cache_runs: int = 256
@@ -69,6 +75,7 @@ class RuntimeConfig:
         env = os.environ if environ is None else environ
         return cls(
             resilient_step_dispatch=env.get("WORKFLOW_RESILIENT_STEP_DISPATCH", "1").strip() != "0",
+            batched_step_dispatch=env.get("WORKFLOW_BATCHED_STEP_DISPATCH", "1").strip() != "0",
             max_queue_deliveries=_int(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", DEFAULT_MAX_QUEUE_DELIVERIES),
             max_inline_steps=_int(env, "WORKFLOW_MAX_INLINE_STEPS", 3, minimum=0),
             inline_lease_seconds=_int(env, "WORKFLOW_INLINE_LEASE_SECONDS", 900),

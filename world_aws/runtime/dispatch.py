@@ -111,7 +111,8 @@ class StepDispatcher:
         So it does the ``retrying`` steps whose retry message is overdue (``overdue_retries``):
         nothing else re-publishes a lost retry message of a dispatched step, and an inline
         step's owner re-publishes under the retry's own key, which a lost message keeps.
-        ``after``: where the log ends, if this pass writes nothing but creates.
+        ``after``: where the log ends, if this pass writes nothing but creates (then, unless
+        ``batched_step_dispatch`` is off, the creates are appended first and the messages follow).
 
         Returns:
             Where the log ends now, if ``after`` was given and every create was appended.
@@ -124,10 +125,13 @@ class StepDispatcher:
         appended: list[StepRequest] = []
         rest = new_steps
         if after is not None and new_steps:
-            results, after = append_batches(
-                self._world, run.run_id, after, [_create_request(s) for s in new_steps]
-            )
-            appended, rest = new_steps[: len(results)], new_steps[len(results) :]
+            if self._config.batched_step_dispatch:
+                results, after = append_batches(
+                    self._world, run.run_id, after, [_create_request(s) for s in new_steps]
+                )
+                appended, rest = new_steps[: len(results)], new_steps[len(results) :]
+            else:
+                after = None  # the creates below move the log's end: the caller reads it again
         if self.resilient_for(run):
             self._dispatch_resilient(run, rest, appended, undispatched, redispatch_tag)
             return after

@@ -298,6 +298,15 @@ class StepExecutor:
             span.set_attribute(telemetry.CONTINUATION, "read")
         else:
             if self._world.steps.any_pending(run_id, besides=step_id):
+                if self._created_since(run_id, position):
+                    # A continuation past our outcome created a step: it may be a twin of this
+                    # very message (SQS gave it to two consumers), which our ack deletes. If it
+                    # dies before publishing that step's message, nothing else would: leave a
+                    # wake-up, whose pass re-publishes every created, never-started step
+                    # (collapsed by key with a publish that did land). ARCHITECTURE §6.
+                    self._orchestrator.wake(run_id, delay_seconds=0, key=None)
+                    span.set_attribute(telemetry.CONTINUATION, "others_pending_woken")
+                    return Ack()
                 span.set_attribute(telemetry.CONTINUATION, "others_pending")
                 return Ack()
             claimed = self._world.runs.claim_continuation(run_id, after=position, claimer=step_id)
@@ -333,6 +342,11 @@ class StepExecutor:
             telemetry.LOG.exception("inline continuation failed; queueing it", extra={"run_id": run_id})
             self._orchestrator.wake(run_id, delay_seconds=0, key=None)
             return Ack()
+
+    def _created_since(self, run_id: str, position: int) -> bool:
+        """Whether a step was created after ``position`` (one read of the log's tail, without payloads)."""
+        tail = self._world.events.list(run_id, after=position, resolve_data=ResolveData.NONE)
+        return any(event.type is EventType.STEP_CREATED for event in tail)
 
     def _reroute(self, payload: InvokePayload, run_context: RunContext) -> HandlerResult:
         """Deployment guard (SPEC §5.4): re-enqueue toward the pinned deployment, or give up."""

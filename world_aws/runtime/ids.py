@@ -1,6 +1,13 @@
 """Identifiers: ULID-based run ids and deterministic per-run correlation ids.
 
-Run ids are minted client-side (``wrun_<ULID>``). Step, hook and wait ids come
+Run ids are minted client-side (``wrun_<ULID>``), or derived from a seed
+(:func:`derived_run_id`) where the same start must name the same run. Each kind of
+derived id has its own seed namespace, so no seed of one kind can equal a seed of
+another: a child's is ``<parent run id>:<call id>`` and a continuation's
+``<run id>:continue`` (both begin ``wrun_``), a schedule tick's
+``schedule:<name>:<tick>``, and a caller's idempotency key is prefixed
+``key:``. A caller, who chooses its key freely, therefore can never name (and
+pre-create) a child's, a continuation's or a tick's run. Step, hook and wait ids come
 from per-kind counters of one run, so a replay of the same prefix regenerates
 the same ids (SPEC §8.3); they embed the run's ULID so that they are unique
 across runs too (the step-queue idempotency key is global).
@@ -31,9 +38,34 @@ def new_run_id() -> str:
     return f"wrun_{new_ulid()}"
 
 
+# The seed prefixes of derived run ids (see the module docstring).
+CALLER_KEY_SEED = "key:"
+SCHEDULE_SEED = "schedule:"
+RUN_ID_PREFIX = "wrun_"
+
+
+def derived_run_id(seed: str) -> str:
+    """``wrun_`` and 26 Crockford digits of the seed's SHA-256: the same seed names the same run."""
+    return f"{RUN_ID_PREFIX}{crockford(hashlib.sha256(seed.encode('utf-8')).digest()[:16])}"
+
+
 def run_id_for_key(idempotency_key: str) -> str:
-    """A run id derived from a start idempotency key: the same key names the same run."""
-    return f"wrun_{crockford(hashlib.sha256(idempotency_key.encode('utf-8')).digest()[:16])}"
+    """The run a caller's start idempotency key names (``Runtime.start``, ``POST /runs``).
+
+    Seeded ``key:<key>``: never a child's, a continuation's or a schedule tick's id.
+    """
+    return derived_run_id(f"{CALLER_KEY_SEED}{idempotency_key}")
+
+
+def schedule_run_id(tick_key: str) -> str:
+    """The run of a schedule tick, from its key ``schedule:<name>:<tick ISO time>``.
+
+    Raises:
+        ValueError: the key is not in the schedules' namespace.
+    """
+    if not tick_key.startswith(SCHEDULE_SEED):
+        raise ValueError(f"a schedule tick's key starts with {SCHEDULE_SEED!r}, got {tick_key!r}")
+    return derived_run_id(tick_key)
 
 
 def correlation_id(kind: str, run_id: str, n: int) -> str:

@@ -14,8 +14,8 @@ Ownership (who may start an inline step's body):
   pass, a step message's last completer) leaves an owned step alone while its
   owner may still run it: for ``inline_lease_seconds`` after the owner's write;
 * the owner's own message, delivered again (a higher receive count), means the
-  invocation that ran the body is gone (a redelivery comes only after the
-  visibility timeout, longer than any invocation): it starts the step again
+  invocation that ran the body is gone (its heartbeat hid the message for as long
+  as it lived, ``aws/heartbeat.py``; a redelivery comes only once it stopped): it starts the step again
   (``step_started`` naming itself: a new attempt); so does the fresh message a
   continuation that failed after progress handed the run on to (``Owner.predecessor``);
 * past the lease anyone may, for an owner whose message never comes back.

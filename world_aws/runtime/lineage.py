@@ -13,7 +13,9 @@ the parent (keyed ``<child>:end:wake``); a failure raises, so the message comes
 back. Every path that later meets the ended child does it again (a workflow message
 refused by the terminal run, a step delivery that finds the run ended, a retried
 cancel), and a reconciler wake of the parent reads its open children and tells it
-about any that ended: late, never lost.
+about any that ended: late, never lost. A child id held by a run this parent did
+not start fails its call with ``ChildRunIdTaken`` (``children.taken_outcome``)
+instead of waiting for a run that will never tell the parent.
 
 A cancel (``cancel``) writes ``run_cancelled``, tells the parent, then cancels
 every child whose outcome the run's log does not hold; a caller that sees it fail
@@ -69,23 +71,39 @@ class Lineage:
     # --- the parent's suspension pass ------------------------------------------------
 
     def start_children(self, parent: Run, requests: Sequence[ChildRequest]) -> None:
-        """Start each child, then record its call's hook in the parent's log.
+        """Start each child (its first message, *then* its ``run_created``), then record its call's hook.
+
+        The messages go first: a pass that dies between the two writes leaves a child with a
+        message and no ``run_created`` (the message creates it), never one created without
+        a message. The latter was left to the reconciler when the parent was cancelled
+        before its redelivery: its cancel knows no child without a hook, and its redelivery
+        finds it ended (ARCHITECTURE §6, "Child workflows"). A child's first delivery
+        writes the parent's hook first, or cancels itself if the parent ended.
 
         Raises:
             WorldAwsError: a start or a hook failed; the pass is redone (both are idempotent).
         """
         if not requests:
             return
-        calls: list[Callable[[], Any]] = []
-        for request in requests:
-            calls += start_calls(self._world, request.run_id, self._child_creation(parent, request))
-        answers = self._parallel(calls)
-        for created, published in zip(answers[::2], answers[1::2], strict=True):
-            start_result(created, published)
+        pairs = [
+            start_calls(self._world, request.run_id, self._child_creation(parent, request))
+            for request in requests
+        ]
+        for published in self._parallel([publish for _, publish in pairs]):
+            if isinstance(published, Exception):
+                raise published
+        creates = self._parallel([create for create, _ in pairs])
+        taken: list[tuple[ChildRequest, Run]] = []
+        for request, created in zip(requests, creates, strict=True):
+            start_result(created, None)
+            if isinstance(created, Conflict) and (holder := self._foreign_holder(parent.run_id, request)):
+                taken.append((request, holder))
         hooks = [partial(self._ensure_hook, parent.run_id, request) for request in requests]
         for answer in self._parallel(hooks):
             if isinstance(answer, Exception):
                 raise answer
+        for request, holder in taken:
+            self._refuse_taken(parent.run_id, request, holder)
 
     def reconcile_children(self, parent: Run, requests: Sequence[ChildRequest]) -> None:
         """On a reconciler wake: tell the parent about started children that ended, restart lost ones."""
@@ -94,6 +112,9 @@ class Lineage:
                 child = self._world.runs.get(request.run_id)
             except NotFound:
                 self.start_children(parent, [request])
+                continue
+            if not children.is_child_of(child, parent.run_id, request.call_id):
+                self._refuse_taken(parent.run_id, request, child)
                 continue
             # A child that continued as new tells its parent when its chain's last run ends.
             last = last_of_chain(self._world, child.run_id) if self.continued_to(child) else child
@@ -111,6 +132,38 @@ class Lineage:
                 ROOT_RUN_ID: parent.root_run_id,
                 PARENT_CALL_ID: request.call_id,
             },
+        )
+
+    def _foreign_holder(self, parent_run_id: str, request: ChildRequest) -> Run | None:
+        """The run holding the child's id if this parent did not start it (a create that conflicted)."""
+        try:
+            holder = self._world.runs.get(request.run_id, resolve_data=ResolveData.NONE)
+        except NotFound:
+            return None
+        return None if children.is_child_of(holder, parent_run_id, request.call_id) else holder
+
+    def _refuse_taken(self, parent_run_id: str, request: ChildRequest, holder: Run) -> None:
+        """Fail the call whose child id ``holder`` took: its outcome in the parent's log, then a wake.
+
+        The outcome is deduplicated by its resume id, the wake by its key, so a redone pass
+        writes each once; the holder is left alone (not the parent's to cancel or to wait for).
+        """
+        self._ensure_hook(parent_run_id, request)
+        outcome = HookReceivedData(
+            token=request.token,
+            payload=children.taken_outcome(self._serializer, request, holder),
+            resume_id=f"{request.run_id}:taken",
+        )
+        self._retry(
+            lambda: self._world.events.create(
+                parent_run_id, EventRequest(EventType.HOOK_RECEIVED, request.call_id, outcome)
+            )
+        )
+        body = encode_payload(InvokePayload(run_id=parent_run_id, requested_at=self._world.clock.now()))
+        self._retry(
+            lambda: self._world.queue.publish(
+                QueueName.WORKFLOW, body, idempotency_key=f"{request.run_id}:taken:wake"
+            )
         )
 
     def _ensure_hook(self, parent_run_id: str, request: ChildRequest) -> None:

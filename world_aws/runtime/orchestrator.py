@@ -20,6 +20,7 @@ from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import (
+    Event,
     EventRequest,
     EventType,
     HookCreatedData,
@@ -39,6 +40,7 @@ from world_aws.runtime.dispatch import StepDispatcher, run_parallel
 from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner, creates_only, start_run
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.logcache import LogCache
+from world_aws.runtime.patching import patch_marker
 from world_aws.runtime.pipeline import OutcomePipeline, run_end
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.replay import Completed, Continued, Failed, Replay, StepRequest, Suspended, WaitRequest
@@ -144,6 +146,14 @@ class Orchestrator:
                 if run.blocked is not None and not unblocked:
                     self._world.runs.unblock(run.run_id)  # released onto code it replays on
                     unblocked = True
+                if replay.patches.unrecorded:
+                    # patched() took a new branch here: its marker goes in first, before
+                    # anything that branch writes (runtime/patching.py); then replay on.
+                    if start is not None:
+                        start_run(self._world, run.run_id, start)
+                        start = None
+                    fed = self._logs.feed(run.run_id, self._record_patches(run.run_id, replay))
+                    continue
                 if start is not None and not isinstance(outcome, Suspended):
                     start_run(self._world, run.run_id, start)
                     start = None
@@ -318,6 +328,16 @@ class Orchestrator:
         )
 
     # --- internals ------------------------------------------------------------------
+
+    def _record_patches(self, run_id: str, replay: Replay) -> list[Event]:
+        """Write ``replay``'s unrecorded ``patch_applied`` markers, in order; the events written."""
+        written: list[Event] = []
+        for change_id in list(replay.patches.unrecorded):
+            result = self._world.events.create(run_id, patch_marker(change_id))
+            if result.event is not None:
+                written.append(result.event)
+        replay.patches.recorded(list(replay.patches.unrecorded))
+        return written
 
     def _moved(self, run_id: str, after: int) -> bool:
         """Whether the log holds an event after ``after`` that moves the workflow on.

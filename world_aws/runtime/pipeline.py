@@ -7,7 +7,8 @@ inline steps, the outcome and those creates go in one ``events.append_after`` (o
 round trip) and their bodies run, and so on step after step. Anything else in the
 pass, and an append that does not land, take the ordinary way (ARCHITECTURE §5,
 "Pipelined outcome"). A workflow that returns or fails after the outcome (and tells
-no parent) has its end in the same append.
+no parent) has its end in the same append, and a ``patched()`` decision the outcome
+leads to has its marker there too, right after the outcome.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from world_aws.contract.records import (
     Event,
     EventRequest,
     EventType,
+    PatchAppliedData,
     Run,
     RunCompletedData,
     RunFailedData,
@@ -32,6 +34,7 @@ from world_aws.runtime.holding import held_by
 from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, creates_only, owned_create
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.outcomes import append_or_none
+from world_aws.runtime.patching import patch_marker
 from world_aws.runtime.registry import WorkflowFunction, Workflows
 from world_aws.runtime.replay import Completed, Failed, Outcome, Replay, StepRequest, Suspended
 from world_aws.runtime.replaycache import ReplayCache
@@ -92,7 +95,14 @@ class OutcomePipeline:
         at = self._world.clock.now()
         replay.feed([Event(run.run_id, after + 1, settled.type, settled.correlation_id, at, settled.data)])
         outcome = replay.outcome()
-        room = self._max_events - after - 1
+        # patched() took a new branch after this outcome: its markers go in this append, after
+        # the outcome and before anything the branch writes (runtime/patching.py).
+        markers = [patch_marker(change_id) for change_id in replay.patches.unrecorded]
+        if len(markers) > rules.MAX_BATCH_EVENTS - 2:  # too many for one batch: the ordinary way
+            stepbody.record(self._world, run.run_id, settled)
+            replay.close()
+            return Replay(run, workflow, self._app.serializer), InlineRound(), False
+        room = self._max_events - after - 1 - len(markers)
         closing = None  # the run's end, when the workflow returns or fails here (and tells no parent)
         if (
             isinstance(outcome, Completed | Failed)
@@ -104,12 +114,23 @@ class OutcomePipeline:
         creates = (
             []
             if closing is not None
-            else self._next_creates(outcome, owner, ran, room=room, published=published)
+            else self._next_creates(
+                outcome,
+                owner,
+                ran,
+                room=min(room, rules.MAX_BATCH_EVENTS - 1 - len(markers)),
+                published=published,
+            )
         )
         # Not landed, or unknown: the one-by-one write finds out (a landed batch refuses the
         # outcome; the replay from the log then shows our creates, which the next pass adopts,
         # or the run's end, which the pass's own end then finds written).
-        requests = [settled, *(owned_create(s, owner) for s in creates), *([closing] if closing else [])]
+        requests = [
+            settled,
+            *markers,
+            *(owned_create(s, owner) for s in creates),
+            *([closing] if closing else []),
+        ]
         # With creates, their bodies follow: the World's housekeeping of the append (the
         # DynamoDB World's batch item put) runs beside them, off the path between two bodies.
         results = append_or_none(self._world, run.run_id, after, requests, at, flush_later=bool(creates))
@@ -117,10 +138,12 @@ class OutcomePipeline:
             stepbody.record(self._world, run.run_id, settled)
             replay.close()
             return Replay(run, workflow, self._app.serializer), InlineRound(), False
+        replay.patches.recorded([m.data_as(PatchAppliedData).change_id for m in markers])
         if closing is not None:
             return replay, InlineRound(ended=True), False
         fed = self._logs.feed(run.run_id, [r.event for r in results if r.event is not None])
-        claimed = [(r.step, s) for r, s in zip(results[1:], creates, strict=True) if r.step is not None]
+        created = results[1 + len(markers) :]
+        claimed = [(r.step, s) for r, s in zip(created, creates, strict=True) if r.step is not None]
         flush = partial(self._world.events.flush, run.run_id)
         if not claimed or self._inline is None:
             if creates:  # appended to flush later, with no body to flush beside
@@ -135,10 +158,11 @@ class OutcomePipeline:
     def _next_creates(
         self, outcome: Outcome, owner: Owner, ran: set[str], *, room: int, published: AbstractSet[str]
     ) -> list[StepRequest]:
-        """The steps to create with the outcome: the next pass's, if it only creates inline ones."""
+        """The steps to create with the outcome: the next pass's, if it only creates inline ones
+        and they fit in ``room`` (the batch's and the log's)."""
         if self._inline is None or not isinstance(outcome, Suspended):
             return []
-        if len(outcome.new_steps) > min(room, rules.MAX_BATCH_EVENTS - 1):
+        if len(outcome.new_steps) > room:
             return []  # wider than one batch (or than the log's room): the normal pass creates them
         plan = self._inline.plan(outcome, owner, ran, published=published)
         return list(plan.create) if creates_only(outcome, plan) else []

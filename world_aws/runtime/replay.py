@@ -50,9 +50,11 @@ from world_aws.errors import (
 from world_aws.runtime import children, context, ids
 from world_aws.runtime.chain import ContinueAsNew
 from world_aws.runtime.children import ChildCall, ChildRequest
+from world_aws.runtime.divergence import Divergence
 from world_aws.runtime.guard import unguarded
 from world_aws.runtime.hooks import DEFAULT_TOKEN_PREFIX, Hook, check_token, new_hook_token
 from world_aws.runtime.loop import ReplayLoop
+from world_aws.runtime.patching import PatchBook
 from world_aws.runtime.registry import StepFunction, WorkflowFunction
 from world_aws.runtime.serde import Serializer, decode_error, encode_error
 from world_aws.runtime.serde_errors import RecordedError
@@ -176,10 +178,13 @@ class _LogIndex:
     hooks_disposed: set[str] = field(default_factory=set)
     waits: dict[str, datetime] = field(default_factory=dict)
     waits_done: set[str] = field(default_factory=set)
+    created_at: dict[str, int] = field(default_factory=dict)  # the position of each create
 
     def add(self, event: Event) -> None:
         cid = event.correlation_id or ""
         etype = event.type
+        if etype.creates_entity or etype is EventType.HOOK_CONFLICT:
+            self.created_at.setdefault(cid, event.position)
         if etype.is_step_event:
             self._add_step_event(event, cid)
         elif isinstance(event.data, HookCreatedData | HookConflictData):
@@ -242,7 +247,9 @@ class Replay:
         self._timers: dict[str, _Timer] = {}
         self._early: dict[str, list[Event]] = {}
         self._index = _LogIndex()
+        self.patches = PatchBook()  # patched() decisions (runtime/patching.py)
         self._fatal: NonDeterminismError | None = None
+        self.divergence: Divergence | None = None  # where, once the code no longer matches the log
         self._bad_input: BadInput | None = None  # the run's input does not decode or fit
         self._task: asyncio.Task[Any] | None = None
         self.last_position = 0
@@ -258,6 +265,7 @@ class Replay:
         """
         for event in events:
             self._index.add(event)
+            self.patches.add(event)
             if self._input is None and isinstance(event.data, RunCreatedData) and event.data.creation:
                 self._input = event.data.creation.input
             hook = self._hooks.get(event.correlation_id or "")
@@ -301,6 +309,8 @@ class Replay:
             return Failed(encode_error(asyncio.CancelledError("workflow task cancelled")), ERROR_CODE_USER)
         exc = self._task.exception()
         if isinstance(exc, NonDeterminismError):  # a refused call (runtime/guard.py)
+            if self.divergence is None:
+                self.divergence = Divergence(None, None, None, str(exc), str(exc))
             return Failed(encode_error(exc), ERROR_CODE_NON_DETERMINISM)
         if isinstance(exc, ContinueAsNew):
             return self._continued(exc)
@@ -309,10 +319,16 @@ class Replay:
         unreached = sorted(set(self._index.step_names) - set(self._steps))
         if unreached:
             names = ", ".join(f"{cid} ({self._index.step_names[cid]})" for cid in unreached)
-            return Failed(
-                encode_error(NonDeterminismError(f"the log has steps the code never called: {names}")),
-                ERROR_CODE_NON_DETERMINISM,
+            error = NonDeterminismError(f"the log has steps the code never called: {names}")
+            first = min(unreached, key=lambda cid: self._index.created_at.get(cid, 0))
+            self.divergence = self.divergence or Divergence(
+                self._index.created_at.get(first),
+                first,
+                f"step {self._index.step_names[first]!r}",
+                "returns without calling it",
+                str(error),
             )
+            return Failed(encode_error(error), ERROR_CODE_NON_DETERMINISM)
         try:
             return Completed(
                 self._serializer.dumps(
@@ -343,7 +359,12 @@ class Replay:
         future: asyncio.Future[Any] = self.loop.create_future()
         logged = self._index.step_names.get(cid)
         if logged is not None and logged != step.name:
-            self._diverged(f"at {cid} the log has step {logged!r} but the code calls step {step.name!r}")
+            self._diverged(
+                f"at {cid} the log has step {logged!r} but the code calls step {step.name!r}",
+                cid,
+                f"step {logged!r}",
+                f"calls step {step.name!r}",
+            )
             future.set_exception(self._fatal or NonDeterminismError("diverged"))
             return future
         self._steps[cid] = self._open_steps[cid] = _StepCall(step.name, future, payload)
@@ -362,7 +383,10 @@ class Replay:
         logged = self._index.hooks.get(cid)
         if logged is not None and logged != request.token:
             self._diverged(
-                f"at {cid} the log has hook token {logged!r} but the code starts child {request.token!r}"
+                f"at {cid} the log has hook token {logged!r} but the code starts child {request.token!r}",
+                cid,
+                f"hook {logged!r}",
+                f"starts child {request.token!r}",
             )
         self._children[cid] = ChildCall(request, future)
         self._apply_early(cid)
@@ -379,10 +403,19 @@ class Replay:
         metadata_bytes = unguarded(self._serializer.dumps, metadata, context="hook metadata")
         hook = Hook(self.loop, cid, hook_token, metadata_bytes)
         if logged is not None and logged != hook_token:
-            self._diverged(f"at {cid} the log has hook token {logged!r} but the code creates {hook_token!r}")
+            self._diverged(
+                f"at {cid} the log has hook token {logged!r} but the code creates {hook_token!r}",
+                cid,
+                f"hook {logged!r}",
+                f"creates hook {hook_token!r}",
+            )
         self._hooks[cid] = hook
         self._apply_early(cid)
         return hook
+
+    def patched(self, change_id: str) -> bool:
+        """``world_aws.patched(change_id)`` at this point of the code (``runtime/patching.py``)."""
+        return self.patches.decide(change_id, self._counters)
 
     def timer_created(self, handle: asyncio.TimerHandle, delay: float) -> None:
         if delay > MAX_DELAY_SECONDS:
@@ -440,11 +473,13 @@ class Replay:
         self._counters[kind] += 1
         return ids.correlation_id(kind, self.run_id, self._counters[kind])
 
-    def _diverged(self, message: str) -> None:
+    def _diverged(self, message: str, cid: str | None, logged: str | None, called: str) -> None:
         if self._fatal is None:
             self._fatal = NonDeterminismError(
                 f"workflow {self.workflow_name!r} no longer matches its log: {message}"
             )
+            position = self._index.created_at.get(cid or "")
+            self.divergence = Divergence(position, cid, logged, called, str(self._fatal))
 
     def _apply_early(self, cid: str) -> None:
         for event in self._early.pop(cid, []):

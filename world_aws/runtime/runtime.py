@@ -49,6 +49,7 @@ from world_aws.runtime.deployments import (
 )
 from world_aws.runtime.dispatch import StepDispatcher
 from world_aws.runtime.executor import StepExecutor
+from world_aws.runtime.forks import FORKED_FROM, Forks
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.hooks import check_token
 from world_aws.runtime.inline import InlineSteps, Owner
@@ -118,6 +119,7 @@ class Runtime:
             self.config.max_deployment_reroutes,
             handover=handover,
         )
+        self.forks = Forks(world, app, self._pool)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -152,15 +154,40 @@ class Runtime:
     ) -> RunHandle:
         """Redo a keyed start this caller made, whose first message may never have left.
 
-        The scheduler's, for a tick whose run is still pending: the create is refused
-        and the first message published again under its key (absorbed if it went). The
-        run the key names is not read back and compared with the arguments (the caller
-        made it with these; the scheduler's role may not read events).
+        For a keyed run that is still pending: the create is refused and the first
+        message published again under its key (absorbed if it went). The run the key
+        names is not read back and compared with the arguments (the caller made it with
+        these). The scheduler's own redo is ``start_tick(..., again=True)``.
 
         Raises:
             BadInput, WorldAwsError: as ``start``.
         """
         return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=False)
+
+    def start_tick(
+        self,
+        workflow: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        tick_key: str,
+        attributes: dict[str, str],
+        again: bool = False,
+    ) -> RunHandle:
+        """The scheduler's start of a tick: the run ``ids.schedule_run_id(tick_key)`` names.
+
+        Ticks have their own id namespace (``runtime/ids.py``): no caller's idempotency
+        key names a tick's run. ``again`` redoes a start whose run is pending (see
+        ``start_again``).
+
+        Raises:
+            BadInput, WorldAwsError: as ``start``; Conflict: the tick's run exists with
+                another workflow or other arguments.
+        """
+        run_id = ids.schedule_run_id(tick_key)
+        return self._keyed_start(
+            workflow, args, kwargs, tick_key, attributes, compare=not again, run_id=run_id
+        )
 
     def _keyed_start(
         self,
@@ -171,6 +198,7 @@ class Runtime:
         attributes: dict[str, str] | None,
         *,
         compare: bool,
+        run_id: str | None = None,
     ) -> RunHandle:
         reserved = sorted(k for k in attributes or {} if k.startswith(RESERVED_ATTRIBUTE_PREFIX))
         if reserved:
@@ -187,7 +215,8 @@ class Runtime:
             context=f"arguments of workflow {wf.name!r}",
             payload=Payload.STEP_INPUT,
         )
-        run_id = ids.run_id_for_key(idempotency_key) if idempotency_key else ids.new_run_id()
+        if run_id is None:
+            run_id = ids.run_id_for_key(idempotency_key) if idempotency_key else ids.new_run_id()
         with tracing.start_span(run_id, wf.name):
             return self._start(
                 run_id, wf.name, data, idempotency_key, dict(attributes or {}), compare=compare
@@ -242,6 +271,25 @@ class Runtime:
             )
         except BadInput:
             return False  # not even decodable by this app: not the same start
+
+    def fork(
+        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+    ) -> RunHandle:
+        """Start a new run of an ended run's workflow and input, on this code, from a step.
+
+        Its log begins with the original's up to ``from_step`` (a step name, its first
+        call; ``"name#n"``, its n-th), or by default up to the step whose failure
+        ended the run: the steps settled before that point are not run again, their
+        recorded results are reused. The original stays as it ended. The fork's
+        ``$forked_from`` attribute names it. See ``runtime/forks.py``.
+
+        Raises:
+            NotFound: no such run, or no such step in its log.
+            Conflict: the run has not ended (cancel it first).
+            BadInput: a malformed ``from_step``, none for a completed run, or a
+                workflow this code does not have.
+        """
+        return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key)
 
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
@@ -361,6 +409,9 @@ class Runtime:
             routed = self._pinned(asked, delivery)
             if routed is not None:
                 return routed
+        if payload.run_input is not None and FORKED_FROM in payload.run_input.attributes:
+            # A fork's first message: its copied prefix is written before it starts.
+            self.forks.prepare(payload.run_id, self._creation(payload.run_input))
         start = None
         logged = self._reads_log_first(payload)
         seen = self._seen(payload, with_log=logged)
@@ -454,6 +505,12 @@ class Runtime:
                     max_pause=READ_MAX_PAUSE_SECONDS,
                 )
         except NotFound:
+            return None
+        if run.status is RunStatus.PENDING and payload.run_input is None and FORKED_FROM in run.attributes:
+            # A wake of a fork whose first message's handler died before its copy was
+            # whole (runtime/forks.py): finish it, then start the run as if missing.
+            self.forks.finish(run)
+            self.logs.forget(run.run_id)
             return None
         if run.status is RunStatus.RUNNING:
             return run

@@ -10,12 +10,15 @@ does, per schedule:
    ``SchedulerConfig.horizon_seconds``). The ``catch_up`` most recent are handled; the older ones
    are dropped and counted as missed (a gap in the passes never floods the app).
 3. handle each, oldest first. A tick's run id is derived from the key
-   ``schedule:<name>:<tick ISO time>`` (the start idempotency key), so a tick whose
+   ``schedule:<name>:<tick ISO time>`` in the ticks' own namespace
+   (``ids.schedule_run_id``: no caller's idempotency key names it), so a tick whose
    run exists was started (by an earlier pass that crashed before step 4, or by a
    concurrent one) and is not started again; otherwise, under ``overlap="skip"``,
    a tick whose previous run is pending or running is skipped; else it is started
-   with ``Runtime.start`` under that key (a second start of the key returns the
-   same run, so even two passes racing start it once).
+   with ``Runtime.start_tick`` under that key (a second start of the key returns the
+   same run, so even two passes racing start it once). A run under the tick's id
+   that is not the tick's (another workflow, or without the tick's ``schedule`` and
+   ``schedule_tick`` attributes) is not taken for it: the tick is ``refused``.
 4. advance the state with a compare-and-set on the last tick read: a pass that
    lost the race writes nothing (the winner handled the same ticks).
 
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from world_aws.contract.records import ResolveData, RunStatus
+from world_aws.contract.records import ResolveData, Run, RunStatus
 from world_aws.contract.schedules import ScheduleState
 from world_aws.errors import Misconfigured, NotFound, WorldAwsError
 from world_aws.runtime import ids
@@ -41,6 +44,9 @@ from world_aws.runtime.schedule_expr import iso_tick, ticks_between
 from world_aws.runtime.schedules import Overlap, Schedule
 from world_aws.runtime.telemetry import LOG
 
+# The attributes a tick's run carries: which schedule, which tick.
+SCHEDULE_ATTRIBUTE = "schedule"
+TICK_ATTRIBUTE = "schedule_tick"
 # A 1-minute schedule has 1,440 ticks in the default horizon: the most a pass lists.
 MAX_TICKS_LISTED = 10_000
 
@@ -50,6 +56,7 @@ class TickOutcome(StrEnum):
     ALREADY_STARTED = "already_started"  # the tick's run existed (an earlier or concurrent pass)
     SKIPPED = "skipped"  # overlap="skip" and the previous tick's run had not ended
     MISSED = "missed"  # dropped by the catch-up bound
+    REFUSED = "refused"  # the tick's run id is held by a run that is not the tick's
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +151,17 @@ class Scheduler:
     ) -> tuple[TickOutcome, str | None]:
         tick_iso = iso_tick(tick)
         key = schedule.idempotency_key(tick_iso)
-        run_id = ids.run_id_for_key(key)
-        existing = self._status(run_id)
-        if existing is not None and existing is not RunStatus.PENDING:
+        run_id = ids.schedule_run_id(key)
+        existing = self._existing(run_id)
+        if existing is not None and not _is_tick_run(existing, schedule, tick_iso):
+            LOG.error(
+                "scheduler refused a tick of %s: its run id is held by a run of %s that is not the tick's",
+                schedule.name,
+                existing.workflow_name,
+                extra={"run_id": run_id, "tick": tick_iso},
+            )
+            return TickOutcome.REFUSED, None
+        if existing is not None and existing.status is not RunStatus.PENDING:
             return TickOutcome.ALREADY_STARTED, run_id
         if existing is not None:
             # Pending: its start may have failed after run_created landed (its first message
@@ -166,19 +181,19 @@ class Scheduler:
         return TickOutcome.STARTED, run_id
 
     def _start_run(self, schedule: Schedule, key: str, tick_iso: str, *, again: bool = False) -> str:
-        start = self._runtime.start_again if again else self._runtime.start
-        handle = start(
+        handle = self._runtime.start_tick(
             schedule.workflow_name,
-            *schedule.args,
-            idempotency_key=key,
-            attributes={"schedule": schedule.name, "schedule_tick": tick_iso},
-            **dict(schedule.kwargs),
+            tuple(schedule.args),
+            dict(schedule.kwargs),
+            tick_key=key,
+            attributes={SCHEDULE_ATTRIBUTE: schedule.name, TICK_ATTRIBUTE: tick_iso},
+            again=again,
         )
         return handle.run_id
 
-    def _status(self, run_id: str) -> RunStatus | None:
+    def _existing(self, run_id: str) -> Run | None:
         try:
-            return self._world.runs.get(run_id, resolve_data=ResolveData.NONE).status
+            return self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
         except NotFound:
             return None
 
@@ -186,3 +201,12 @@ class Scheduler:
         """Whether the run, or the ``continue_as_new`` chain it began, is still going."""
         last = last_of_chain(self._world, run_id)
         return last is not None and not last.status.terminal
+
+
+def _is_tick_run(run: Run, schedule: Schedule, tick_iso: str) -> bool:
+    """Whether ``run`` is the run a start of this tick made (and not one that took its id)."""
+    return (
+        run.workflow_name == schedule.workflow_name
+        and run.attributes.get(SCHEDULE_ATTRIBUTE) == schedule.name
+        and run.attributes.get(TICK_ATTRIBUTE) == tick_iso
+    )

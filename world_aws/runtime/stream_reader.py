@@ -11,7 +11,9 @@ gets the same values as one that read from 0 and skipped ``start_index`` of them
 A stream ends at the first chunk that closes it (chunks after it are not read),
 or when the run has ended and a read after that found nothing new. Resuming
 re-reads the chunks from the first (the numbering needs them), so a resumed read
-costs one Query per 1 MB of the stream before ``start_index``.
+costs one Query per 1 MB of the stream before ``start_index``; the values there are
+counted, not decoded. ``poll(limit)`` reads and decodes no further than ``limit``
+values past ``start_index``.
 """
 
 from __future__ import annotations
@@ -47,35 +49,66 @@ class StreamCursor:
         self.next_index = 0  # the index the next kept value gets
         self.closed = False
         self.run_ended = False
+        self.more = False  # the last poll(limit) stopped at its limit, short of the stream's end
         self._after = -1
         self._high: dict[str, int] = {}
 
-    def poll(self) -> list[tuple[int, Any]]:
-        """(index, value) of every value kept since the last poll, from ``start_index`` on."""
+    def poll(self, limit: int | None = None) -> list[tuple[int, Any]]:
+        """(index, value) of the values kept since the last poll, from ``start_index`` on.
+
+        With ``limit``, at most that many: chunks are read (and values decoded) only as far
+        as they are needed, so the cost is O(limit) past ``start_index``; :attr:`more` then
+        says whether the read stopped short of the stream's end (the next poll goes on
+        from there, mid-chunk if need be).
+        """
         out: list[tuple[int, Any]] = []
+        self.more = False
         while not self.closed:
-            chunks = self._world.streams.read(
-                self.run_id, self.name, after=self._after, limit=MAX_READ_CHUNKS
-            )
+            wanted = MAX_READ_CHUNKS if limit is None else self._chunks_wanted(limit - len(out))
+            chunks = self._world.streams.read(self.run_id, self.name, after=self._after, limit=wanted)
             for chunk in chunks:
-                self._take(chunk, out)
+                self._take(chunk, out, limit)
                 if self.closed:
                     break
-            if len(chunks) < MAX_READ_CHUNKS:
+                if limit is not None and len(out) >= limit:
+                    self.more = True
+                    return out
+            if len(chunks) < wanted:
                 break
         return out
 
-    def _take(self, chunk: StreamChunk, out: list[tuple[int, Any]]) -> None:
-        self._after = chunk.position
+    def _chunks_wanted(self, values: int) -> int:
+        """How many chunks to ask for: a full page before ``start_index`` (the values there are
+        counted, never decoded), then no more than the values still wanted (a chunk holds at
+        least one new value, or it is a duplicate's and skipped at no decoding cost)."""
+        if self.next_index < self.start_index:
+            return MAX_READ_CHUNKS
+        return max(1, min(MAX_READ_CHUNKS, values))
+
+    def _take(self, chunk: StreamChunk, out: list[tuple[int, Any]], limit: int | None = None) -> None:
+        """Keep ``chunk``'s new values (those at or past ``start_index`` decoded), up to ``limit`` in ``out``.
+
+        A chunk cut short by ``limit`` is left unread (``_after`` stays before it) with its
+        writer's high mark at the last value kept, so the next read takes it up from there.
+        """
         high = self._high.get(chunk.writer, 0)
-        fresh = chunk.seq + chunk.count - max(high, chunk.seq)
-        if fresh > 0:
-            values: list[bytes] = self._serializer.loads(chunk.data, context=f"stream {self.name!r}")
-            for offset in range(chunk.count - fresh, chunk.count):
-                if self.next_index >= self.start_index:
+        first = max(high, chunk.seq) - chunk.seq  # the offset of the chunk's first new value
+        end = chunk.count
+        if first < end:
+            skipped = min(end - first, max(0, self.start_index - self.next_index))
+            self.next_index += skipped  # before start_index: counted, not decoded
+            first += skipped
+            if limit is not None:
+                end = min(end, first + max(0, limit - len(out)))
+            if first < end:
+                values: list[bytes] = self._serializer.loads(chunk.data, context=f"stream {self.name!r}")
+                for offset in range(first, end):
                     out.append((self.next_index, self._serializer.loads(values[offset])))
-                self.next_index += 1
-            self._high[chunk.writer] = chunk.seq + chunk.count
+                    self.next_index += 1
+            self._high[chunk.writer] = max(high, chunk.seq + end)
+        if end < chunk.count:
+            return  # cut short: read this chunk again next time
+        self._after = chunk.position
         if chunk.closed:
             self.closed = True
 

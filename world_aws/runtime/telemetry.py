@@ -27,6 +27,7 @@ OUTCOME = "workflow.step.outcome"
 # True on the span of a step attempt run inline by a continuation (runtime/inline.py; world-aws's own).
 INLINE = "workflow.step.inline"
 # What the last-completer check decided after a terminal outcome (not in SPEC §5.3; world-aws's own):
-# "others_pending", "claimed", "claimed_by_another", "read" (a redelivered finished step), and
+# "others_pending", "others_pending_woken" (a step was created after this outcome: a wake-up left,
+# runtime/executor.py), "claimed", "claimed_by_another", "read" (a redelivered finished step), and
 # "run_terminal" when the run it got had ended.
 CONTINUATION = "workflow.step.continuation"

@@ -17,7 +17,8 @@ one that is also a ``pydantic.BaseModel`` stays a model)::
 
 The hook's metadata records the type's name (``{"$hook_type": "module:Approval",
 "metadata": ...}``). A resume of its token validates the payload against the type
-(a ``BadInput`` naming the field, HTTP 400 over the API, exit 2 from the CLI) and
+strictly (a wrong type or an unknown field is a ``BadInput`` naming the field, HTTP
+400 over the API, exit 2 from the CLI) and
 records it as plain data (a dict of its fields), so the log never needs the class
 to be registered for serialization; the workflow gets an instance back. The app
 that resumes must know the type: ``@app.workflow`` finds every ``Hook`` subclass the
@@ -31,11 +32,12 @@ import dataclasses
 import enum
 import inspect
 import types
-from collections.abc import AsyncIterator, Callable, Generator, Iterator
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar, dataclass_transform
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_json
 
 from world_aws.errors import BadInput, HookDisposedError, SerializationError
 from world_aws.runtime import context
@@ -128,20 +130,54 @@ class TypedHook(Generic[H]):
 def validate(cls: type[H], payload: Any) -> H:
     """``payload`` (an instance, or a mapping of its fields) as a checked instance of ``cls``.
 
+    Strict: each value must already have its field's type as JSON carries it (``"yes"`` is
+    not a bool, ``"1"`` not an int; an ISO 8601 string is a datetime and an enum's value its
+    member, as JSON has no other form for them), and a field the class does not declare is
+    refused, not dropped (unless a pydantic hook sets ``extra`` itself).
+
     Raises:
-        BadInput: a field is missing or does not fit its annotation (named in the message).
+        BadInput: a field is missing, unknown, or does not fit its annotation (named in the message).
     """
     if isinstance(payload, BaseModel):
         payload = payload.model_dump()
     elif dataclasses.is_dataclass(payload) and not isinstance(payload, type):
         payload = dataclasses.asdict(payload)
+    if isinstance(payload, Mapping):
+        _refuse_unknown(cls, payload)
     try:
-        value: H = TypeAdapter(cls).validate_python(payload)
+        text = to_json(payload)
+    except PydanticSerializationError as exc:
+        raise BadInput(f"hook payload for {cls.__qualname__}: not representable as JSON ({exc})") from None
+    adapter = TypeAdapter(cls)
+    try:
+        # The check is JSON's strict mode (what an HTTP resume carries); the instance is then
+        # built from the values themselves, so a datetime keeps its own tzinfo (which the
+        # serializer knows, unlike the one pydantic gives a parsed one).
+        adapter.validate_json(text, strict=True)
+        value: H = adapter.validate_python(payload)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(the payload)"
         raise BadInput(f"hook payload for {cls.__qualname__}: field {where!r}: {first['msg']}") from None
     return value
+
+
+def _refuse_unknown(cls: type[Hook], payload: Mapping[Any, Any]) -> None:
+    """Raise BadInput naming the first key of ``payload`` that is not a field of ``cls``."""
+    if issubclass(cls, BaseModel):
+        if cls.model_config.get("extra") in ("allow", "ignore"):
+            return  # the model says what to do with extra fields
+        known = set(cls.model_fields) | {
+            f.alias for f in cls.model_fields.values() if isinstance(f.alias, str)
+        }
+    else:
+        known = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+    unknown = [key for key in payload if key not in known]
+    if unknown:
+        raise BadInput(
+            f"hook payload for {cls.__qualname__}: field {str(unknown[0])!r}: not a field of "
+            f"{cls.__qualname__} (its fields: {', '.join(sorted(known))})"
+        )
 
 
 def plain(value: Hook) -> Any:

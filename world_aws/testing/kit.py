@@ -7,7 +7,9 @@ hook's timeout moves the clock instead of waiting, so the test takes
 milliseconds. ``kit.start`` stops where the run waits for the outside (a hook);
 ``kit.resume_hook`` and ``kit.finish`` carry on. Every run that ends is replayed
 cold from its log and must reach the same outcome (like Temporal's Replayer),
-so a workflow that is not deterministic fails its test.
+so a workflow that is not deterministic fails its test. ``kit.replay("runs.json")``
+replays runs exported from a stack (``world-aws export``) against the app: the
+replay gate a CI runs before ``sam deploy``.
 
 Steps can be replaced by fakes (``fakes={charge: fake_charge}`` or
 ``kit.fake(charge, fn)``). The ``workflow_kit`` pytest fixture builds kits and
@@ -19,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from world_aws.contract import log_export
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import ResolveData, RunStatus
 from world_aws.errors import NonDeterminismError
@@ -39,14 +43,27 @@ from world_aws.runtime.replay import (
     Replay,
     Suspended,
 )
+from world_aws.runtime.replay_gate import RunVerdict, replay_runs
 from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde import decode_error
 from world_aws.testing.kit_runs import KitRun, StepCall
 from world_aws.testing.pump import MemoryPump, settle
 
-__all__ = ["KitRun", "StepCall", "WorkflowKit", "check_replay", "workflow_kit"]
+__all__ = [
+    "KitRun",
+    "ReplayDiverged",
+    "RunVerdict",
+    "StepCall",
+    "WorkflowKit",
+    "check_replay",
+    "workflow_kit",
+]
 
 Fakes = Mapping[StepFunction[Any, Any] | str, Callable[..., Any]]
+
+
+class ReplayDiverged(AssertionError):
+    """``WorkflowKit.replay`` found runs whose log the code no longer matches."""
 
 
 class RunNotFinished(AssertionError):
@@ -160,6 +177,28 @@ class WorkflowKit:
         resume_id = self.runtime.resume_hook(token, payload)
         self._deliver_due()
         return resume_id
+
+    def replay(self, path: str | Path) -> list[RunVerdict]:
+        """Replay the runs of an export (``world-aws export``) against this kit's app: the replay gate.
+
+        Run it in CI before a deploy, on runs exported from the stack: a run in flight
+        whose log the new code no longer matches would fail with ``NON_DETERMINISM``
+        after the deploy. Nothing runs: steps are replayed from their recorded results.
+
+        Returns:
+            A verdict per run, in the file's order (all ok).
+
+        Raises:
+            ReplayDiverged: a run diverges; its message names each such run, the
+                position, the step the log has and the step the code calls.
+            BadInput: the file is not a readable export.
+        """
+        verdicts = replay_runs(self._original, log_export.read_file(path))
+        diverged = [v for v in verdicts if not v.ok]
+        if diverged:
+            lines = "\n".join(v.line() for v in diverged)
+            raise ReplayDiverged(f"{len(diverged)} of {len(verdicts)} run(s) diverge from the code:\n{lines}")
+        return verdicts
 
     def _deliver_due(self) -> None:
         settle(self._pump, self.clock, self.runtime.handle, lambda: False, until=self.clock.now())

@@ -21,6 +21,8 @@
       if (value === undefined || value === null || value === false) continue;
       if (name === "text") el.textContent = value;
       else if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+      // Through the CSSOM: the Content-Security-Policy refuses style attributes.
+      else if (name === "style") for (const [prop, v] of Object.entries(value)) el.style.setProperty(prop, v);
       else el.setAttribute(name, value === true ? "" : String(value));
     }
     for (const child of children.flat()) {
@@ -225,6 +227,10 @@
       const rows = [["workflow", run.workflow], ["status", badge(run.status)], ["created", when(run.created_at)],
         ["started", when(run.started_at)], ["ended", when(run.completed_at)],
         ["summary", h("span", { "data-testid": "summary", text: summaryLine(s) })]];
+      if (run.forked_from) {
+        rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
+          href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
+      }
       meta.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
     }
 
@@ -239,8 +245,32 @@
         try { await api("POST", `${path}/cancel`, { reason: reason.value || undefined }); }
         catch (e) { problem(e); }
       };
-      actions.replaceChildren(...(live ? [reason, h("button", { class: "danger", "data-testid": "cancel", text: "Cancel run", onclick: cancel })] : []));
+      actions.replaceChildren(...(live ? [reason, h("button", { class: "danger", "data-testid": "cancel", text: "Cancel run", onclick: cancel })] : forkForm(run, timeline)));
       hooks.replaceChildren(...open.map((span) => resumeForm(span.name)));
+    }
+
+    // An ended run is forked (POST /runs/{id}/fork): a new run on the current code that reuses the
+    // steps before the chosen one. The choices: where the run failed or stopped (the API's default),
+    // or any step call, as name#n (its n-th call).
+    function forkForm(run, timeline) {
+      const seen = new Map();
+      const calls = timeline.spans.filter((s) => s.kind === "step").map((s) => {
+        const n = (seen.get(s.name) || 0) + 1;
+        seen.set(s.name, n);
+        return h("option", { value: `${s.name}#${n}`, text: `${shortName(s.name)}${n > 1 ? ` #${n}` : ""}` });
+      });
+      const defaults = run.status === "completed" ? []
+        : [h("option", { value: "", text: run.status === "failed" ? "where it failed" : "where it stopped" })];
+      const from = h("select", { "data-testid": "fork-from", title: "the step to run again from" }, defaults, calls);
+      const fork = async () => {
+        try {
+          const answer = await api("POST", `${path}/fork`, { from_step: from.value || undefined });
+          location.hash = `#/runs/${encodeURIComponent(answer.run_id)}`;
+        } catch (e) { problem(e); }
+      };
+      if (!defaults.length && !calls.length) return [];
+      return [h("label", {}, "fork from ", from),
+        h("button", { class: "primary", "data-testid": "fork", text: "Fork run", title: "start a new run on the current code, reusing the steps before this point", onclick: fork })];
     }
 
     function resumeForm(token) {
@@ -286,7 +316,7 @@
           track.push(place(h("div", { class: `attempt ${a.outcome}`, title: label, "data-testid": "attempt", "data-outcome": a.outcome }), a.started_at, a.ended_at));
         }
         for (const at of span.received_at) {
-          track.push(h("div", { class: "tick", style: `left:${pos(at, now)}%`, title: `payload at ${when(at)}` }));
+          track.push(h("div", { class: "tick", style: { left: `${pos(at, now)}%` }, title: `payload at ${when(at)}` }));
         }
         const name = span.kind === "step" ? shortName(span.name) : span.name;
         rows.push(ganttRow(span.kind, name, span.name, span.status, track, took(span.created_at, span.ended_at), span.attempts.length));
@@ -324,7 +354,7 @@
   }
 
   function legend() {
-    const item = (color, text) => h("span", {}, h("i", { style: `background:var(--${color})` }), text);
+    const item = (color, text) => h("span", {}, h("i", { style: { background: `var(--${color})` } }), text);
     return h("div", { class: "legend" }, item("completed", "completed"), item("running", "running"),
       item("retrying", "failed, retried"), item("failed", "failed"), item("waiting", "sleep / hook"), item("cancelled", "abandoned"));
   }

@@ -22,6 +22,7 @@ AREAS = (
     "fence",
     "hooks",
     "waits",
+    "patches",
     "ordering",
     "payloads",
     "blobs",

@@ -12,6 +12,7 @@ from world_aws.contract.records import (
     EventType,
     HookCreatedData,
     HookReceivedData,
+    PatchAppliedData,
     StepCompletedData,
     StepCreatedData,
     StepFailedData,
@@ -20,6 +21,7 @@ from world_aws.contract.records import (
     StepStatus,
     WaitCreatedData,
     WaitStatus,
+    patch_correlation_id,
 )
 from world_aws.contract.rules import CLIENT_EVENT_TYPES
 from world_aws.contract.world import World
@@ -230,6 +232,8 @@ def _ready(world: World, clock: ManualClock, run_id: str, etype: EventType) -> t
         return new_id("wait"), WaitCreatedData(resume_at=clock.now() + timedelta(hours=1))
     if etype is EventType.WAIT_COMPLETED:
         return create_wait(world, run_id, clock.now()), None
+    if etype is EventType.PATCH_APPLIED:
+        return patch_correlation_id("change-1"), PatchAppliedData(change_id="change-1")
     raise AssertionError(f"no fence case for {etype.value}: add one to conformance/fence.py's _ready")
 
 

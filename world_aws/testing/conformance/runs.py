@@ -20,11 +20,16 @@ from world_aws.contract.world import World
 from world_aws.errors import BadInput, Conflict, NotFound
 from world_aws.testing.conformance.support import (
     WORKFLOW,
+    create_hook,
     create_run,
+    create_step,
+    create_wait,
     creation,
     end_run,
     new_id,
+    receive_hook,
     running_step,
+    start_step,
     types_of,
     write,
 )
@@ -114,6 +119,40 @@ def test_run_started_with_creation_data_on_pending_run_only_starts_it(world: Wor
     run = world.runs.get(run_id)
     assert run.status is RunStatus.RUNNING and run.input == b"original"
     assert types_of(world, run_id) == [EventType.RUN_CREATED, EventType.RUN_STARTED]
+
+
+def test_a_pending_run_takes_a_whole_prefix_before_it_starts(world: World, clock: ManualClock) -> None:
+    # A fork's copied log (runtime/forks.py) is written while the fork is pending: a step's
+    # whole life, a hook with a payload, its disposal, a wait and its completion.
+    run_id = create_run(world, started=False)
+    step_id = create_step(world, run_id)
+    start_step(world, run_id, step_id)
+    write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"copied"))
+    hook_id = new_id("hook")
+    create_hook(world, run_id, "tok-pending-prefix", hook_id=hook_id)
+    receive_hook(world, run_id, hook_id, b"payload", resume_id="resume-1")
+    receive_hook(world, run_id, hook_id, b"payload", resume_id="resume-1")  # deduplicated
+    write(world, run_id, EventType.HOOK_DISPOSED, hook_id)
+    wait_id = create_wait(world, run_id, clock.now())
+    write(world, run_id, EventType.WAIT_COMPLETED, wait_id)
+    # THEN the run is still pending, with nothing pending of its own, and starts after it
+    assert world.runs.get(run_id).status is RunStatus.PENDING
+    assert world.steps.any_pending(run_id) is False
+    write(world, run_id, EventType.RUN_STARTED)
+    assert world.runs.get(run_id).status is RunStatus.RUNNING
+    assert world.steps.get(run_id, step_id).output == b"copied"
+    assert types_of(world, run_id) == [
+        EventType.RUN_CREATED,
+        EventType.STEP_CREATED,
+        EventType.STEP_STARTED,
+        EventType.STEP_COMPLETED,
+        EventType.HOOK_CREATED,
+        EventType.HOOK_RECEIVED,
+        EventType.HOOK_DISPOSED,
+        EventType.WAIT_CREATED,
+        EventType.WAIT_COMPLETED,
+        EventType.RUN_STARTED,
+    ]
 
 
 def test_run_started_on_missing_run_without_creation_data_is_not_found(world: World) -> None:
