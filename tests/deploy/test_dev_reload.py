@@ -109,7 +109,7 @@ def test_an_edit_deploys_the_new_code_and_runs_in_flight_keep_theirs(dev: DevSta
     assert [(d["live_runs"], d["newest"]) for d in listed] == [(1, False), (1, True)]
     # and the old deployment cannot be retired while its run is in flight (exit 1: refused)
     code, _, err = _cli(dev, "deployments", "retire", listed[0]["deployment_id"])
-    assert code == 1 and "1 live run" in err
+    assert code == 1 and "1 live run" in err, err
     # WHEN both hooks are resumed
     assert _cli(dev, "resume", "reply:ada", "--payload", '"yes"')[0] == 0
     assert _cli(dev, "resume", "reply:bob", "--payload", '"oui"')[0] == 0

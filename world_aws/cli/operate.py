@@ -198,7 +198,7 @@ def _deployments(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 
 
 def _retire(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
-    client.call("POST", f"/deployments/{quote(ns.deployment, safe='')}/retire")
+    client.call("POST", f"/deployments/{quote(ns.deployment, safe='')}/retire", body={})
     out.write(f"retired {ns.deployment}\n")
     return 0
 
