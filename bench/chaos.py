@@ -28,11 +28,14 @@ from typing import Any
 
 from bench.chaos_checks import VIOLATIONS, check_run, explain
 from bench.chaos_driver import ChaosDriver
-from bench.chaos_workload import Executions, chaos_app
+from bench.chaos_workload import Executions, chaos_app, step_prefix
 from world_aws.contract.clock import ManualClock
-from world_aws.contract.world import QueueName
+from world_aws.contract.world import Delivery, HandlerResult, QueueName
+from world_aws.errors import DeploymentGone
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.deployments import DeployedWorld
+from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.fault_plan import GROUPS, FaultPlan, rates_for
 from world_aws.testing.faulty_world import FaultyWorld
@@ -67,6 +70,9 @@ class ChaosConfig:
     # simulation runs long enough for the delivery cap to be what decides.
     storm_seconds: float = 0.0
     storm_every_seconds: float = 1800.0
+    # A deploy in the middle of the first batch (memory World): an incompatible version of
+    # the app (every step renamed) becomes the newest; runs in flight stay on the first.
+    deploy: bool = False
 
 
 @dataclass
@@ -138,8 +144,12 @@ def run_configuration(config: ChaosConfig, plan: FaultPlan | None = None) -> dic
             inline_lease_seconds=config.inline_lease_seconds,
             inline_fast_seconds=config.inline_fast_seconds,
         )
-        runtime = setup.harness.runtime_for(app, runtime_config, world=setup.faulty)
-        copies = Runtime(setup.faulty, app, runtime_config)
+        deployments = ChaosDeployments() if config.deploy else None
+        world = DeployedWorld(setup.faulty, FIRST_DEPLOYMENT) if deployments else setup.faulty
+        runtime = setup.harness.runtime_for(app, runtime_config, world=world, handover=deployments)
+        copies = Runtime(world, app, runtime_config, handover=deployments)
+        if deployments is not None:
+            deployments.add(FIRST_DEPLOYMENT, runtime)
         driver = ChaosDriver(
             setup.harness,
             setup.faulty,
@@ -149,6 +159,12 @@ def run_configuration(config: ChaosConfig, plan: FaultPlan | None = None) -> dic
             max_sim_seconds=STORM_MAX_SIM_SECONDS if stormy else config.max_sim_seconds,
             fanout=config.fanout,
         )
+        if deployments is not None:
+            driver.reconciler = Reconciler(DeployedWorld(setup.faulty.inner, FIRST_DEPLOYMENT))
+            driver.deployments = (
+                deployments,
+                lambda: _deploy(setup, deployments, executions, plan, runtime_config),
+            )
         callers = []
         try:
             for first in range(0, config.runs, config.batch):
@@ -161,6 +177,8 @@ def run_configuration(config: ChaosConfig, plan: FaultPlan | None = None) -> dic
         examples: dict[str, list[str]] = {}
         details: dict[str, list[str]] = {}
         for caller in callers:
+            if deployments is not None:
+                caller.step_prefix = step_prefix(1 if caller.deployment == FIRST_DEPLOYMENT else 2)
             found = check_run(setup.faulty.inner, app.serializer, caller)
             if found and len(details) < 5:
                 details[caller.run_id] = explain(setup.faulty.inner, caller.run_id, plan.journal)
@@ -197,6 +215,41 @@ def run_configuration(config: ChaosConfig, plan: FaultPlan | None = None) -> dic
         "copy_timeouts": setup.faulty.copy_timeouts,
         "wall_seconds": round(time.perf_counter() - began, 1),
     }
+
+
+FIRST_DEPLOYMENT = "dpl_chaos_1"
+SECOND_DEPLOYMENT = "dpl_chaos_2"
+
+
+class ChaosDeployments:
+    """The deployments of a chaos run with a deploy (``Handover``): a runtime per deployment id."""
+
+    def __init__(self) -> None:
+        self.runtimes: dict[str, Runtime] = {}
+
+    def add(self, deployment_id: str, runtime: Runtime) -> None:
+        self.runtimes[deployment_id] = runtime
+
+    def hand_over(self, deployment_id: str, delivery: Delivery) -> HandlerResult:
+        runtime = self.runtimes.get(deployment_id)
+        if runtime is None:
+            raise DeploymentGone(f"no deployment {deployment_id!r}")
+        return runtime.handle(delivery)
+
+
+def _deploy(
+    setup: Setup,
+    deployments: ChaosDeployments,
+    executions: Executions,
+    plan: FaultPlan,
+    config: RuntimeConfig,
+) -> tuple[Runtime, Runtime]:
+    """Deploy version 2 of the workload: its runtime (now the harness's) and its copies' runtime."""
+    world = DeployedWorld(setup.faulty, SECOND_DEPLOYMENT)
+    app = chaos_app(executions, plan, version=2)
+    runtime = setup.harness.runtime_for(app, config, world=world, handover=deployments)
+    deployments.add(SECOND_DEPLOYMENT, runtime)
+    return runtime, Runtime(world, app, config, handover=deployments)
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -237,6 +290,11 @@ def main(argv: list[str] | None = None) -> int:
         help="throttle every call of a delivery this long (memory World; 0: no storms)",
     )
     parser.add_argument("--storm-every-seconds", type=float, default=1800.0, help="one storm per this long")
+    parser.add_argument(
+        "--deploy",
+        action="store_true",
+        help="deploy an incompatible version of the app in the middle of the first batch",
+    )
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     logging.disable(logging.ERROR)  # the runtime logs every injected failure it survives
@@ -255,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
             inline_fast_seconds=args.inline_fast_seconds,
             storm_seconds=args.storm_seconds,
             storm_every_seconds=args.storm_every_seconds,
+            deploy=args.deploy,
         )
         row = run_configuration(config)
         rows.append(row)

@@ -43,6 +43,7 @@ VIOLATIONS = (
     "child_run",  # a child workflow run not terminal, unsound, or not with the outcome its parent implies
     "child_outcome",  # a child's outcome recorded in its parent other than once
     "stream",  # a reader of the run's stream does not see each value exactly once, in order
+    "deployment",  # a run not pinned to the deployment it started on, or a step of another's code
     "dead_letter",  # a message in a dead-letter queue
     "handler_error",  # a non-domain exception out of the queue handler
     "patch_marker",  # the run's patched() decision is not in its log before the step it chose
@@ -65,6 +66,10 @@ class CallerView:
     resume_calls: int = 0
     cancel_answer: bool | None = None  # what the cancel that returned answered
     notes: list[str] = field(default_factory=list)
+    # With a deploy in the run (bench/chaos.py): the deployment it started on, and the step
+    # names' prefix of that deployment's code.
+    deployment: str | None = None
+    step_prefix: str | None = None
 
 
 def check_run(world: World, serializer: Serializer, caller: CallerView) -> list[tuple[str, str]]:
@@ -91,7 +96,25 @@ def check_run(world: World, serializer: Serializer, caller: CallerView) -> list[
     if received > 1 or (caller.resumed and received != 1 and run.status is RunStatus.COMPLETED):
         found.append(("hook_payload", f"{received} hook_received after {caller.resume_calls} resume call(s)"))
     found += _stream(world, serializer, run, caller)
+    found += _deployment(world, run, caller)
     return found
+
+
+def _deployment(world: World, run: Run, caller: CallerView) -> list[tuple[str, str]]:
+    """The run stayed on the deployment that started it: its pin, and only its code's steps ran."""
+    if caller.deployment is None or caller.step_prefix is None:
+        return []
+    if run.deployment_id != caller.deployment:
+        return [("deployment", f"pinned to {run.deployment_id}, started on {caller.deployment}")]
+    foreign = sorted(
+        {
+            s.step_name
+            for s in world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
+            if not s.step_name.startswith(caller.step_prefix)
+            or s.step_name[len(caller.step_prefix) :].count(".")
+        }
+    )
+    return [("deployment", f"steps of other code ran: {foreign}")] if foreign else []
 
 
 def _sound(world: World, run: Run, events: list[Event]) -> list[tuple[str, str]]:
@@ -106,7 +129,7 @@ def _stream(world: World, serializer: Serializer, run: Run, caller: CallerView) 
     resumed = StreamCursor(world, serializer, run.run_id, STREAM, start_index=2)
     again = [value for _, value in resumed.poll()]
     narrate_done = any(
-        s.step_name == "chaos.narrate" and s.status is StepStatus.COMPLETED
+        s.step_name.endswith(".narrate") and s.status is StepStatus.COMPLETED
         for s in world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
     )
     if seen != want[: len(seen)] or again != seen[2:]:

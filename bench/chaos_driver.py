@@ -32,6 +32,7 @@ from world_aws.contract.records import ResolveData
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, WorldAwsError
+from world_aws.runtime.deployments import DeployedWorld
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.runtime import Runtime
@@ -43,6 +44,8 @@ T = TypeVar("T")
 RECONCILE_PASSES = 3  # reconciler ticks after a batch went quiet, while each wakes something
 CALLER_ATTEMPTS = 10  # a client's retries of start / resume / cancel
 COPY_WITHIN_CALLS = 12  # a concurrent copy starts within this many calls of the original
+DEPLOY_ROUND = 3  # the round of the first batch after which the chaos deploy happens
+AFTER_DEPLOY_RUNS = 5  # runs started on the new deployment at once, in the same batch
 
 
 @dataclass
@@ -87,11 +90,17 @@ class ChaosDriver:
         self.reconciled: list[str] = []  # runs the reconciler woke, in order
         # The first few woken runs as the reconciler found them (last events, faults on them).
         self.reconciled_details: dict[str, list[str]] = {}
+        # A deploy in the middle of the first batch (bench/chaos.py): the deployments, and what
+        # deploys the next version (its runtime and its copies' runtime).
+        self.deployments: tuple[Any, Callable[[], tuple[Runtime, Runtime]]] | None = None
+        self.deployed = False
 
     # --- a batch --------------------------------------------------------------------
 
     def run_batch(self, indices: range) -> list[CallerView]:
         callers = [self._start(spec_for(self.plan, i, self.fanout)) for i in indices]
+        for caller in callers:
+            caller.deployment = self.runtime.world.deployment_id() if self.deployments else None
         for _ in range(RECONCILE_PASSES):
             self._quiesce(callers)
             if not self._reconcile():
@@ -123,6 +132,8 @@ class ChaosDriver:
             round_no += 1
             self.rounds += 1
             self.deliveries += self.harness.drain(intercept=self.intercept)
+            if self.deployments is not None and not self.deployed and round_no == DEPLOY_ROUND:
+                self._deploy(callers)
             acted = any([self._act(c, round_no) for c in callers])
             due = self.harness.pump.next_due()
             now = self.harness.clock.now()
@@ -134,6 +145,23 @@ class ChaosDriver:
                 due = now + timedelta(seconds=1)  # the caller acted: give it a simulated second
             if due > now:
                 self.harness.advance((due - now).total_seconds())
+
+    def _deploy(self, callers: list[CallerView]) -> None:
+        """Deploy the next version with this batch's runs in flight; runs started from now on use it.
+
+        A few runs are started on it at once, in this batch, beside the old ones.
+        """
+        assert self.deployments is not None
+        self.runtime, self.copies = self.deployments[1]()
+        self.deployed = True
+        # The reconciler runs as the newest deployment (it releases held runs onto it).
+        here = self.runtime.world.deployment_id()
+        self.reconciler = Reconciler(DeployedWorld(self.faulty.inner, here), self.reconciler.config)
+        first = max((c.spec["index"] for c in callers), default=0) + 1_000_000
+        for index in range(first, first + AFTER_DEPLOY_RUNS):
+            caller = self._start(spec_for(self.plan, index, self.fanout))
+            caller.deployment = self.runtime.world.deployment_id()
+            callers.append(caller)
 
     # --- the caller -----------------------------------------------------------------
 

@@ -131,9 +131,20 @@ def expected_output(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
-    """The workload's ``Workflows``; bodies record into ``executions`` and may crash per ``plan``."""
+def step_prefix(version: int) -> str:
+    """The step names' prefix of the workload's ``version`` (a deploy renames every step)."""
+    return "chaos." if version == 1 else f"chaos.v{version}."
+
+
+def chaos_app(executions: Executions, plan: FaultPlan, *, version: int = 1) -> Workflows:
+    """The workload's ``Workflows``; bodies record into ``executions`` and may crash per ``plan``.
+
+    ``version`` > 1: the same workflows and results with every step renamed (``step_prefix``),
+    as a deploy that is incompatible with the runs of version 1: one of them replayed on it
+    would diverge at its first step (the chaos deploy, ``bench/chaos.py``).
+    """
     app = Workflows()
+    prefix = step_prefix(version)
 
     def ran(final: bool = True) -> None:
         executions.record(final=final)
@@ -141,12 +152,12 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
         if plan.fires(Fault.CRASH_BODY, f"{meta.run_id}|{meta.step_id}|{meta.attempt}"):
             raise Crash(f"died after the body of {meta.step_name} ran")
 
-    @app.step(name="chaos.add")
+    @app.step(name=prefix + "add")
     def add(a: int, b: int) -> int:
         ran()
         return a + b
 
-    @app.step(name="chaos.narrate", max_retries=4)
+    @app.step(name=prefix + "narrate", max_retries=4)
     def narrate(spec: dict[str, Any]) -> int:
         attempt = get_step_metadata().attempt
         writer = get_writable(STREAM)
@@ -162,12 +173,12 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
         ran()
         return len(values)
 
-    @app.step(name="chaos.square")
+    @app.step(name=prefix + "square")
     def square(i: int) -> int:
         ran()
         return i * i
 
-    @app.step(name="chaos.flaky", max_retries=4)
+    @app.step(name=prefix + "flaky", max_retries=4)
     def flaky(fails: int) -> str:
         failing = get_step_metadata().attempt <= fails
         ran(final=not failing)
@@ -175,12 +186,12 @@ def chaos_app(executions: Executions, plan: FaultPlan) -> Workflows:
             raise RetryableError("flaky dependency")
         return "ok"
 
-    @app.step(name="chaos.refuse")
+    @app.step(name=prefix + "refuse")
     def refuse(n: int) -> str:
         ran()
         raise FatalError(f"refused {n}")
 
-    @app.step(name="chaos.measure")
+    @app.step(name=prefix + "measure")
     def measure(blob: bytes) -> int:
         ran()
         return len(blob)

@@ -42,7 +42,9 @@ from functions._metrics import (
     PROLOGUE_RUN_CONTEXT,
     PROLOGUE_RUNS_GET,
     RECONCILE_FAILURES,
+    RUNS_HELD,
     RUNS_RECONCILED,
+    RUNS_RELEASED,
     SCHEDULE_FAILURES,
     SCHEDULED_RUNS_STARTED,
     SCHEDULED_TICKS_MISSED,
@@ -53,6 +55,14 @@ from functions._metrics import (
 from functions._redact import RedactingFormatter
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
+from world_aws.aws.versions import (
+    LambdaDeployments,
+    LambdaHandover,
+    LambdaInvoker,
+    handed_over,
+    handover_answer,
+    lambda_client,
+)
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
@@ -103,7 +113,17 @@ class Container:
         # cast: AwsWorld's stores are concrete classes, which mypy will not match to the
         # protocol's (invariant) attributes; it implements the World contract.
         observed = ObservedWorld(cast("World", world), counts)
-        runtime = Runtime(observed, app, RuntimeConfig.from_env(env))
+        config = world.config
+        # Deployments are versions of the workflow function: a delivery for a run pinned to
+        # an older one is handed to it (world_aws/aws/versions.py).
+        handover, deployments = None, None
+        if config.pinned_function:
+            client = lambda_client(config)
+            handover = LambdaHandover(LambdaInvoker(client), config.pinned_function)
+            deployments = LambdaDeployments(client, config.pinned_function, observed.runs)
+        runtime = Runtime(
+            observed, app, RuntimeConfig.from_env(env), handover=handover, deployments=deployments
+        )
         reconciler = Reconciler(observed, ReconcilerConfig.from_env(env))
         scheduler = Scheduler(runtime, SchedulerConfig.from_env(env))
         return cls(runtime, world, counts, logger, metrics, reconciler, scheduler)
@@ -133,6 +153,23 @@ class Container:
         finally:
             self.counts.publish(self.metrics)
 
+    def handed_over(self, event: Mapping[str, Any], remaining_ms: int | None = None) -> dict[str, Any] | None:
+        """A hand-over from a newer version (``aws/versions.py``): this version's answer; None otherwise.
+
+        ``remaining_ms``: the Lambda context's remaining time (the event may name an earlier deadline,
+        the receiver's).
+        """
+        own = None
+        if remaining_ms is not None:
+            own = self.world.clock.now() + timedelta(milliseconds=remaining_ms)
+        delivery = handed_over(event, own)
+        if delivery is None:
+            return None
+        try:
+            return handover_answer(self._handle(delivery))
+        finally:
+            self.counts.publish(self.metrics)
+
     def record_http(self, response: Mapping[str, Any]) -> None:
         """Count one answered HTTP request (``handle_http``'s response)."""
         status = int(response.get("statusCode", 500))
@@ -149,6 +186,8 @@ class Container:
             report = self.reconciler.tick()
             self.counts.add(RUNS_RECONCILED, len(report.woken))
             self.counts.add(RECONCILE_FAILURES, report.failed)
+            self.counts.add(RUNS_HELD, report.held)
+            self.counts.add(RUNS_RELEASED, len(report.released))
             return report
 
     def schedule(self) -> SchedulerReport:

@@ -72,6 +72,11 @@ API_SERVER_ERRORS = "ApiServerErrors"
 # logged), and runs it could not handle (a failed publish or mark; the next tick retries).
 RUNS_RECONCILED = "RunsReconciled"
 RECONCILE_FAILURES = "ReconcileFailures"
+# The reconciler, per tick: the held runs it saw (their replay diverged on newer code and no
+# deploy has released them yet, runtime/holding.py), and those it released onto its deployment.
+# template.yaml alarms on any held run.
+RUNS_HELD = "RunsHeld"
+RUNS_RELEASED = "RunsReleased"
 # The scheduler, per pass: ticks started, skipped (overlap="skip"), dropped by the catch-up bound,
 # and schedules it could not handle (the next pass retries them).
 SCHEDULED_RUNS_STARTED = "ScheduledRunsStarted"

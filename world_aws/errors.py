@@ -124,6 +124,21 @@ class Misconfigured(WorldAwsError):
         self.operation = operation
 
 
+class DeploymentGone(WorldAwsError):
+    """The deployment a run is pinned to cannot be reached: retired, or unknown to this process.
+
+    The delivery is then handled by the deployment that received it (README "Deploying
+    changes"); a run whose replay diverges there is held, not failed.
+    """
+
+    kind = ErrorKind.NOT_FOUND
+    code = 404
+
+
+class DeploymentInUse(Conflict):
+    """A deployment cannot be retired while runs are pinned to it (409)."""
+
+
 # --- The caller's input is wrong. ---
 
 

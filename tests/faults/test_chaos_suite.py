@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from bench.chaos import ChaosConfig, run_configuration
+from bench.chaos_driver import AFTER_DEPLOY_RUNS
 from world_aws.runtime.config import RuntimeConfig
 
 MEMORY_GROUPS = ("transient", "lost", "delivery", "crash", "reorder", "all")
@@ -34,7 +35,7 @@ def _quiet_runtime_logs() -> Iterator[None]:
 def assert_sound(row: dict[str, Any]) -> None:
     broken = {kind: n for kind, n in row["violations"].items() if n}
     report = json.dumps({"stuck": row["stuck"], "broken": broken, "examples": row["examples"]}, indent=1)
-    assert row["runs"] == row["config"]["runs"]
+    assert row["runs"] == row["config"]["runs"] + (AFTER_DEPLOY_RUNS if row["config"]["deploy"] else 0)
     assert row["stuck"] == 0 and not broken, report
     assert row["same_attempt_executions"] == 0, "two bodies ran under one attempt number"
 
@@ -120,5 +121,19 @@ def test_every_run_ends_soundly_under_all_faults_on_the_aws_world(max_inline: in
     # WHEN they are pumped until the queues settle
     row = run_configuration(config)
     # THEN every run is terminal with its fault-free outcome and a sound log
+    assert sum(row["faults_fired"].values()) > 0
+    assert_sound(row)
+
+
+@pytest.mark.parametrize("max_inline", [RuntimeConfig().max_inline_steps, 0], ids=["inline", "kill-switch"])
+def test_a_deploy_in_the_middle_keeps_runs_in_flight_on_the_old_app_under_all_faults(max_inline: int) -> None:
+    # GIVEN 30 runs under every fault, and, a few rounds into the first batch, a deploy of an
+    # incompatible app (every step renamed: an old run replayed on it would diverge), on which
+    # 5 runs start at once beside the old ones
+    config = ChaosConfig("all", runs=30, seed=SEED, batch=15, max_inline=max_inline, deploy=True)
+    # WHEN they are pumped until the queues settle
+    row = run_configuration(config)
+    # THEN every run ended soundly, pinned to the deployment it started on, and ran only that
+    # deployment's steps ("deployment" counts the runs that did not)
     assert sum(row["faults_fired"].values()) > 0
     assert_sound(row)

@@ -44,7 +44,7 @@ def test_env_points_a_process_at_the_endpoint_with_fake_credentials(aws: Embedde
     assert env["WORKFLOW_QUEUE_URL"] == aws.resources.workflow_queue_url
     assert env["STEP_QUEUE_URL"] == aws.resources.step_queue_url
     assert env["WORKFLOW_PAYLOAD_BUCKET"] == aws.resources.bucket_name
-    assert env["WORKFLOW_DEPLOYMENT_ID"] == "dpl_default"  # the template's default (README, Configuration)
+    assert env["WORKFLOW_DEPLOYMENT_ID"] == ""  # the template's default (README, Configuration): versions
 
 
 def test_optimistic_counter_loses_no_update_under_six_threads(aws: EmbeddedAws) -> None:

@@ -78,7 +78,7 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         {"AttributeName": keys.PK, "KeyType": "HASH"},
         {"AttributeName": keys.SK, "KeyType": "RANGE"},
     ]
-    gsi, live = p["GlobalSecondaryIndexes"]
+    gsi, live, deployments = p["GlobalSecondaryIndexes"]
     assert gsi["IndexName"] == keys.RUNS_INDEX
     assert gsi["KeySchema"] == [
         {"AttributeName": keys.GSI1_PK, "KeyType": "HASH"},
@@ -93,6 +93,10 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         {"AttributeName": keys.LIVE_SK, "KeyType": "RANGE"},
     ]
     assert live["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    # The deployment index: live runs by deployment (entered with the live index), keys only.
+    assert deployments["IndexName"] == keys.DEPLOYMENT_INDEX
+    assert deployments["KeySchema"] == [{"AttributeName": keys.DEP_PK, "KeyType": "HASH"}]
+    assert deployments["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     types = {d["AttributeName"]: d["AttributeType"] for d in p["AttributeDefinitions"]}
     assert types == {
         keys.PK: "S",
@@ -101,6 +105,7 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         keys.GSI1_SK: "S",
         keys.LIVE_PK: "S",
         keys.LIVE_SK: "S",
+        keys.DEP_PK: "S",
     }
     assert p["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTRIBUTE, "Enabled": True}
     # AND the operational settings SPEC §7.1 asks for

@@ -29,7 +29,7 @@ import pytest
 from samtranslator.translator.transform import transform
 
 from functions._container import Container, LambdaProcess
-from functions._metrics import MISCONFIGURATIONS
+from functions._metrics import MISCONFIGURATIONS, RUNS_HELD
 from world_aws.aws import keys
 from world_aws.aws.infra.template import load_template
 from world_aws.aws.s3 import KEY_PREFIX
@@ -44,7 +44,16 @@ HANDLER_MODULES = (
 )
 # Read by the code but never set by the template: Lambda sets the region itself (reserved
 # names, CloudFormation refuses them), and the endpoint override is for local runs only.
-NOT_FROM_TEMPLATE = frozenset({"AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL"})
+NOT_FROM_TEMPLATE = frozenset(
+    {
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        # Lambda sets the function's own name and version (the deployment id, aws/config.py).
+        "AWS_LAMBDA_FUNCTION_NAME",
+        "AWS_LAMBDA_FUNCTION_VERSION",
+    }
+)
 # The only places that may read the environment (each is fed a recording mapping below).
 ENVIRONMENT_READERS = frozenset(
     {
@@ -102,6 +111,13 @@ def statements(role: Mapping[str, Any]) -> list[dict[str, Any]]:
 def role_of(document: Mapping[str, Any], function: Mapping[str, Any]) -> dict[str, Any]:
     role_id = function["Role"]["Fn::GetAtt"][0]
     return of_type(document, "AWS::IAM::Role")[role_id]
+
+
+def mapped_function(document: Mapping[str, Any], mapping: Mapping[str, Any]) -> str:
+    """The logical id of the function an event source mapping invokes (through its alias, if any)."""
+    target = str(mapping["FunctionName"]["Ref"])
+    aliases = of_type(document, "AWS::Lambda::Alias")
+    return str(aliases[target]["FunctionName"]["Ref"]) if target in aliases else target
 
 
 def allowed(role: Mapping[str, Any], action: str) -> list[Any]:
@@ -283,9 +299,69 @@ def test_queue_visibility_is_at_least_six_times_the_consuming_function_timeout(
     functions = of_type(transformed, "AWS::Lambda::Function")
     for mapping in of_type(transformed, "AWS::Lambda::EventSourceMapping").values():
         queue = queues[mapping["EventSourceArn"]["Fn::GetAtt"][0]]
-        function = functions[mapping["FunctionName"]["Ref"]]
+        function = functions[mapped_function(transformed, mapping)]
         # AWS: a batch must not become visible again while its invocation (or a retry) may run.
         assert queue.get("VisibilityTimeout", 30) >= 6 * function.get("Timeout", 3)
+
+
+def test_deploys_publish_versions_of_the_workflow_function_that_only_the_consumers_may_invoke(
+    transformed: dict[str, Any],
+) -> None:
+    functions = of_type(transformed, "AWS::Lambda::Function")
+    versions = of_type(transformed, "AWS::Lambda::Version")
+    aliases = of_type(transformed, "AWS::Lambda::Alias")
+    # GIVEN the workflow function: each deploy publishes a version, and its queue trigger is its alias
+    (version,) = versions.values()
+    assert version["FunctionName"] == {"Ref": "WorkflowFunction"}
+    (alias,) = aliases.values()
+    assert alias["FunctionName"] == {"Ref": "WorkflowFunction"} and alias["Name"] == "live"
+    workflow_mapping = next(
+        m
+        for m in of_type(transformed, "AWS::Lambda::EventSourceMapping").values()
+        if m["EventSourceArn"] == {"Fn::GetAtt": ["WorkflowQueue", "Arn"]}
+    )
+    assert workflow_mapping["FunctionName"]["Ref"] in aliases
+    assert functions["WorkflowFunction"]["FunctionName"] == {"Fn::Sub": "${AWS::StackName}-workflow"}
+    # THEN the other functions know the newest version (the deployment new runs start on)
+    (version_id,) = versions
+    for lid, function in functions.items():
+        variables = function["Environment"]["Variables"]
+        if lid == "WorkflowFunction":
+            assert variables["WORKFLOW_DEPLOYMENT_FUNCTION"] == ""  # its own, from Lambda
+        else:
+            assert variables["WORKFLOW_DEPLOYMENT_FUNCTION"] == {"Ref": version_id}, lid
+    # AND only the two consumers may invoke, and only the workflow function's versions
+    function_arn = "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}:function:"
+    versions_arn = {"Fn::Sub": function_arn + "${AWS::StackName}-workflow:*"}
+    invokers = {
+        lid
+        for lid, function in functions.items()
+        if allowed(role_of(transformed, function), "lambda:InvokeFunction")
+    }
+    assert invokers == {"WorkflowFunction", "StepFunction"}
+    for lid in invokers:
+        assert allowed(role_of(transformed, functions[lid]), "lambda:InvokeFunction") == [versions_arn]
+    # AND only the API lists versions and deletes old ones, never the function itself
+    for lid, function in functions.items():
+        role = role_of(transformed, function)
+        deletes = allowed(role, "lambda:DeleteFunction")
+        assert deletes == ([versions_arn] if lid == "ApiFunction" else []), lid
+
+
+def test_held_runs_are_alarmed_on(transformed: dict[str, Any]) -> None:
+    alarms = [
+        a for a in of_type(transformed, "AWS::CloudWatch::Alarm").values() if a["MetricName"] == RUNS_HELD
+    ]
+    (alarm,) = alarms
+    assert (alarm["Namespace"], alarm["Dimensions"]) == (
+        "WorldAws",
+        [{"Name": "service", "Value": "world_aws"}],
+    )
+    assert (alarm["Statistic"], alarm["ComparisonOperator"], alarm["Threshold"]) == (
+        "Maximum",
+        "GreaterThanThreshold",
+        0,
+    )
 
 
 def test_each_queue_is_consumed_by_exactly_the_function_of_its_trigger(transformed: dict[str, Any]) -> None:
@@ -295,7 +371,7 @@ def test_each_queue_is_consumed_by_exactly_the_function_of_its_trigger(transform
         for lid, function in functions.items():
             role = role_of(transformed, function)
             consumes = {a for a in CONSUME_ACTIONS if queue_arn in allowed(role, a)}
-            expected = CONSUME_ACTIONS if lid == mapping["FunctionName"]["Ref"] else set()
+            expected = CONSUME_ACTIONS if lid == mapped_function(transformed, mapping) else set()
             assert consumes == expected, (lid, queue_arn)
 
 
@@ -305,7 +381,7 @@ def test_functions_publishing_to_their_own_trigger_allow_the_recursive_loop(
     # Lambda stops SQS -> function -> SQS chains after ~16 hops unless told the loop is intended.
     functions = of_type(transformed, "AWS::Lambda::Function")
     for mapping in of_type(transformed, "AWS::Lambda::EventSourceMapping").values():
-        function = functions[mapping["FunctionName"]["Ref"]]
+        function = functions[mapped_function(transformed, mapping)]
         assert mapping["EventSourceArn"] in allowed(role_of(transformed, function), "sqs:SendMessage")
         assert function["RecursiveLoop"] == "Allow"
 
@@ -351,6 +427,16 @@ def test_only_the_api_and_the_reconciler_may_query_the_runs_index(transformed: d
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         queries = index in allowed(role_of(transformed, function), "dynamodb:Query")
         assert queries is (lid in ("ApiFunction", "ReconcilerFunction")), lid
+
+
+def test_only_the_api_and_the_reconciler_may_query_the_deployment_index(transformed: dict[str, Any]) -> None:
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.DEPLOYMENT_INDEX}
+    querying = {
+        lid
+        for lid, function in of_type(transformed, "AWS::Lambda::Function").items()
+        if index in allowed(role_of(transformed, function), "dynamodb:Query")
+    }
+    assert querying == {"ApiFunction", "ReconcilerFunction"}
 
 
 def test_only_the_reconciler_may_query_the_live_index(transformed: dict[str, Any]) -> None:

@@ -18,9 +18,9 @@ REQUIRED = {
 
 def test_the_deployment_id_defaults_are_the_ones_the_readme_names() -> None:
     row = next(line for line in section("Configuration").splitlines() if "`WORKFLOW_DEPLOYMENT_ID`" in line)
-    assert "`dpl_local`" in row and "default `dpl_default`" in row
+    assert "`dpl_local`" in row and "default empty" in row
     assert AwsConfig.from_env(REQUIRED).deployment_id == "dpl_local"
-    assert parameter_defaults(load_template())["DeploymentId"] == "dpl_default"
+    assert parameter_defaults(load_template())["DeploymentId"] == ""
 
 
 def test_the_readme_names_every_template_parameter_and_every_variable_the_functions_get() -> None:

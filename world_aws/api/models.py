@@ -72,6 +72,8 @@ class ListRunsQuery(_Strict):
 
     status: RunStatus | None = None
     workflow: str | None = Field(default=None, min_length=1)
+    # Only the held runs (README "Deploying changes"), oldest hold first; no cursor.
+    blocked: bool = False
     limit: int = Field(default=50, ge=1, le=MAX_PAGE)
     cursor: str | None = Field(default=None, min_length=1)
 
@@ -120,6 +122,18 @@ class ErrorView(BaseModel):
     cause: ErrorView | None = None
 
 
+class BlockedView(BaseModel):
+    """Where a held run's replay diverged from its log (README "Deploying changes")."""
+
+    deployment_id: str = Field(description="the deployment whose code diverged")
+    position: int = Field(description="the log's last position when it diverged")
+    message: str
+    since: datetime
+    at: str | None = Field(default=None, description="the diverging call's correlation id")
+    expected: str | None = Field(default=None, description="what the log has there")
+    actual: str | None = Field(default=None, description="what the code calls there")
+
+
 class RunSummary(BaseModel):
     run_id: str
     workflow: str
@@ -128,6 +142,10 @@ class RunSummary(BaseModel):
     started_at: datetime | None = None
     completed_at: datetime | None = None
     parent_run_id: str | None = Field(default=None, description="set on a child workflow's run")
+    deployment_id: str = Field(default="", description="the deployment the run is pinned to")
+    blocked: BlockedView | None = Field(
+        default=None, description="set while the run is held: running, waiting for a deploy or a cancel"
+    )
 
 
 class RunLinks(BaseModel):
@@ -342,3 +360,22 @@ class CancelledRun(BaseModel):
 class ResumedHook(BaseModel):
     token: str
     resume_id: str
+
+
+class DeploymentView(BaseModel):
+    deployment_id: str
+    live_runs: int = Field(description="runs not yet ended pinned to it (held runs aside)")
+    newest: bool = Field(description="new runs start on it")
+
+
+class DeploymentList(BaseModel):
+    """``GET /deployments``: oldest first."""
+
+    deployments: list[DeploymentView]
+
+
+class RetiredDeployment(BaseModel):
+    """``POST /deployments/{deployment_id}/retire``."""
+
+    deployment_id: str
+    retired: bool = True

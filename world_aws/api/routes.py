@@ -22,6 +22,8 @@ from world_aws.api.log_route import read_log
 from world_aws.api.models import (
     CancelledRun,
     CancelRunRequest,
+    DeploymentList,
+    DeploymentView,
     EventList,
     ForkedRun,
     ForkRunRequest,
@@ -29,6 +31,7 @@ from world_aws.api.models import (
     ListRunsQuery,
     ResumedHook,
     ResumeHookRequest,
+    RetiredDeployment,
     RunList,
     StartedRun,
     StartRunRequest,
@@ -76,6 +79,12 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
 def list_runs(request: Request, _params: Params, runtime: Runtime) -> Response:
     """``GET /runs?status=&workflow=&limit=&cursor=`` → 200 ``{runs, cursor}``."""
     query = parse_query(ListRunsQuery, request.query)
+    if query.blocked:
+        if query.status not in (None, RunStatus.RUNNING) or query.cursor is not None:
+            raise BadInput("blocked: held runs are running, listed at once (no other status, no cursor)")
+        held = runtime.world.runs.list_blocked(limit=query.limit)
+        held = [run for run in held if query.workflow is None or run.workflow_name == query.workflow]
+        return json_response(200, _dump(RunList(runs=[views.run_summary(run) for run in held])))
     page = runtime.world.runs.list(
         status=query.status, workflow_name=query.workflow, limit=query.limit, cursor=query.cursor
     )
@@ -217,6 +226,23 @@ class Route:
         return params
 
 
+def list_deployments(_request: Request, _params: Params, runtime: Runtime) -> Response:
+    """``GET /deployments`` → 200 ``{deployments: [{deployment_id, live_runs, newest}]}``, oldest first."""
+    listed = DeploymentList(
+        deployments=[
+            DeploymentView(deployment_id=d.deployment_id, live_runs=d.live_runs, newest=d.newest)
+            for d in runtime.deployments.list()
+        ]
+    )
+    return json_response(200, _dump(listed))
+
+
+def retire_deployment(_request: Request, params: Params, runtime: Runtime) -> Response:
+    """``POST /deployments/{deployment_id}/retire`` → 200; 409 while a run is pinned to it."""
+    runtime.deployments.retire(params["deployment_id"])
+    return json_response(200, _dump(RetiredDeployment(deployment_id=params["deployment_id"])))
+
+
 ROUTES: tuple[Route, ...] = (
     Route("POST", ("runs",), start_run),
     Route("GET", ("runs",), list_runs),
@@ -232,6 +258,8 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs", "{run_id}", "streams", "{name}"), read_stream),
     Route("POST", ("hooks", "{token}", "resume"), resume_hook),
     Route("GET", ("schedules",), list_schedules),
+    Route("GET", ("deployments",), list_deployments),
+    Route("POST", ("deployments", "{deployment_id}", "retire"), retire_deployment),
 )
 
 

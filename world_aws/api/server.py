@@ -47,11 +47,16 @@ ACCESS_LOG = logging.getLogger("world_aws.api.access")
 Backend = Callable[[str, str, dict[str, str], bytes], dict[str, Any]]
 
 
-def runtime_backend(runtime: Runtime) -> Backend:
-    """The API of ``runtime``: each request as a v2.0 event through :func:`handle_http`."""
+def runtime_backend(runtime: Runtime | Callable[[], Runtime]) -> Backend:
+    """The API of ``runtime``: each request as a v2.0 event through :func:`handle_http`.
+
+    ``runtime`` may be a callable giving the runtime for each request: a local stack's
+    newest deployment (``LocalStack.deploy``), which starts new runs.
+    """
+    current = runtime if callable(runtime) else (lambda: runtime)
 
     def answer(method: str, target: str, headers: dict[str, str], body: bytes) -> dict[str, Any]:
-        return handle_http(to_event(method, target, headers, body), runtime)
+        return handle_http(to_event(method, target, headers, body), current())
 
     return answer
 
@@ -92,7 +97,7 @@ class ApiServer:
         self.stop()
 
 
-def serve_api(runtime: Runtime, *, port: int = 0) -> ApiServer:
+def serve_api(runtime: Runtime | Callable[[], Runtime], *, port: int = 0) -> ApiServer:
     """Serve ``runtime``'s HTTP API and the UI on ``127.0.0.1:port`` (0: a free port); see :class:`ApiServer`.
 
     Raises:

@@ -14,6 +14,7 @@ from world_aws.api import payloads, workflow_calls
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import (
     AttemptView,
+    BlockedView,
     ErrorView,
     EventDetail,
     EventRow,
@@ -47,6 +48,7 @@ LOG = logging.getLogger("world_aws.api")
 
 
 def run_summary(run: Run) -> RunSummary:
+    blocked = run.blocked if run.held else None
     return RunSummary(
         run_id=run.run_id,
         workflow=run.workflow_name,
@@ -55,6 +57,18 @@ def run_summary(run: Run) -> RunSummary:
         started_at=run.started_at,
         completed_at=run.completed_at,
         parent_run_id=run.attributes.get(PARENT_RUN_ID),
+        deployment_id=run.deployment_id,
+        blocked=None
+        if blocked is None
+        else BlockedView(
+            deployment_id=blocked.deployment_id,
+            position=blocked.position,
+            message=blocked.message,
+            since=blocked.since,
+            at=blocked.at,
+            expected=blocked.expected,
+            actual=blocked.actual,
+        ),
     )
 
 

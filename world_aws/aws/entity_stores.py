@@ -17,12 +17,12 @@ import builtins
 import json
 from datetime import datetime
 
-from world_aws.aws import items, keys, live_index
+from world_aws.aws import deployment_index, items, keys, live_index
 from world_aws.aws.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.payloads import PayloadReader
 from world_aws.aws.sequencer import Sequencer, tail_batch
 from world_aws.aws.step_events import logged_steps, unwritten_step
-from world_aws.contract.records import Event, Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.records import Blocked, Event, Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.rules import resumed_by
 from world_aws.contract.world import BlobStore, LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound, Transient
@@ -107,6 +107,26 @@ class DynamoRunStore(_Reader):
     def sweep_created(self, *, created_before: datetime, limit: int) -> Sweep:
         """Mark the runs still going past the sweep cursor (``live_index.sweep_created``)."""
         return live_index.sweep_created(self._table, created_before=created_before, limit=limit)
+
+    def count_live(self, deployment_id: str) -> int:
+        """Live runs pinned to ``deployment_id``: the keys of one index partition (``deployment_index``)."""
+        return deployment_index.count_live(self._table, deployment_id)
+
+    def hold(self, run_id: str, blocked: Blocked) -> bool:
+        """Mark a running run held: one conditional UpdateItem."""
+        return deployment_index.hold(self._table, run_id, blocked)
+
+    def release(self, run_id: str, *, deployment_id: str) -> bool:
+        """Pin a held run to ``deployment_id``: one conditional UpdateItem."""
+        return deployment_index.release(self._table, run_id, deployment_id=deployment_id)
+
+    def unblock(self, run_id: str) -> None:
+        """Clear a released run's mark: one conditional UpdateItem."""
+        deployment_index.unblock(self._table, run_id)
+
+    def list_blocked(self, *, limit: int = 100) -> builtins.list[Run]:
+        """The held runs: one index Query and one BatchGetItem."""
+        return deployment_index.list_blocked(self._table, self._blobs, limit=limit)
 
     def list(
         self,

@@ -31,6 +31,7 @@ from world_aws.aws.payloads import (
 )
 from world_aws.contract.records import (
     DATA_RECORDS,
+    Blocked,
     Event,
     EventData,
     EventType,
@@ -178,6 +179,7 @@ def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None
         updated_at=_run_updated_at(item, created_at),
         started_at=parse_iso(item.get("started_at")),
         completed_at=parse_iso(item.get("completed_at")),
+        blocked=blocked_from(item.get("blocked")),
     )
 
 
@@ -556,3 +558,41 @@ def stored_bytes(value: object) -> int:
     if isinstance(value, list | tuple):
         return sum(stored_bytes(v) for v in value)
     return 8
+
+
+def blocked_item(blocked: Blocked) -> Item:
+    """A held run's mark as the run item keeps it (``blocked``, a map; absent values left out)."""
+    item: Item = {
+        "deployment_id": blocked.deployment_id,
+        "position": blocked.position,
+        "message": blocked.message,
+        "since": iso(blocked.since),
+    }
+    for name in ("at", "expected", "actual", "released_to"):
+        value = getattr(blocked, name)
+        if value is not None:
+            item[name] = value
+    return item
+
+
+def blocked_from(raw: object) -> Blocked | None:
+    """The mark of a run item's ``blocked`` map (None when the item has none)."""
+    if not isinstance(raw, dict):
+        return None
+    since = parse_iso(raw.get("since"))
+    assert since is not None, "a blocked mark has its time"
+
+    def text(name: str) -> str | None:
+        value = raw.get(name)
+        return None if value is None else str(value)
+
+    return Blocked(
+        deployment_id=str(raw["deployment_id"]),
+        position=int(raw["position"]),
+        message=str(raw["message"]),
+        since=since,
+        at=text("at"),
+        expected=text("expected"),
+        actual=text("actual"),
+        released_to=text("released_to"),
+    )

@@ -53,6 +53,11 @@ TTL_ATTRIBUTE: Final = "expires_at"
 LIVE: Final = "live"
 LIVE_PK: Final = "live_pk"
 LIVE_SK: Final = "live_sk"
+# Sparse, keys only: the runs not yet ended by the deployment they are pinned to
+# (``deployment_index``); a held run is under HELD_DEPLOYMENT instead.
+DEPLOYMENT_INDEX: Final = "runs_by_deployment"
+DEP_PK: Final = "dep_pk"
+HELD_DEPLOYMENT: Final = "#held"
 
 RUN_SK: Final = "run"
 EVENT_PREFIX: Final = "evt#"

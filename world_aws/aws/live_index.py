@@ -68,7 +68,9 @@ def mark_live(table: Table, run_id: str, *, mark: datetime) -> bool:
         # re-enters the index.
         table.update(
             keys.run_key(run_id),
-            f"SET {keys.LIVE_PK} = :live, {keys.LIVE_SK} = :sk",
+            # Entering the index, it enters the deployment index too (deployment_index).
+            f"SET {keys.LIVE_PK} = :live, {keys.LIVE_SK} = :sk, "
+            f"{keys.DEP_PK} = if_not_exists({keys.DEP_PK}, deployment_id)",
             condition=f"attribute_exists(pk) AND {NOT_TERMINAL}",
             names={"#status": "status"},
             values={
@@ -83,7 +85,7 @@ def mark_live(table: Table, run_id: str, *, mark: datetime) -> bool:
     return True
 
 
-_CURSOR = "last_read"  # the sweep cursor item's attribute: the last runs-index key read
+CURSOR = "last_read"  # the sweep cursor item's attribute: the last runs-index key read
 
 
 def sweep_created(table: Table, *, created_before: datetime, limit: int) -> Sweep:
@@ -100,7 +102,7 @@ def sweep_created(table: Table, *, created_before: datetime, limit: int) -> Swee
     if limit < 1:
         raise BadInput(f"limit must be at least 1, not {limit}")
     cursor_item = table.get(keys.SWEEP_KEY)
-    cursor = str(cursor_item[_CURSOR]) if cursor_item and _CURSOR in cursor_item else None
+    cursor = str(cursor_item[CURSOR]) if cursor_item and CURSOR in cursor_item else None
     # "<created>#<run_id>" < "<bound>" exactly when created < bound: the ISO texts have one length.
     bound = items.iso(created_before)
     examined: list[str] = []
@@ -150,8 +152,8 @@ def _move_cursor(table: Table, position: str) -> None:
     try:
         table.update(
             keys.SWEEP_KEY,
-            f"SET {_CURSOR} = :pos",
-            condition=f"attribute_not_exists({_CURSOR}) OR {_CURSOR} < :pos",
+            f"SET {CURSOR} = :pos",
+            condition=f"attribute_not_exists({CURSOR}) OR {CURSOR} < :pos",
             values={":pos": position},
             return_values="NONE",
         )

@@ -335,6 +335,7 @@ def transition_changes(
             sets.append("error_code = :code")
             values[":code"] = data.error_code
     # A terminal transition takes the run out of the sparse live index in this same write.
-    removes = [keys.LIVE_PK, keys.LIVE_SK] if status.terminal else []
+    # and out of the deployment index (deployment_index): it is pinned to nothing any more.
+    removes = [keys.LIVE_PK, keys.LIVE_SK, keys.DEP_PK] if status.terminal else []
     condition = "#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")"
     return RunChanges(sets, removes, names, values, condition, copy_slot)

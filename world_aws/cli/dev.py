@@ -21,11 +21,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from world_aws.errors import BadInput
 from world_aws.runtime.loading import load_app
 from world_aws.runtime.schedule_view import describe_schedules
+
+if TYPE_CHECKING:
+    from world_aws.local.dev import DevStack
+    from world_aws.local.reload import AppReloader
 
 DEV_DEFAULT_APP = "world_aws.demo:app"
 WORLD_HELP = "embedded (default): moto on 127.0.0.1; memory: the in-memory World (no AWS variables to export)"
@@ -53,6 +57,12 @@ def add_command(sub: Any) -> None:
         help=f"the API's port on 127.0.0.1 (default {DEV_DEFAULT_PORT}; 0 picks a free one)",
     )
     dev.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
+    dev.add_argument(
+        "--reload",
+        action="store_true",
+        help="deploy the app again when its files change: new runs start on the new code, "
+        "runs in flight keep the code that started them",
+    )
     dev.set_defaults(func=run)
 
 
@@ -98,16 +108,43 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             out.write("\nIn another shell:\n\n")
             for name, value in dev.env().items():
                 out.write(f"export {name}={shlex.quote(value)}\n")
+            reloader = _reloader(ns, dev, out) if ns.reload else None
             out.write("\nPress Ctrl-C to stop.\n")
             out.flush()
-            while not stop.wait(0.2):
-                pass
+            try:
+                while not stop.wait(0.2):
+                    pass
+            finally:
+                if reloader is not None:
+                    reloader.stop()
             out.write("world-aws dev: stopping...\n")
             out.flush()
         finally:
             dev.stop()
         out.write("world-aws dev: stopped\n")
     return 0
+
+
+def _reloader(ns: argparse.Namespace, dev: DevStack, out: TextIO) -> AppReloader:
+    """Watch the app's files and deploy it again on a change (``local/reload.py``)."""
+    from world_aws.local.reload import AppReloader
+
+    def deployed(deployment_id: str) -> None:
+        out.write(
+            f"world-aws dev: {ns.app} changed: deployed as {deployment_id}; "
+            "runs in flight keep the code that started them\n"
+        )
+        out.flush()
+
+    def failed(exc: BaseException) -> None:
+        out.write(
+            f"world-aws dev: {ns.app} changed but does not import ({exc}); still serving the last code\n"
+        )
+        out.flush()
+
+    reloader = AppReloader(ns.app, dev.stack.deploy, on_deploy=deployed, on_error=failed)
+    out.write(f"  reload     watching {len(reloader.files)} file(s) of {ns.app}\n")
+    return reloader.start()
 
 
 @contextmanager

@@ -17,6 +17,7 @@ import argparse
 import json
 from collections.abc import Callable
 from typing import Any, TextIO
+from urllib.parse import quote
 
 from world_aws.cli import render, waiting
 from world_aws.cli.client import ApiClient, ApiError, Unreachable, api_url
@@ -28,7 +29,18 @@ from world_aws.errors import BadInput
 Command = Callable[[ApiClient, argparse.Namespace, TextIO], int]
 
 
-COMMANDS = ("start", "ls", "inspect", "cancel", "fork", "resume", "schedules", "stream", *waiting.COMMANDS)
+COMMANDS = (
+    "start",
+    "ls",
+    "inspect",
+    "cancel",
+    "fork",
+    "resume",
+    "schedules",
+    "stream",
+    "deployments",
+    *waiting.COMMANDS,
+)
 
 
 def add_api_options(parser: argparse.ArgumentParser, *, default: Any = None) -> None:
@@ -72,6 +84,11 @@ def add_commands(sub: Any) -> None:
     ls.add_argument("--workflow", metavar="NAME", help="only runs of this workflow")
     ls.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
     ls.add_argument("--cursor", help="continue a previous listing")
+    ls.add_argument(
+        "--blocked",
+        action="store_true",
+        help="only the held runs: running, their replay diverged on newer code (README 'Deploying changes')",
+    )
     ls.add_argument("--json", action="store_true", help="print the API's answer as JSON")
     ls.set_defaults(func=_operate(_ls))
 
@@ -127,6 +144,18 @@ def add_commands(sub: Any) -> None:
     stream.set_defaults(func=_operate(_stream))
     waiting.add_commands(sub, common, _operate)
 
+    deployments = sub.add_parser(
+        "deployments", parents=[common], help="the deployments (code versions) and their live runs"
+    )
+    deployments.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    deployments.set_defaults(func=_operate(_deployments))
+    actions = deployments.add_subparsers(dest="action", metavar="{retire}")
+    retire = actions.add_parser(
+        "retire", parents=[common], help="remove an older deployment; refused while a run is pinned to it"
+    )
+    retire.add_argument("deployment", metavar="VERSION")
+    retire.set_defaults(func=_operate(_retire))
+
 
 def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
     """``command`` with the client built from the options and every failure turned into a one-liner."""
@@ -163,13 +192,36 @@ def _start(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
 
 
 def _ls(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
-    listed = client.list_runs(status=ns.status, workflow=ns.workflow, limit=ns.limit, cursor=ns.cursor)
+    query: dict[str, Any] = {
+        "status": ns.status,
+        "workflow": ns.workflow,
+        "limit": ns.limit,
+        "cursor": ns.cursor,
+    }
+    if ns.blocked:
+        query["blocked"] = "true"
+    listed = client.list_runs(**query)
     if ns.json:
         out.write(json.dumps(listed, indent=2) + "\n")
         return 0
     render.print_runs(listed["runs"], out)
     if listed.get("cursor"):
         out.write(f"(more: --cursor {listed['cursor']})\n")
+    return 0
+
+
+def _deployments(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    listed = client.call("GET", "/deployments")
+    if ns.json:
+        out.write(json.dumps(listed, indent=2) + "\n")
+        return 0
+    render.print_deployments(listed["deployments"], out)
+    return 0
+
+
+def _retire(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    client.call("POST", f"/deployments/{quote(ns.deployment, safe='')}/retire", body={})
+    out.write(f"retired {ns.deployment}\n")
     return 0
 
 
@@ -193,6 +245,10 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     out.write(f"status    {run['status']}\n")
     if run.get("forked_from"):
         out.write(f"forked    from {run['forked_from']}\n")
+    if run.get("deployment_id"):
+        out.write(f"deployed  {run['deployment_id']}\n")
+    if run.get("blocked"):
+        out.write(f"blocked   {render.blocked_line(run['blocked'])}\n")
     for label in ("created", "started", "completed"):
         if run.get(f"{label}_at"):
             out.write(f"{label:<9} {run[f'{label}_at']}\n")

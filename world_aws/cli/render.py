@@ -221,3 +221,21 @@ def print_runs(runs: list[dict[str, Any]], out: TextIO) -> None:
             f"{run.get('run_id', ''):<32} {run.get('workflow', ''):<20} {run.get('status', ''):<10} "
             f"{shown:<20} {duration:>10}\n"
         )
+        if run.get("blocked"):
+            out.write(f"  blocked: {blocked_line(run['blocked'])}\n")
+
+
+def blocked_line(blocked: dict[str, Any]) -> str:
+    """Where a held run diverged, on one line: the deployment, the log position, expected vs actual."""
+    where = f"on deployment {blocked.get('deployment_id')} at position {blocked.get('position')}"
+    if blocked.get("expected") is not None:
+        return f"{where}: the log has {blocked['expected']!r}, the code calls {blocked.get('actual')!r}"
+    return f"{where}: {_first_line(str(blocked.get('message', '')))}"
+
+
+def print_deployments(deployments: list[dict[str, Any]], out: TextIO) -> None:
+    """A table of deployments as ``GET /deployments`` returns them, oldest first."""
+    out.write(f"{'deployment':<24} {'live runs':>10}\n")
+    for deployment in deployments:
+        newest = "  (newest: new runs start here)" if deployment.get("newest") else ""
+        out.write(f"{deployment.get('deployment_id', ''):<24} {deployment.get('live_runs', 0):>10}{newest}\n")

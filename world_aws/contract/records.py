@@ -820,6 +820,41 @@ class Event:
 
 
 @dataclass(frozen=True, slots=True)
+class Blocked:
+    """Where a held run's replay diverged from its log (README "Deploying changes").
+
+    A run whose replay on another deployment's code than the one that wrote its log
+    diverges stays ``running``, held with this mark, until a deploy brings code it
+    replays on (or an operator cancels it).
+
+    Attributes:
+        deployment_id: the deployment whose code diverged.
+        position: how far the log went (its last position) when the replay diverged.
+        message: the divergence, as the NON_DETERMINISM error names it.
+        since: when the run was held.
+        at: the diverging call's correlation id, when one call diverged.
+        expected: what the log has there (a step's name, a hook's token).
+        actual: what the code calls there.
+        released_to: set when a deploy released the run onto its code (the run is then
+            retried there, and held again if that code diverges too); None while held.
+    """
+
+    deployment_id: str
+    position: int
+    message: str
+    since: datetime
+    at: str | None = None
+    expected: str | None = None
+    actual: str | None = None
+    released_to: str | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether the run waits for a deploy (not released onto one yet)."""
+        return self.released_to is None
+
+
+@dataclass(frozen=True, slots=True)
 class Run:
     run_id: str
     workflow_name: str
@@ -835,6 +870,13 @@ class Run:
     attributes: dict[str, str] = field(default_factory=dict)
     started_at: datetime | None = None
     completed_at: datetime | None = None
+    # Set once the run's replay diverged on another deployment's code (runtime/holding.py).
+    blocked: Blocked | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether the run is running but held: blocked, waiting for a deploy or a cancel."""
+        return self.status is RunStatus.RUNNING and self.blocked is not None and self.blocked.held
 
     @property
     def root_run_id(self) -> str:

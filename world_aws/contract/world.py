@@ -20,6 +20,7 @@ from typing import Protocol
 
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import (
+    Blocked,
     Event,
     EventRequest,
     EventResult,
@@ -240,6 +241,35 @@ class RunStore(Protocol):
         """
         ...
 
+    def count_live(self, deployment_id: str) -> int:
+        """How many runs not yet ended are pinned to ``deployment_id`` (held runs aside).
+
+        What ``deployments retire`` asks before a deployment's code may go: a run pinned
+        to it replays there. Read from an index of the runs still going by deployment,
+        as of the call.
+        """
+        ...
+
+    def hold(self, run_id: str, blocked: Blocked) -> bool:
+        """Mark a running run held (``Run.blocked``); False (no write) unless it is running."""
+        ...
+
+    def release(self, run_id: str, *, deployment_id: str) -> bool:
+        """Pin a held run to ``deployment_id`` and mark it released there; False unless it is held."""
+        ...
+
+    def unblock(self, run_id: str) -> None:
+        """Clear a released run's mark once its replay no longer diverges (nothing if none)."""
+        ...
+
+    def list_blocked(self, *, limit: int = 100) -> builtins.list[Run]:
+        """The held runs (running, blocked and not released), without their input; at most ``limit``.
+
+        Raises:
+            BadInput: ``limit`` below 1.
+        """
+        ...
+
     def sweep_created(self, *, created_before: datetime, limit: int) -> Sweep:
         """Enter the non-terminal runs created before ``created_before`` in the live index.
 
@@ -382,6 +412,21 @@ class Queue(Protocol):
         retained is a no-op returning the first message id (SPEC §4.4).
         """
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Deployment:
+    """One deployment of the app and the runs still pinned to it (``world-aws deployments``).
+
+    Attributes:
+        deployment_id: its id (a version number of the workflow function on AWS).
+        live_runs: the runs not yet ended pinned to it (held runs aside): ``runs.count_live``.
+        newest: new runs start on it.
+    """
+
+    deployment_id: str
+    live_runs: int
+    newest: bool
 
 
 class Consumers(Protocol):

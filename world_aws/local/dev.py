@@ -86,7 +86,7 @@ def start_dev_stack(
             )
         )
         # Registered last, so it stops first: no request arrives while the stack shuts down.
-        server = serve_api(stack.runtime, port=port)
+        server = serve_api(lambda: stack.runtime, port=port)  # the newest deployment's
         resources.callback(server.stop)
     except BaseException:
         resources.close()

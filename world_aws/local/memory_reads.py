@@ -10,9 +10,10 @@ from __future__ import annotations
 import base64
 import binascii
 import builtins
+from dataclasses import replace
 from datetime import datetime
 
-from world_aws.contract.records import Event, Hook, ResolveData, Run, RunStatus, Step, Wait
+from world_aws.contract.records import Blocked, Event, Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.rules import resumed_by
 from world_aws.contract.world import LiveRun, RunPage, Sweep
 from world_aws.errors import BadInput, NotFound
@@ -105,6 +106,54 @@ class MemoryRunStore(_Reader):
             if read:
                 self._state.sweep_cursor = (read[-1].run.created_at, read[-1].run.run_id)
         return Sweep(examined=len(read), enrolled=enrolled, caught_up=len(read) == len(past))
+
+    def count_live(self, deployment_id: str) -> int:
+        """How many runs not yet ended are pinned to ``deployment_id`` (held runs aside)."""
+        self._stats.incr(Stat.RUN_LISTS)
+        with self._state.lock:
+            return sum(
+                1
+                for r in self._state.runs.values()
+                if r.run.deployment_id == deployment_id and not r.run.status.terminal and not r.run.held
+            )
+
+    def hold(self, run_id: str, blocked: Blocked) -> bool:
+        """Mark a running run held; False unless it is running."""
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            if record is None or record.run.status is not RunStatus.RUNNING:
+                return False
+            record.run = replace(record.run, blocked=blocked)
+            return True
+
+    def release(self, run_id: str, *, deployment_id: str) -> bool:
+        """Pin a held run to ``deployment_id``, marked released there; False unless it is held."""
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            if record is None or not record.run.held:
+                return False
+            assert record.run.blocked is not None
+            blocked = replace(record.run.blocked, released_to=deployment_id)
+            record.run = replace(record.run, deployment_id=deployment_id, blocked=blocked)
+            return True
+
+    def unblock(self, run_id: str) -> None:
+        """Clear a released run's mark."""
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            if record is not None and record.run.blocked is not None and not record.run.blocked.held:
+                record.run = replace(record.run, blocked=None)
+
+    def list_blocked(self, *, limit: int = 100) -> builtins.list[Run]:
+        """The held runs, oldest hold first, without their input."""
+        self._stats.incr(Stat.RUN_LISTS)
+        if limit < 1:
+            raise BadInput(f"limit must be at least 1, not {limit}")
+        with self._state.lock:
+            held = [run_out(r.run, ResolveData.NONE) for r in self._state.runs.values() if r.run.held]
+        return sorted(
+            held, key=lambda run: (run.blocked.since if run.blocked else run.created_at, run.run_id)
+        )[:limit]
 
     def list(
         self,

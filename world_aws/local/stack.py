@@ -7,6 +7,10 @@ reconciler on a background thread every ``ReconcilerConfig.period_seconds`` (as 
 EventBridge schedule does on AWS), and the scheduler, which starts the app's
 scheduled workflows, every ``SchedulerConfig.period_seconds``. ``kind="memory"`` gives the same over the
 in-memory World, for the fastest feedback.
+
+``stack.deploy(new_app)`` starts a new deployment (``local/deployments.py``): new runs,
+the schedules' ticks and the reconciler move to it, and the runs started before keep
+replaying on the app that started them (README "Deploying changes").
 """
 
 from __future__ import annotations
@@ -14,10 +18,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from world_aws.contract.world import Consumers, World
+from world_aws.local.deployments import LocalDeployments
 from world_aws.local.failure_log import FailureLog
 from world_aws.local.reconcile_loop import ReconcilerLoop, TickLoop
 from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
@@ -34,17 +39,74 @@ LOG = logging.getLogger(__name__)
 LOCAL_SCHEDULE_PERIOD_SECONDS = 5
 
 
-@dataclass(frozen=True, slots=True)
 class LocalStack:
-    world: World
-    runtime: Runtime
-    consumers: Consumers
-    reconciler: Reconciler
-    endpoint_url: str | None
-    scheduler: Scheduler | None = None
-    # The environment a process would use to reach this stack's AWS endpoint and resources
-    # (empty for the in-memory World).
-    env: dict[str, str] = field(default_factory=dict)
+    """A running local stack: one World, its consumers, the reconciler, and the app's deployments.
+
+    ``runtime`` is the newest deployment's (it starts new runs); ``deploy(app)`` adds a
+    deployment (``local/deployments.py``): runs started before keep replaying on the
+    app that started them.
+    """
+
+    def __init__(
+        self,
+        *,
+        world: World,
+        deployments: LocalDeployments,
+        consumers: Consumers,
+        reconciler_loop: TickLoop,
+        endpoint_url: str | None,
+        scheduler_loop: TickLoop | None,
+        scheduler_config: SchedulerConfig,
+        env: dict[str, str],
+    ) -> None:
+        self.world = world
+        self.deployments = deployments
+        self.consumers = consumers
+        self.endpoint_url = endpoint_url
+        # The environment a process would use to reach this stack's AWS endpoint and resources
+        # (empty for the in-memory World).
+        self.env = env
+        self._reconciler_loop = reconciler_loop
+        self._scheduler_loop = scheduler_loop
+        self._scheduler_config = scheduler_config
+        self._scheduler = Scheduler(deployments.current, scheduler_config)
+
+    @property
+    def runtime(self) -> Runtime:
+        """The newest deployment's runtime (new runs start on it)."""
+        return self.deployments.current
+
+    @property
+    def reconciler(self) -> Reconciler:
+        """The reconciler, which runs as the newest deployment (it releases held runs onto it)."""
+        ticker = self._reconciler_loop.ticker
+        assert isinstance(ticker, Reconciler)
+        return ticker
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The scheduler of the newest deployment's schedules."""
+        return self._scheduler
+
+    @property
+    def deployment_id(self) -> str:
+        """The newest deployment's id."""
+        return self.runtime.world.deployment_id()
+
+    def deploy(self, app: Workflows) -> str:
+        """Start a new deployment of ``app`` and return its id.
+
+        New runs (and the schedules' ticks) start on it; runs started before keep
+        replaying on the app that started them. Runs held on older code are released
+        onto it (``runtime/holding.py``).
+        """
+        deployment_id = self.deployments.deploy(app)
+        runtime = self.deployments.current
+        self._reconciler_loop.ticker = Reconciler(runtime.world, self.reconciler.config)
+        self._scheduler = Scheduler(runtime, self._scheduler_config)
+        if self._scheduler_loop is not None:
+            self._scheduler_loop.ticker = self._scheduler
+        return deployment_id
 
 
 def local_config() -> RuntimeConfig:
@@ -118,28 +180,37 @@ def local_stack(
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")
         stack.callback(world.close)
         world = FailureLog(world)  # each failed attempt logged with its traceback (world-aws dev shows it)
-        runtime = Runtime(world, app, config or local_config())
-        stack.callback(runtime.close)
-        consumers = world.start_consumers(runtime.handle)
+        deployments = LocalDeployments(world, app, config or local_config())
+        stack.callback(deployments.close)
+        consumers = world.start_consumers(deployments.handle)
         stack.callback(consumers.stop)
         if release is not None:  # first: the consumers' long polls answer now, so they stop at once
             stack.callback(release)
         reconciler = Reconciler(world, reconciler_config or ReconcilerConfig.from_env())
         loop = ReconcilerLoop(reconciler, reconciler.config.period_seconds).start()
         stack.callback(loop.stop)
-        scheduler = Scheduler(runtime, scheduler_config or local_scheduler_config())
+        schedules = scheduler_config or local_scheduler_config()
+        ticks: TickLoop | None = None
         if run_schedules and app.schedules:
-            ticks = TickLoop(scheduler, scheduler.config.period_seconds, name="world-aws-scheduler")
+            ticks = TickLoop(
+                Scheduler(deployments.current, schedules),
+                schedules.period_seconds,
+                name="world-aws-scheduler",
+            )
             stack.callback(ticks.start().stop)
-        yield LocalStack(
+        local = LocalStack(
             world=world,
-            runtime=runtime,
+            deployments=deployments,
             consumers=consumers,
-            reconciler=reconciler,
+            reconciler_loop=loop,
             endpoint_url=endpoint,
+            scheduler_loop=ticks,
+            scheduler_config=schedules,
             env=env,
-            scheduler=scheduler,
         )
+        if ticks is not None:
+            ticks.ticker = local.scheduler
+        yield local
 
 
 def _report_of(prestarted: MotoProcess) -> dict[str, Any] | None:

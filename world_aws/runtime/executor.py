@@ -44,6 +44,7 @@ from world_aws.errors import (
     TooEarly,
 )
 from world_aws.runtime import ids, stepbody, telemetry, tracing
+from world_aws.runtime.deployments import Handover, hand_over_or_none, pinned_elsewhere
 from world_aws.runtime.dispatch import StepDispatcher, resolve_step_input, run_context_of
 from world_aws.runtime.inline import Owner
 from world_aws.runtime.orchestrator import Orchestrator
@@ -79,12 +80,15 @@ class StepExecutor:
         orchestrator: Orchestrator,
         dispatcher: StepDispatcher,
         max_deployment_reroutes: int,
+        *,
+        handover: Handover | None = None,
     ) -> None:
         self._world = world
         self._app = app
         self._orchestrator = orchestrator
         self._dispatcher = dispatcher
         self._max_reroutes = max_deployment_reroutes
+        self._handover = handover
 
     def handle(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
         assert payload.step_id is not None
@@ -127,8 +131,15 @@ class StepExecutor:
                 materialized = self._materialize(payload)
             except RunExpired:
                 return Ack(), "gone"
-        # 3. deployment guard
-        if (
+        # 3. deployment guard: handed to the run's own deployment, or (without a
+        # hand-over) re-enqueued toward it
+        pinned = run_context.deployment_id
+        if pinned_elsewhere(self._world, self._handover, pinned):
+            assert self._handover is not None
+            routed = hand_over_or_none(self._handover, pinned, delivery)
+            if routed is not None:
+                return routed, "handed_over"
+        elif (
             self._world.capabilities.deployment_affinity
             and run_context.deployment_id != self._world.deployment_id()
         ):

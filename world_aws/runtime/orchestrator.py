@@ -33,7 +33,7 @@ from world_aws.contract.records import (
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, HandlerResult, QueueName, Redeliver, World
 from world_aws.errors import Conflict, Misconfigured, NotFound, RunExpired, UnknownWorkflow
-from world_aws.runtime import tracing
+from world_aws.runtime import holding, tracing
 from world_aws.runtime.chain import ERROR_CODE_EVENT_LIMIT, EventLimitExceeded
 from world_aws.runtime.config import DEFAULT_MAX_EVENTS_PER_RUN
 from world_aws.runtime.dispatch import StepDispatcher, run_parallel
@@ -107,6 +107,8 @@ class Orchestrator:
         ``logged``: the log cache was read with ``run`` (``LogCache.read_with_run``), after
         which nothing was written: the first replay takes the cached log as it is.
         """
+        if run.held:
+            return Ack()  # nothing runs a held run until a deploy releases it (runtime/holding.py)
         try:
             workflow = self._app.get_workflow(run.workflow_name)
         except UnknownWorkflow as err:
@@ -125,6 +127,7 @@ class Orchestrator:
         # with the run: no read.
         fed = logged
         first: int | None = None  # where the log ended at this call's first read
+        unblocked = False  # a released run's mark cleared by this call
         try:
             while True:
                 if self._replays.check_due(replay):  # local runs: re-run the code once the log doubled
@@ -138,6 +141,14 @@ class Orchestrator:
                     self.fail_run(run.run_id, encode_error(limit), ERROR_CODE_EVENT_LIMIT, run=run)
                     return Ack()
                 outcome = replay.outcome()
+                if holding.held_by(self._world, run, outcome):
+                    assert isinstance(outcome, Failed)
+                    holding.hold(self._world, run, outcome, replay.last_position)
+                    self._forget(run.run_id)
+                    return Ack()  # nothing runs it until a deploy releases it (runtime/holding.py)
+                if run.blocked is not None and not unblocked:
+                    self._world.runs.unblock(run.run_id)  # released onto code it replays on
+                    unblocked = True
                 if replay.patches.unrecorded:
                     # patched() took a new branch here: its marker goes in first, before
                     # anything that branch writes (runtime/patching.py); then replay on.

@@ -30,6 +30,7 @@ from world_aws.contract.records import (
 from world_aws.contract.world import World
 from world_aws.runtime import stepbody
 from world_aws.runtime.children import PARENT_RUN_ID
+from world_aws.runtime.holding import held_by
 from world_aws.runtime.inline import InlineRound, InlineSteps, Owner, creates_only, owned_create
 from world_aws.runtime.logcache import LogCache
 from world_aws.runtime.outcomes import append_or_none
@@ -110,7 +111,12 @@ class OutcomePipeline:
             return Replay(run, workflow, self._app.serializer), InlineRound(), False
         room = self._max_events - after - 1 - len(markers)
         closing = None  # the run's end, when the workflow returns or fails here (and tells no parent)
-        if isinstance(outcome, Completed | Failed) and room >= 0 and PARENT_RUN_ID not in run.attributes:
+        if (
+            isinstance(outcome, Completed | Failed)
+            and room >= 0
+            and PARENT_RUN_ID not in run.attributes
+            and not held_by(self._world, run, outcome)  # the continuation's replay holds it
+        ):
             closing = run_end(outcome)
         creates = (
             []

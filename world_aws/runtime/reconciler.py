@@ -51,6 +51,7 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import LiveRun, QueueName, World
 from world_aws.errors import Misconfigured, WorldAwsError
 from world_aws.runtime.config import ReconcilerConfig
+from world_aws.runtime.holding import Release, release_held
 from world_aws.runtime.telemetry import LOG
 
 
@@ -75,6 +76,9 @@ class TickReport:
     remarked: int = 0
     failed: int = 0
     swept: int = 0
+    # Held runs (runtime/holding.py): released onto this deployment, and still held here.
+    released: list[str] = field(default_factory=list)
+    held: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +132,7 @@ class Reconciler:
                 the deployment is wrong, not one run.
         """
         now = self._world.clock.now()
+        release = self._release()
         sweep = self._world.runs.sweep_created(
             created_before=now - timedelta(seconds=self.config.sweep_lag_seconds),
             limit=self.config.max_sweep_runs,
@@ -169,8 +174,24 @@ class Reconciler:
                 failed += 1
                 LOG.warning("reconciler could not move a mark: %s", exc, extra={"run_id": run.run_id})
         return TickReport(
-            looked_at=len(due), woken=woken, remarked=remarked, failed=failed, swept=sweep.examined
+            looked_at=len(due),
+            woken=woken,
+            remarked=remarked,
+            failed=failed,
+            swept=sweep.examined,
+            released=release.released,
+            held=release.held,
         )
+
+    def _release(self) -> Release:
+        """Release the runs held on older code onto this deployment (``runtime/holding.py``)."""
+        try:
+            return release_held(self._world)
+        except Misconfigured:
+            raise
+        except WorldAwsError as exc:
+            LOG.warning("reconciler could not release the held runs: %s", exc)
+            return Release()
 
     def _wake(self, run: LiveRun, now: datetime) -> tuple[Repair, datetime]:
         """Publish the wake of ``run``'s bucket; the repair, and the mark that schedules the next look."""

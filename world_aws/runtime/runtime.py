@@ -40,6 +40,13 @@ from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.deployments import (
+    Deployments,
+    Handover,
+    SingleDeployment,
+    hand_over_or_none,
+    pinned_elsewhere,
+)
 from world_aws.runtime.dispatch import StepDispatcher
 from world_aws.runtime.executor import StepExecutor
 from world_aws.runtime.forks import FORKED_FROM, Forks
@@ -67,10 +74,27 @@ MAX_RESUME_ID_CHARS = 200
 
 
 class Runtime:
-    def __init__(self, world: World, app: Workflows, config: RuntimeConfig | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        app: Workflows,
+        config: RuntimeConfig | None = None,
+        *,
+        handover: Handover | None = None,
+        deployments: Deployments | None = None,
+    ) -> None:
+        """Bind ``app`` to ``world``.
+
+        ``handover``: the app's other deployments. With it, a delivery for a run pinned to
+        another deployment than ``world.deployment_id()`` is handed to that deployment
+        (``runtime/deployments.py``); without it, every delivery runs on this code.
+        ``deployments``: what the API lists and retires (default: this one alone).
+        """
         self.world = world
         self.app = app
         self.config = config or RuntimeConfig()
+        self.handover = handover
+        self.deployments: Deployments = deployments or SingleDeployment(world)
         self._pool = ThreadPoolExecutor(
             self.config.dispatch_parallelism, thread_name_prefix="world-aws-dispatch"
         )
@@ -88,7 +112,12 @@ class Runtime:
             max_events_per_run=self.config.max_events_per_run,
         )
         self.executor = StepExecutor(
-            world, app, self.orchestrator, self.dispatcher, self.config.max_deployment_reroutes
+            world,
+            app,
+            self.orchestrator,
+            self.dispatcher,
+            self.config.max_deployment_reroutes,
+            handover=handover,
         )
         self.forks = Forks(world, app, self._pool)
 
@@ -374,6 +403,12 @@ class Runtime:
         return self._handle_workflow(payload, delivery)
 
     def _handle_workflow(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
+        asked = None  # the deployment already asked (its answer: handle it here)
+        if payload.run_input is not None:  # a run's first message names its deployment
+            asked = payload.run_input.deployment_id
+            routed = self._pinned(asked, delivery)
+            if routed is not None:
+                return routed
         if payload.run_input is not None and FORKED_FROM in payload.run_input.attributes:
             # A fork's first message: its copied prefix is written before it starts.
             self.forks.prepare(payload.run_id, self._creation(payload.run_input))
@@ -391,6 +426,9 @@ class Runtime:
             if not isinstance(started, Run):
                 return started
             run = started
+        routed = self._pinned(run.deployment_id, delivery) if run.deployment_id != asked else None
+        if routed is not None:
+            return routed
         # A run's first delivery: its start message, or any message that found it pending or
         # missing and started it here (a reconciler's wake of a run whose first message was lost).
         first = payload.run_input is not None or seen is None or seen.status is RunStatus.PENDING
@@ -404,6 +442,13 @@ class Runtime:
                 start=start,
                 logged=logged,
             )
+
+    def _pinned(self, deployment_id: str, delivery: Delivery) -> HandlerResult | None:
+        """The answer of the run's own deployment if it is another one (None: handle it here)."""
+        if not pinned_elsewhere(self.world, self.handover, deployment_id):
+            return None
+        assert self.handover is not None
+        return hand_over_or_none(self.handover, deployment_id, delivery)
 
     def _started(self, payload: InvokePayload, delivery: Delivery) -> Run | HandlerResult:
         """Write ``run_started`` (a missing run made from ``run_input``): the running run, or the answer."""

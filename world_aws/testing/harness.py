@@ -27,6 +27,7 @@ from world_aws.errors import BadInput
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.local.memory_queue import PendingMessage
 from world_aws.runtime.config import RuntimeConfig
+from world_aws.runtime.deployments import Handover
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
@@ -77,10 +78,18 @@ class Harness:
     # --- runtimes -------------------------------------------------------------------
 
     def runtime_for(
-        self, app: Workflows, config: RuntimeConfig | None = None, *, world: World | None = None
+        self,
+        app: Workflows,
+        config: RuntimeConfig | None = None,
+        *,
+        world: World | None = None,
+        handover: Handover | None = None,
     ) -> Runtime:
-        """A runtime for ``app`` over the spied World (or ``world``); the latest one handles deliveries."""
-        runtime = Runtime(world or self.spy, app, config or self.default_config)
+        """A runtime for ``app`` over the spied World (or ``world``); the latest one handles deliveries.
+
+        ``handover``: the app's other deployments (``runtime/deployments.py``), for a test of a deploy.
+        """
+        runtime = Runtime(world or self.spy, app, config or self.default_config, handover=handover)
         self._runtimes.append(runtime)
         return runtime
 

@@ -18,7 +18,16 @@ from datetime import datetime
 from typing import Any
 
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.records import Event, EventRequest, EventResult, ResolveData, Run, RunLog, Step
+from world_aws.contract.records import (
+    Blocked,
+    Event,
+    EventRequest,
+    EventResult,
+    ResolveData,
+    Run,
+    RunLog,
+    Step,
+)
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     ForwardingWorld,
@@ -259,6 +268,34 @@ class _SpyRuns:
             lambda: inner.sweep_created(created_before=created_before, limit=limit),
         )
         return swept
+
+    def count_live(self, deployment_id: str) -> int:
+        inner = self._spy.inner.runs
+        count: int = self._spy.invoke("runs.count_live", None, None, lambda: inner.count_live(deployment_id))
+        return count
+
+    def hold(self, run_id: str, blocked: Blocked) -> bool:
+        inner = self._spy.inner.runs
+        held: bool = self._spy.invoke("runs.hold", run_id, None, lambda: inner.hold(run_id, blocked))
+        return held
+
+    def release(self, run_id: str, *, deployment_id: str) -> bool:
+        inner = self._spy.inner.runs
+        released: bool = self._spy.invoke(
+            "runs.release", run_id, None, lambda: inner.release(run_id, deployment_id=deployment_id)
+        )
+        return released
+
+    def unblock(self, run_id: str) -> None:
+        inner = self._spy.inner.runs
+        self._spy.invoke("runs.unblock", run_id, None, lambda: inner.unblock(run_id))
+
+    def list_blocked(self, *, limit: int = 100) -> builtins.list[Run]:
+        inner = self._spy.inner.runs
+        held: builtins.list[Run] = self._spy.invoke(
+            "runs.list_blocked", None, None, lambda: inner.list_blocked(limit=limit)
+        )
+        return held
 
 
 class _SpySteps:

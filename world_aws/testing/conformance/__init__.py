@@ -29,6 +29,7 @@ AREAS = (
     "concurrency",
     "queue",
     "live",
+    "deployments",
     "schedules",
     "streams",
     "shapes",
