@@ -35,7 +35,7 @@ VIOLATIONS = (
     "run_created",  # not exactly one run_created
     "terminal_event",  # a terminal run without exactly one terminal event
     "terminal_mismatch",  # the terminal event does not match the run item's status
-    "after_terminal",  # an event after the terminal one that SPEC §3.1 does not allow
+    "after_terminal",  # an event after the terminal one that contract §3.1 does not allow
     "step_created",  # a step with other than one step_created
     "step_outcomes",  # a step with more than one outcome
     "step_started_twice",  # a step's attempt counter is not its number of starts (owned creates count)
@@ -169,7 +169,7 @@ def _outcome(run: Run, serializer: Serializer, caller: CallerView) -> list[tuple
 def log_shape(run: Run, events: list[Event]) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     # Strictly increasing: the AWS World leaves sealed holes (noops) out of a read,
-    # so numbers may be skipped there (SPEC §3.2), but never repeated or reordered.
+    # so numbers may be skipped there (contract §3.2), but never repeated or reordered.
     positions = [e.position for e in events]
     if positions != sorted(set(positions)) or (positions and positions[0] != 1):
         found.append(("log_gap", f"positions {positions[:3]}..{positions[-3:]} of {len(events)}"))
@@ -205,7 +205,7 @@ def _patch_marker(run: Run, events: list[Event]) -> list[tuple[str, str]]:
 
 
 def _after_terminal(events: list[Event], end: int) -> list[tuple[str, str]]:
-    """Only outcomes of steps that were running at the end may follow it (SPEC §3.1)."""
+    """Only outcomes of steps that were running at the end may follow it (contract §3.1)."""
     running: set[str | None] = set()
     found: list[tuple[str, str]] = []
     for event in events:

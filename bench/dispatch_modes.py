@@ -1,6 +1,6 @@
 """Batched appends against parallel create + publish, timed: ``python -m bench.dispatch_modes``.
 
-A fan-out's steps, dispatched by message (inline execution off, the path SPEC §5.2 is
+A fan-out's steps, dispatched by message (inline execution off, the path contract §5.2 is
 about), in the two ways a pass that writes nothing but step creates can make them:
 
 * batched (``WORKFLOW_BATCHED_STEP_DISPATCH``, the default): the creates in appends of ten

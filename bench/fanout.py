@@ -1,4 +1,4 @@
-"""Step-dispatch benchmark (issue 6, SPEC §5): what an N-branch fan-out costs and how fast it starts.
+"""Step-dispatch benchmark (issue 6, contract §5): what an N-branch fan-out costs and how fast it starts.
 
 Run from the repository root (matplotlib comes with the ``bench`` extra)::
 
@@ -7,9 +7,9 @@ Run from the repository root (matplotlib comes with the ``bench`` extra)::
     python -m bench.fanout --ns 64 --full-ns ""   # the held passes at one N
     python -m bench.fanout --model-only           # the model pass alone, costs from bench/out/fanout.json
 
-For each N and each variant — step-message prologue ``run_context`` (SPEC §5.1) or
+For each N and each variant — step-message prologue ``run_context`` (contract §5.1) or
 ``legacy`` (the producer omits run_context, so the consumer reads the run first)
-x dispatch ``resilient`` (SPEC §5.2) or ``sequential`` — it runs ``bench.fanout(N)``
+x dispatch ``resilient`` (contract §5.2) or ``sequential`` — it runs ``bench.fanout(N)``
 (``asyncio.gather`` of N steps), variants interleaved round by round in
 alternating order, on two backends:
 

@@ -22,7 +22,7 @@ at a time, at its real speed, and the injected latency still overlaps.
 
 The recorder also knows, per thread, whether the thread is handling a step
 message and has not yet entered that step's claim (``step_started``): a read of
-the run item in that window is a *run read before the claim* (SPEC §5.1).
+the run item in that window is a *run read before the claim* (contract §5.1).
 
 And it knows which World operation a thread is in (``op(key)``, entered by the
 bench's store proxies, ``bench.ops``): every call is attributed to that op, or

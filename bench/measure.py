@@ -75,8 +75,8 @@ def fanout_app(gate: threading.Event | None = None, gate_timeout: float = 600.0)
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """``prologue``: "run_context" (SPEC §5.1) or "legacy" (no run_context on step messages).
-    ``dispatch``: "resilient" (SPEC §5.2, creates batched when a pass only creates), "parallel"
+    """``prologue``: "run_context" (contract §5.1) or "legacy" (no run_context on step messages).
+    ``dispatch``: "resilient" (contract §5.2, creates batched when a pass only creates), "parallel"
     (resilient, every create and message in parallel) or "sequential"."""
 
     prologue: str

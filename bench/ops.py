@@ -7,7 +7,7 @@ depends on the argument:
 * ``events.create:<event type>`` (``events.create:step_started``): each event type
   takes its own path through the AWS World (judge, reserve, commit; or fewer);
 * ``queue.publish:keyed`` / ``queue.publish:unkeyed``: an idempotency key costs a
-  DynamoDB claim and record around the SQS send (SPEC §4.4).
+  DynamoDB claim and record around the SQS send (contract §4.4).
 
 ``OpProxy`` wraps one store so that every public method call runs inside
 ``enter(key)``: the moto pass enters ``CallRecorder.op`` (attributing the AWS calls

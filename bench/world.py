@@ -10,7 +10,7 @@ Two stores are also wrapped:
   a run ends (the benchmark's clock stops there), and tells the call recorder
   when a step delivery enters its claim;
 * ``queue`` (legacy prologue only): re-encodes every step message without
-  ``run_context``, as a producer from before SPEC §5.1 sends it, so the step
+  ``run_context``, as a producer from before contract §5.1 sends it, so the step
   consumer takes its ``runs.get`` prologue. Nothing else of the runtime changes.
 """
 

@@ -225,7 +225,7 @@ class Container:
                 self.counts.learn(payload.run_id, workflow)
             if payload.step_id is not None:
                 keys["step_id"] = payload.step_id
-                # The kind of prologue the message asks for (SPEC §5.1): run identity carried or not.
+                # The kind of prologue the message asks for (contract §5.1): run identity carried or not.
                 self.counts.add(
                     PROLOGUE_RUN_CONTEXT if payload.run_context is not None else PROLOGUE_RUNS_GET
                 )
@@ -324,5 +324,5 @@ class LambdaProcess:
 
 
 # module-state-ok: Lambda keeps a container's module state between invocations; this one holder
-# is where the World, its clients and the Runtime are cached for that life (SPEC §9 registry).
+# is where the World, its clients and the Runtime are cached for that life (contract §9 registry).
 PROCESS = LambdaProcess.create()

@@ -95,7 +95,7 @@ _BY_EVENT = {
     EventType.STEP_FAILED: STEPS_FAILED,
     EventType.STEP_RETRYING: STEPS_RETRIED,
 }
-# The error code the runtime gives a run whose message exceeded the delivery cap (SPEC §4.3).
+# The error code the runtime gives a run whose message exceeded the delivery cap (contract §4.3).
 _OVER_DELIVERY_CAP = "MAX_DELIVERIES_EXCEEDED"
 
 

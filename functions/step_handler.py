@@ -2,7 +2,7 @@
 
 ``template.yaml``: ``Handler: functions.step_handler.handler``, an SQS event on the
 step queue with ``FunctionResponseTypes: [ReportBatchItemFailures]``. The step
-consumer (SPEC §5.1) lives in the runtime; the last completer of a fan-out
+consumer (contract §5.1) lives in the runtime; the last completer of a fan-out
 continues its workflow inline, in this invocation.
 """
 

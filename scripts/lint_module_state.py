@@ -1,4 +1,4 @@
-"""Lint: no mutable module-level state (SPEC §9). Standard library only.
+"""Lint: no mutable module-level state (contract §9). Standard library only.
 
 Usage: ``python scripts/lint_module_state.py world_aws functions`` (directories or files).
 Prints ``path:line: message`` per finding and exits 1 if there is any, else 0.

@@ -1,6 +1,6 @@
 """The one error hierarchy of world-aws, grouped by what the caller must do.
 
-Every rejection a World makes is one of the SPEC §3 kinds below, with a stable
+Every rejection a World makes is one of the contract §3 kinds below, with a stable
 ``kind`` and HTTP-like ``code``. The runtime reacts to the class (or ``kind``),
 never to a message string. Control-flow signals that user code must not catch
 live in the runtime and derive from ``BaseException``; everything here is an
@@ -15,7 +15,7 @@ from enum import StrEnum
 
 
 class ErrorKind(StrEnum):
-    """Stable names of the error kinds (SPEC §3)."""
+    """Stable names of the error kinds (contract §3)."""
 
     NOT_FOUND = "NotFound"
     CONFLICT = "Conflict"
@@ -58,7 +58,7 @@ class Conflict(WorldRejection):
 
 
 class RunExpired(WorldRejection):
-    """Gone: the run is terminal, so this operation may not happen (410). See SPEC §3.1."""
+    """Gone: the run is terminal, so this operation may not happen (410). See contract §3.1."""
 
     kind = ErrorKind.RUN_EXPIRED
     code = 410

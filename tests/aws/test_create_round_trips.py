@@ -29,7 +29,7 @@ def test_a_producer_duplicate_is_refused_at_commit_and_seals_its_position(world:
 
 
 def test_a_consumer_re_ensure_is_refused_by_its_read_without_a_position(world: AwsWorld) -> None:
-    # GIVEN a step, and a step consumer re-ensuring it from its message (SPEC §5.2)
+    # GIVEN a step, and a step consumer re-ensuring it from its message (contract §5.2)
     run_id = create_run(world)
     step_id = create_step(world, run_id, input=b"first")
     before = world.events.list(run_id)[-1].position

@@ -1,4 +1,4 @@
-"""No botocore exception leaves the AWS World: throttling is Throttled, the rest Transient (SPEC §3, §7.2).
+"""No botocore exception leaves the AWS World: throttling is Throttled, else Transient (contract §3, §7.2).
 
 Failures are injected with botocore event hooks on the World's own clients; the
 assertions read the state back through the contract: nothing half-written remains.

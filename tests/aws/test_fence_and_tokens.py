@@ -1,4 +1,4 @@
-"""The fence and token uniqueness on DynamoDB, checked on the stored items (SPEC §3.1, §3.2, §2.3)."""
+"""The fence and token uniqueness on DynamoDB, checked on the stored items (contract §3.1, §3.2, §2.3)."""
 
 from __future__ import annotations
 

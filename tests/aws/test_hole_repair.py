@@ -1,4 +1,4 @@
-"""Holes left between reserve and commit are waited for, then sealed by readers (SPEC §3.2)."""
+"""Holes left between reserve and commit are waited for, then sealed by readers (contract §3.2)."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_dead_run_completed_writer_is_repaired_with_the_real_event(world: AwsWor
             "before-parameter-build.dynamodb.PutItem", lose_event_puts
         )
     assert world.runs.get(run_id).status is RunStatus.COMPLETED
-    # ... and the running step then reported its outcome (accepted after the end, SPEC §3.1)
+    # ... and the running step then reported its outcome (accepted after the end, contract §3.1)
     outcome = write(world, run_id, EventType.STEP_COMPLETED, step_id, StepCompletedData(output=b"late"))
     # WHEN the log is read
     events = world.events.list(run_id)

@@ -1,4 +1,4 @@
-"""A run's end releases its hooks on DynamoDB, and only a run that made one pays the Query (SPEC §3.1).
+"""A run's end releases its hooks on DynamoDB, and only a run that made one pays the Query (contract §3.1).
 
 Every ``hook_created`` marks the run item ``hooked`` in its fenced reservation
 (``keys.HOOKED``); the end, whose write of the run item comes after any such

@@ -1,4 +1,4 @@
-"""The last completer of a fan-out whose last branches finish together (SPEC §5.1 step 6).
+"""The last completer of a fan-out whose last branches finish together (contract §5.1 step 6).
 
 Two branches: a dispatched step B, and a step A that is dispatched, or inline and then
 handed to a retry message (an owned ``step_retrying``: its owner acks and no longer

@@ -1,4 +1,4 @@
-"""A long log is read whole across DynamoDB's 1 MB Query pages (SPEC §7.4: always paginate)."""
+"""A long log is read whole across DynamoDB's 1 MB Query pages (contract §7.4: always paginate)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A missing table, bucket or queue, or refused access, is ``Misconfigured``: never ``NotFound`` (SPEC §3).
+"""A missing table, bucket or queue, or refused access is ``Misconfigured``, never ``NotFound`` (contract §3).
 
 Each World here is the test's real moto World with one name wrong (a typo in the
 configuration), on the same clients; refused access is injected with a botocore

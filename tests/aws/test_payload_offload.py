@@ -1,4 +1,4 @@
-"""Payloads in the AWS World: inline up to 128 KiB, in S3 above, byte for byte (SPEC §3.3, §7.3)."""
+"""Payloads in the AWS World: inline up to 128 KiB, in S3 above, byte for byte (contract §3.3, §7.3)."""
 
 from __future__ import annotations
 

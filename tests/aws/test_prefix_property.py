@@ -1,4 +1,4 @@
-"""Readers racing writers on DynamoDB see a growing, gap-free prefix of the log (SPEC §3.2)."""
+"""Readers racing writers on DynamoDB see a growing, gap-free prefix of the log (contract §3.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The step-name fence of ``step_started`` on DynamoDB (SPEC §3, ARCHITECTURE §2, §8).
+"""The step-name fence of ``step_started`` on DynamoDB (contract §3, ARCHITECTURE §2, §8).
 
 A start that names another step than the stored one (a stale message of a step
 whose id a corrected replay reused) is Conflict. The read before the reservation

@@ -163,7 +163,7 @@ def test_a_re_ensure_racing_an_append_does_not_hide_its_creates_from_later_dupli
             return real_items(run, first, run_item)
 
         consumer.sequencer.committed_items = after_the_owner_appended  # type: ignore[method-assign]
-        # WHEN a step consumer re-ensures its step, whose create had not landed (SPEC §5.2)
+        # WHEN a step consumer re-ensures its step, whose create had not landed (contract §5.2)
         dispatched = EventRequest(
             EventType.STEP_CREATED,
             new_id("step"),

@@ -1,4 +1,4 @@
-"""Issue 6 (SPEC §5.1): the fan-out benchmark's core, once at N=4 with no injected latency.
+"""Issue 6 (contract §5.1): the fan-out benchmark's core, once at N=4 with no injected latency.
 
 Asserts what the benchmark counts, never how long anything took: with
 ``run_context`` on the step messages no step delivery reads the run before its

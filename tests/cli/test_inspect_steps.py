@@ -1,6 +1,6 @@
 """``world-aws inspect`` and ``GET /runs/{run_id}/steps``: a run's steps, and those its end abandoned.
 
-A step without an outcome when its run ends never runs again (SPEC §3.1: every
+A step without an outcome when its run ends never runs again (contract §3.1: every
 later start is refused), even when it recorded a retry after the end (accepted,
 as an outcome would be) and its row says pending. Both the API and ``inspect``
 show such a step as ``abandoned``. Checked on every World, served over real HTTP.

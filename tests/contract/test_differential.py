@@ -10,7 +10,7 @@ tokens, waits) and the logs
 
 Event positions are not compared: on DynamoDB a refused write leaves a sealed
 (``noop``) position that ``events.list`` leaves out, so the same log may carry
-different numbers (SPEC §3.2 only asks for a gap-free prefix in order).
+different numbers (contract §3.2 only asks for a gap-free prefix in order).
 
 Building a moto World is costly, so one serves every example of the test; each
 example draws fresh run ids and hook tokens (tokens are global to a World) and
@@ -228,7 +228,7 @@ class DifferentialMachine(RuleBasedStateMachine):
     @rule(run=RUNS, how=st.sampled_from(["completed", "failed", "cancelled"]))
     def run_ended(self, run: int, how: str) -> None:
         # One rule for the three endings, and only once the runs have lived a while:
-        # ended early, runs would refuse everything else, and the fence (SPEC §3.1)
+        # ended early, runs would refuse everything else, and the fence (contract §3.1)
         # has most to judge when the run ends with steps, hooks and waits in flight.
         if how == "completed":
             self._apply(
@@ -254,14 +254,14 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     @rule(draw=st.data())
     def step_started_naming_another_step(self, draw: st.DataObject) -> None:
-        # A stale start of another step under the same id (SPEC §3: the step-name fence):
+        # A stale start of another step under the same id (contract §3: the step-name fence):
         # Conflict on both, after the fence and before TooEarly, whatever state the step is in.
         run, step = self._target(draw, "step")
         self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_other"))
 
     @rule(draw=st.data(), delay=st.none() | OFFSETS)
     def step_retrying(self, draw: st.DataObject, delay: int | None) -> None:
-        # Of a running step also after its run ended: accepted, as the outcomes are (SPEC §3.1).
+        # Of a running step also after its run ended: accepted, as the outcomes are (contract §3.1).
         run, step = self._target(draw, "step", StepStatus.RUNNING)
         retry_after = None if delay is None else self.memory_clock.now() + timedelta(seconds=delay)
         data = StepRetryingData(error=self._payload("step-error"), retry_after=retry_after)
@@ -302,7 +302,7 @@ class DifferentialMachine(RuleBasedStateMachine):
     @rule(run=RUNS, step=STEPS, how=st.sampled_from(["completed", "failed", "cancelled"]))
     def step_outlives_its_run(self, run: int, step: str, how: str) -> None:
         # A step running when its run ends, whose body then fails: its retry is accepted
-        # (SPEC §3.1, as an outcome would be) and the redelivered start meets the fence.
+        # (contract §3.1, as an outcome would be) and the redelivered start meets the fence.
         # Drawn one by one, this sequence almost never happens.
         self.step_created(run, step)
         self._apply(run, EventType.STEP_STARTED, step, StepStartedData(step_name="step_diff"))
@@ -329,7 +329,7 @@ class DifferentialMachine(RuleBasedStateMachine):
 
     @rule(draw=st.data(), resume=RESUMES)
     def hook_received(self, draw: st.DataObject, resume: int) -> None:
-        # resume ids come from a pool of three, so repeats (deduplicated, SPEC §6.2) happen.
+        # resume ids come from a pool of three, so repeats (deduplicated, contract §6.2) happen.
         run, hook = self._target(draw, "hook")
         data = HookReceivedData(payload=self._payload("hook-payload"), resume_id=f"resume_{resume}")
         self._apply(run, EventType.HOOK_RECEIVED, hook, data)

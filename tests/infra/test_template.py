@@ -1,4 +1,4 @@
-"""template.yaml: it lints clean, it reads with short-form tags, and it says what SPEC §4.3/§7.1 ask."""
+"""template.yaml: it lints clean, it reads with short-form tags, and it says what contract §4.3/§7.1 ask."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         keys.DEP_PK: "S",
     }
     assert p["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTRIBUTE, "Enabled": True}
-    # AND the operational settings SPEC §7.1 asks for
+    # AND the operational settings contract §7.1 asks for
     assert p["BillingMode"] == "PAY_PER_REQUEST"
     assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert p["SSESpecification"] == {"SSEEnabled": True}
@@ -123,7 +123,7 @@ def test_every_queue_with_a_dlq_redrives_above_the_handler_delivery_cap() -> Non
     assert set(redriven) == {"WorkflowQueue", "StepQueue"}
     for policy in redriven.values():
         assert policy["deadLetterTargetArn"]["Fn::GetAtt"][0] in queues
-        # AND SQS never dead-letters before the handler's own cap fails the run (SPEC §4.3)
+        # AND SQS never dead-letters before the handler's own cap fails the run (contract §4.3)
         assert policy["maxReceiveCount"] > DEFAULT_MAX_QUEUE_DELIVERIES
 
 

@@ -1,6 +1,6 @@
 """Issue 2: a workflow runs to its result; failures, unknown workflows and bad arguments are clear.
 
-The result and failure scenarios run in both dispatch modes (SPEC §5.2): resilient
+The result and failure scenarios run in both dispatch modes (contract §5.2): resilient
 (create and publish in parallel, the message carries the input) and sequential.
 """
 

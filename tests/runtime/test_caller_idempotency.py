@@ -164,7 +164,7 @@ def test_a_retried_resume_of_an_earlier_hook_of_the_same_token_and_run_stays_a_s
     # AND round 1's resume req-1 was recorded (its answer lost, say), then round 2's hook took the token
     runtime.resume_hook("round:o-1", "first", resume_id="req-1")
     assert harness.settle(handle) is RunStatus.RUNNING
-    # WHILE the run goes on, the retry of req-1 is a success (SPEC 6.2: deduplicated on the run)
+    # WHILE the run goes on, the retry of req-1 is a success (contract §6.2: deduplicated on the run)
     assert runtime.resume_hook("round:o-1", "first", resume_id="req-1") == "req-1"
     # WHEN round 2 gets its payload and the run ends
     runtime.resume_hook("round:o-1", "second", resume_id="req-2")

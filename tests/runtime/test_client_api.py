@@ -1,4 +1,4 @@
-"""The client side of a runtime (SPEC §8.1): run handles, cancellation and hook resumes."""
+"""The client side of a runtime (contract §8.1): run handles, cancellation and hook resumes."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def test_result_of_a_run_whose_run_created_failed_waits_for_the_first_message_to
     harness: Harness,
 ) -> None:
     # GIVEN a start whose run_created fails transiently (tolerated: its first message creates
-    # the run, SPEC 6.1), and that message not handled yet
+    # the run, contract §6.1), and that message not handled yet
     def run_created(call: Call) -> bool:
         return getattr(call.detail, "type", None) is EventType.RUN_CREATED
 
@@ -77,7 +77,7 @@ def test_a_start_with_a_reserved_attribute_is_refused_and_touches_no_other_run(h
     harness.settle(waiting)
     log = harness.event_types(waiting.run_id)
     # WHEN a client starts another run naming it as its parent ("$" attributes are the
-    # runtime's own, SPEC 2.1: a run with "$parent_run_id" writes its call's hook and its
+    # runtime's own, contract §2.1: a run with "$parent_run_id" writes its call's hook and its
     # outcome into that run's log)
     forged = {"$parent_run_id": waiting.run_id, "$parent_call_id": "child_forged_1"}
     # THEN the start is refused naming the attribute, and the waiting run's log is untouched

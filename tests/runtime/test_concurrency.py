@@ -1,6 +1,6 @@
 """Issue 5: concurrency inside a workflow — a wide gather, and a race decided by the log.
 
-SPEC §3.2 / §8.3: replay delivers outcomes one event at a time in log order, so
+contract §3.2 / §8.3: replay delivers outcomes one event at a time in log order, so
 ``asyncio.wait(..., FIRST_COMPLETED)`` picks the step whose completion comes
 first in the log, on the first run and on every replay after it.
 """

@@ -1,4 +1,4 @@
-"""Issue 6: the delivery cap (SPEC §4.3) and the deployment guard (SPEC §5.4).
+"""Issue 6: the delivery cap (contract §4.3) and the deployment guard (contract §5.4).
 
 A message delivered more than ``max_queue_deliveries`` times fails its run with
 ``MAX_DELIVERIES_EXCEEDED`` instead of being dead-lettered silently. A World with

@@ -1,6 +1,6 @@
 """Issue 5: what workflow code sees is deterministic, and code that no longer matches its log fails.
 
-SPEC §8.1, §8.3, §8.6: ``now()``, ``random()`` and ``uuid4()`` repeat on every
+contract §8.1, §8.3, §8.6: ``now()``, ``random()`` and ``uuid4()`` repeat on every
 replay of a run; ``get_workflow_metadata()`` names the run; a step called
 outside a workflow simply runs; an unserializable step argument is a clear
 error at the call site; a step renamed between replays fails the run with

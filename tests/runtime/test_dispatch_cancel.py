@@ -1,4 +1,4 @@
-"""Issue 6 (SPEC §3.1, §5.1): a run cancelled while 16 branches are in flight.
+"""Issue 6 (contract §3.1, §5.1): a run cancelled while 16 branches are in flight.
 
 After ``run_cancelled`` is in the log, every claim is refused (RunExpired:
 "gone", acked), so no user code starts; a branch whose body was already running
@@ -168,7 +168,7 @@ def test_step_failing_after_its_run_was_cancelled_records_its_retry_and_never_ru
     # WHEN every message is delivered, the retry's redelivery included
     assert h.settle(handle) is RunStatus.CANCELLED
     assert h.settle() is None  # until nothing is queued
-    # THEN the retry was recorded after the cancellation (SPEC §3.1, as an outcome would be) ...
+    # THEN the retry was recorded after the cancellation (contract §3.1, as an outcome would be) ...
     types = h.event_types(handle.run_id)
     assert types[-2:] == [EventType.RUN_CANCELLED, EventType.STEP_RETRYING]
     [step] = h.world.steps.list(handle.run_id)

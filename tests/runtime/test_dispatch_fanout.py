@@ -1,4 +1,4 @@
-"""Issue 6 (SPEC §5.1): a 64-branch fan-out — no run read before a claim, one continuation at the end.
+"""Issue 6 (contract §5.1): a 64-branch fan-out — no run read before a claim, one continuation at the end.
 
 Each step message carries ``run_context``, so a branch claims its step without
 reading the run; the World's terminal-run fence on ``step_started`` is the

@@ -2,7 +2,7 @@
 
 Batched (the default, ``WORKFLOW_BATCHED_STEP_DISPATCH``): a pass that writes nothing but step
 creates appends them in batches, then publishes their messages. Parallel (``0``): every
-``step_created`` and its message in parallel (SPEC §5.2).
+``step_created`` and its message in parallel (contract §5.2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 6 (SPEC §5.1, §5.3): the step consumer's prologue, as the spans and the World calls show it.
+"""Issue 6 (contract §5.1, §5.3): the step consumer's prologue, as the spans and the World calls show it.
 
 With ``run_context`` on the message the consumer claims without reading the run
 (span ``workflow.step.dispatch_prologue = "run_context"``). A message from an

@@ -1,4 +1,4 @@
-"""Issue 6 (SPEC §5.2): resilient step dispatch when a create or a publish fails, and redeliveries.
+"""Issue 6 (contract §5.2): resilient step dispatch when a create or a publish fails, and redeliveries.
 
 The producer writes ``step_created`` and publishes the step message in parallel,
 the message carrying the input. A create that fails transiently is fine: the
@@ -227,7 +227,7 @@ def test_world_with_a_precondition_guard_keeps_sequential_dispatch_with_the_swit
     handle = runtime.start("etl", "s3://bucket/rows")
     assert harness.settle(handle) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 3
-    # THEN every step was dispatched sequentially all the same (SPEC §5.2)
+    # THEN every step was dispatched sequentially all the same (contract §5.2)
     assert_dispatched_sequentially(harness, steps=3)
     assert ran == ["extract", "transform", "load"]
 

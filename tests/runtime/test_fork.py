@@ -11,7 +11,7 @@ from world_aws.contract.records import EventType, RunStatus
 from world_aws.runtime.forks import FORKED_FROM
 from world_aws.testing.harness import Harness
 
-BIG = 200 * 1024  # above the 128 KiB inline limit: the payload is held in S3 (SPEC §7.3)
+BIG = 200 * 1024  # above the 128 KiB inline limit: the payload is held in S3 (contract §7.3)
 
 
 def order_app(bodies: Counter[str], *, fixed: bool) -> Workflows:

@@ -1,4 +1,4 @@
-"""Payload paths and resilient start (SPEC §5.2, §6.1, §7.3).
+"""Payload paths and resilient start (contract §5.2, §6.1, §7.3).
 
 * inputs above 128 KiB travel by claim check (the message carries a blob
   reference), for a step and for a run's first message;

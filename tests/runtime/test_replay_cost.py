@@ -1,4 +1,4 @@
-"""Issue 5 (SPEC §8.3): continuing a long run costs the same at step 200 as at step 2.
+"""Issue 5 (contract §8.3): continuing a long run costs the same at step 200 as at step 2.
 
 A 200-step sequential workflow is continued ~200 times. A warm handler reads
 only the events after what it has already seen, and continues the replay it left

@@ -1,4 +1,4 @@
-"""A caller's resume id names a resume of one run (SPEC §6.2: deduplicated on (run, resume id))."""
+"""A caller's resume id names a resume of one run (contract §6.2: deduplicated on (run, resume id))."""
 
 from __future__ import annotations
 

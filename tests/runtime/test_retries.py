@@ -1,4 +1,4 @@
-"""Issue 5: step retries (SPEC §8.2) — plain exceptions, FatalError, RetryableError(retry_after).
+"""Issue 5: step retries (contract §8.2) — plain exceptions, FatalError, RetryableError(retry_after).
 
 Retry timing runs on the manual clock: a step's ``retry_after`` is enforced by
 the World (``step_started`` is TooEarly before it), and the consumer that meets

@@ -1,4 +1,4 @@
-"""Issue 5: durable sleep, hooks and cancellation (SPEC §6.2, §8.5).
+"""Issue 5: durable sleep, hooks and cancellation (contract §6.2, §8.5).
 
 Sleeps wake by a delayed workflow message, so they run on ``memory_harness``
 (moto delays SQS messages in wall-clock time). Hooks wake at once and run on

@@ -96,7 +96,7 @@ def test_each_record_defines_its_type_and_a_clients_carries_its_rule() -> None:
         EventType.RUN_FAILED,
         EventType.RUN_CANCELLED,
     }
-    # SPEC §3.1: the fence refuses what starts or creates work; a step's report is not refused
+    # contract §3.1: the fence refuses what starts or creates work; a step's report is not refused
     assert {t for t in EventType if t.record.FENCED} == {
         EventType.STEP_CREATED,
         EventType.STEP_STARTED,

@@ -1,4 +1,4 @@
-"""The no-mutable-module-state lint (SPEC §9, scripts/lint_module_state.py)."""
+"""The no-mutable-module-state lint (contract §9, scripts/lint_module_state.py)."""
 
 from __future__ import annotations
 

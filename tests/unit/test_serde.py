@@ -1,4 +1,4 @@
-"""The runtime's value serializer (SPEC §8.6): exact round trips, determinism and clear errors."""
+"""The runtime's value serializer (contract §8.6): exact round trips, determinism and clear errors."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Queue message transport and the invoke payload (SPEC §4.1, §4.2): round trips and strict decoding."""
+"""Queue message transport and the invoke payload (contract §4.1, §4.2): round trips and strict decoding."""
 
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ class StepRow(BaseModel):
 
     ``status`` is the step's own (pending, running, completed, failed), except that
     a step without an outcome whose run has ended reads ``abandoned``: no attempt
-    of it will start again (SPEC §3.1), whatever its row last said.
+    of it will start again (contract §3.1), whatever its row last said.
     """
 
     step_id: str

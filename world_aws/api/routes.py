@@ -67,7 +67,7 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
     try:
         status = handle.status()
     except NotFound:
-        status = RunStatus.PENDING  # run_created may land later (resilient start, SPEC §6.1)
+        status = RunStatus.PENDING  # run_created may land later (resilient start, contract §6.1)
     except RetryLater:
         # The run is started: a failed read of its status must not answer "try again", whose
         # retry would start a second run when the start has no idempotency key.

@@ -97,7 +97,7 @@ ABANDONED = "abandoned"
 def step_status(step: Step, run: Run) -> str:
     """The status to show for ``step``: ``abandoned`` when it has no outcome and its run has ended.
 
-    Such a step will never run again: a start is refused on an ended run (SPEC
+    Such a step will never run again: a start is refused on an ended run (contract
     §3.1), and a retry it recorded after the end (accepted, as an outcome would be)
     left it pending for nothing.
     """

@@ -4,7 +4,7 @@ Everything above this module sees items as ``dict[str, object]`` with ``str``,
 ``int``, ``bytes``, ``bool``, ``dict``, ``list`` and ``None`` values (numbers are
 always integers here: positions, counters, epoch microseconds). Two outcomes
 are not errors but answers, and come back as exceptions private to the AWS
-World so the caller can classify them with the SPEC rules:
+World so the caller can classify them with the contract's rules:
 
 * :class:`ConditionFailed` — a conditional write refused, with the ``ALL_OLD``
   image of the item (``None`` when the item does not exist);

@@ -5,7 +5,7 @@ Reads of one run's items are strongly consistent (``ConsistentRead``);
 eventually consistent. Payloads are resolved from S3 only when asked for
 (``ResolveData.NONE`` never touches S3).
 
-Hooks of a terminal run are gone (SPEC §3.1) even if the release that follows
+Hooks of a terminal run are gone (contract §3.1) even if the release that follows
 the terminal transition was lost: the hook reads check the run's status.
 """
 

@@ -1,4 +1,4 @@
-"""Translation of botocore failures into the SPEC §3 kinds: no botocore error leaves the AWS World.
+"""Translation of botocore failures into the contract §3 kinds: no botocore error leaves the AWS World.
 
 A resource the configuration names that does not exist (a table or index, a
 bucket, a queue) and refused access (wrong, expired or missing credentials, a

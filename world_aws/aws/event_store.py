@@ -1,4 +1,4 @@
-"""``DynamoEventStore``: ``events.create`` and the log reads of the AWS World (SPEC §3, §7.2).
+"""``DynamoEventStore``: ``events.create`` and the log reads of the AWS World (contract §3, §7.2).
 
 The write path, in one table (layout in ``keys.py``):
 
@@ -68,7 +68,7 @@ class DynamoEventStore:
         self._reader = LogReader(sequencer, blobs, clock, policy, landings)
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
-        """Append one event and apply its entity change atomically (SPEC §3).
+        """Append one event and apply its entity change atomically (contract §3).
 
         Raises:
             NotFound, Conflict, RunExpired, TooEarly, Throttled, Transient, BadInput.
@@ -132,7 +132,7 @@ class DynamoEventStore:
     def list(
         self, run_id: str, *, after: int = 0, resolve_data: ResolveData = ResolveData.ALL
     ) -> builtins.list[Event]:
-        """The gap-free log of a run after position ``after``, in position order (SPEC §3.2).
+        """The gap-free log of a run after position ``after``, in position order (contract §3.2).
 
         Sealed positions (``noop``) are left out; an unknown run gives ``[]``. May
         wait up to the repair grace period for a writer in flight (see ``log_reader``).

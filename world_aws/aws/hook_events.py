@@ -9,7 +9,7 @@ The token item (``token#<token>``) makes tokens unique among live hooks. If the 
 * by a live hook (its run not terminal, its hook not disposed): the reserved
   position gets a ``hook_conflict`` event (token, conflicting run id) instead,
   committed with a tombstone of the hook id (its item, disposed, no token), and that
-  is the answer (SPEC §3; no error). +1 read, +1 transaction;
+  is the answer (contract §3; no error). +1 read, +1 transaction;
 * by a dead holder (its run ended or its hook is gone, and the cleanup that
   should have freed the token was lost): the token is taken over, conditioned
   on the old holder still being the one named in it. +1 read, +1 transaction.
@@ -19,7 +19,7 @@ fails the hook condition: Conflict, position sealed.
 
 ``hook_received`` (3 round trips): consistent read of run, hook and the
 ``resume#<resume_id>`` dedup item; a known resume id returns the first event
-(SPEC §6.2) even after the hook was disposed. Then reserve (fenced) + commit
+(contract §6.2) even after the hook was disposed. Then reserve (fenced) + commit
 ``[Put event, ConditionCheck hook live, Put resume item (its position)]``. Of two
 racing resumes with one id, the second fails the resume condition, seals its
 position and returns the first event.
@@ -244,7 +244,7 @@ class HookEvents:
                 self._table.check_action(hook_key, _LIVE_HOOK, name=plans.ENTITY),
             ]
             if resume_key is not None:
-                # Timeline: the direct resume and the consumer's re-ensure (SPEC §6.2) race;
+                # Timeline: the direct resume and the consumer's re-ensure (contract §6.2) race;
                 # one event per resume id.
                 resume = {**resume_key, "pos": position}
                 actions.append(

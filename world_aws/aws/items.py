@@ -393,7 +393,7 @@ def event_item(event: Event, writer: PayloadWriter) -> Item:
 
 
 def noop_item(run_id: str, position: int, now: datetime) -> Item:
-    """The seal of a reserved position that will hold no event (SPEC §3.2)."""
+    """The seal of a reserved position that will hold no event (contract §3.2)."""
     return {
         **keys.event_key(run_id, position),
         "pos": position,

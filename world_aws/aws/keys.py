@@ -1,4 +1,4 @@
-"""Key construction for the single DynamoDB table (SPEC §7.2): one place that knows the layout.
+"""Key construction for the single DynamoDB table (contract §7.2): one place that knows the layout.
 
 Table: partition key ``pk`` (S), sort key ``sk`` (S); GSI ``runs_by_created``
 (``gsi1pk``, ``gsi1sk``, projecting ``workflow_name``) for listing runs newest first; sparse GSI ``live``
@@ -25,7 +25,7 @@ stream chunk at p       ``run#<run_id>``            ``strm#<name>#<p zero-padded
 A ``pend#`` marker is put in the transaction that creates its step and deleted
 in the one that records the step's outcome (completed or failed), so one
 consistent Query of at most two markers answers "does any other step of this
-run still run?" (the last completer, SPEC §5.1 step 6) whatever the fan-out.
+run still run?" (the last completer, contract §5.1 step 6) whatever the fan-out.
 
 Positions are zero-padded so that the sort key order is the position order:
 12 digits hold a trillion events per run.
@@ -152,7 +152,7 @@ def token_key(token: str) -> Key:
 
 
 def dedup_key(key: str) -> Key:
-    """The idempotency item of a queue publish (SPEC §4.4); written by the SQS queue."""
+    """The idempotency item of a queue publish (contract §4.4); written by the SQS queue."""
     return {PK: f"dedup#{key}", SK: DEDUP_SK}
 
 

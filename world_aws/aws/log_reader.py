@@ -1,4 +1,4 @@
-"""Reading a run's log from DynamoDB as a gap-free prefix, repairing holes (SPEC §3.2).
+"""Reading a run's log from DynamoDB as a gap-free prefix, repairing holes (contract §3.2).
 
 ``list`` queries ``sk BETWEEN evt#<after+1> AND evt#<max>`` with
 ``ConsistentRead``, page by page (a Query page stops at 1 MB), and walks the

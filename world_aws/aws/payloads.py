@@ -1,4 +1,4 @@
-"""Payload fields in DynamoDB items: inline bytes when small, an S3 reference when large (SPEC §7.3).
+"""Payload fields in DynamoDB items: inline bytes when small, an S3 reference when large (contract §7.3).
 
 A payload field of an item holds either the bytes (attribute type B) or a
 reference map ``{ref, size, sha256}`` to a content-addressed blob in S3.
@@ -7,7 +7,7 @@ Two thresholds keep every item far below DynamoDB's 400 KB item limit
 (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html):
 
 * an **event** item carries at most one payload, inline up to
-  ``MAX_INLINE_PAYLOAD_BYTES`` (128 KiB, SPEC §7.3): at most ~130 KB;
+  ``MAX_INLINE_PAYLOAD_BYTES`` (128 KiB, contract §7.3): at most ~130 KB;
 * an **entity** item (run, step, hook) may carry three (a step's input, output
   and last retry error; a run's output or error and the repair copy of its last
   run event), so each is inline only up to 64 KiB: at most ~200 KB. A run's
@@ -21,7 +21,7 @@ transaction, so an inline payload's size is paid on every write of its item. A
 payload that stays inline and is at least ``COMPRESS_MIN_BYTES`` is stored zlib-
 compressed when that saves at least a tenth: a map ``{zlib, size}`` (the
 compressed bytes, the original length). Whether a payload goes to S3 is decided
-on its own size (over 128 KiB, SPEC §7.3) and, for an entity, also on the
+on its own size (over 128 KiB, contract §7.3) and, for an entity, also on the
 compressed size against the entity limit: a 100 KB step input that compresses to
 3 KB stays inline in the step item instead of costing an S3 PUT and GETs. Blobs in
 S3 are stored as given (their key is the digest of the payload). Raw bytes and
@@ -67,7 +67,7 @@ class PayloadWriter:
         """``data`` as an item attribute: inline (compressed if that pays) up to ``limit``, else a reference.
 
         Inline when the payload is at most ``limit``, or when it is at most the event
-        limit (SPEC §7.3) and its compressed form fits ``limit`` (an entity's); but a
+        limit (contract §7.3) and its compressed form fits ``limit`` (an entity's); but a
         payload this write already put in S3 is always that reference.
         """
         if data is None:

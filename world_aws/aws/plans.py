@@ -47,7 +47,7 @@ class Reservation(StrEnum):
     """How an event takes its position."""
 
     IN_COMMIT = "in commit"  # the run item's put is in the commit (run_created): nothing to reserve
-    FENCED = "fenced"  # UpdateItem ``seq + 1`` on a run that is not terminal (SPEC §3.1)
+    FENCED = "fenced"  # UpdateItem ``seq + 1`` on a run that is not terminal (contract §3.1)
     UNFENCED = "unfenced"  # UpdateItem ``seq + 1`` on any run (a step's outcome may follow its run's end)
     TRANSITION = "transition"  # UpdateItem ``seq + 1`` that changes the status, from the allowed ones
 
@@ -156,7 +156,7 @@ _RUN_AND_ENTITY = ("run", "entity")
 
 
 def _fence(etype: EventType) -> Reservation:
-    """A child event's reservation: fenced as its record says (``records``, ``FENCED``: SPEC §3.1)."""
+    """A child event's reservation: fenced as its record says (``records``, ``FENCED``: contract §3.1)."""
     return Reservation.FENCED if etype.record.FENCED else Reservation.UNFENCED
 
 

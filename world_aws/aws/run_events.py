@@ -170,7 +170,7 @@ class RunEvents:
     def _create_started(
         self, run_id: str, request: EventRequest, logged: EventData, now: datetime
     ) -> EventResult | None:
-        """Create a missing run already running (resilient start, SPEC §6.1); None if it exists."""
+        """Create a missing run already running (resilient start, contract §6.1); None if it exists."""
         run = rules.apply_run_event(request, rules.new_run(run_id, request, now), now)
         writer = PayloadWriter(self._blobs)
         created = Event(run_id, 1, EventType.RUN_CREATED, None, now, rules.created_data(request))
@@ -240,7 +240,7 @@ class RunEvents:
         return items.run_from_item(item, PayloadReader(self._blobs))
 
     def release_hooks(self, run_id: str, now: datetime, run_item: Item | None = None) -> None:
-        """Dispose the live hooks of a run that just became terminal and free their tokens (SPEC §3.1).
+        """Dispose the live hooks of a run that just became terminal and free their tokens (contract §3.1).
 
         ``run_item``: the run item as the run's end left it (its reservation's ``ALL_NEW``,
         or a later image); without the ``hooked`` mark, the run never made a hook and

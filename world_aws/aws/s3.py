@@ -1,4 +1,4 @@
-"""``S3BlobStore``: content-addressed payload storage in S3 (SPEC §7.3).
+"""``S3BlobStore``: content-addressed payload storage in S3 (contract §7.3).
 
 A blob lives under ``blobs/sha256/<hex digest>``, so its key names its content:
 a put is idempotent (``IfNoneMatch='*'``: written only if absent, an existing

@@ -1,4 +1,4 @@
-"""The run item as sequencer and fence: reserve a position, commit at it, or seal it (SPEC §3.1, §3.2, §7.2).
+"""The run item as sequencer and fence: reserve a position, commit or seal it (contract §3.1, §3.2, §7.2).
 
 Every event but ``run_created`` takes its position from the run item's ``seq``
 with one conditional ``UpdateItem`` (the *reservation*). That single-item write
@@ -212,7 +212,7 @@ class Sequencer:
             run_id: the run.
             now: the writer's time, kept as the run's last sign of life (the reconciler's
                 measure of progress: no other write, and no index write, per event).
-            fenced: also require the run not to be terminal (SPEC §3.1). Evaluated
+            fenced: also require the run not to be terminal (contract §3.1). Evaluated
                 in the same single-item write that takes the position, so a
                 fenced event reserved after a terminal transition is refused, and
                 one reserved before it sits at a lower position.
@@ -540,14 +540,14 @@ class Sequencer:
         """``step_created`` / ``wait_created``: reserve (fenced), commit with the entity's put: 2 round trips.
 
         No read first: a missing or terminal run refuses the reservation, and a
-        duplicate (rare: a resilient re-ensure racing its producer, SPEC §5.2) fails
+        duplicate (rare: a resilient re-ensure racing its producer, contract §5.2) fails
         its entity put's ``attribute_not_exists(sk)`` (its plan's refusal, ``plans.ENTITY``): its
         position is sealed with a ``noop`` and the ``ALL_OLD`` image names the Conflict.
         A read before reserving would cost every create a round trip to save the
         rare duplicate two.
 
         ``read_first`` (the entity's key) is for a create that is likely a duplicate
-        (a step consumer's re-ensure, SPEC §5.2): one consistent read of run and entity
+        (a step consumer's re-ensure, contract §5.2): one consistent read of run and entity
         refuses it without taking a position, so the log shows no sealed gap.
         ``due``: a wait's ``resume_at``, noted on the run item by the reservation (:meth:`reserve`).
         """

@@ -3,7 +3,7 @@
 Bodies sit in SQS as ``base64(cbor)`` text; delays above 900 s are chained with a
 ``wf_due_at`` attribute (see ``world_aws.aws.sqs_wire`` for the wire format).
 
-Idempotency keys (SPEC §4.4). SQS standard queues cannot deduplicate, so a key
+Idempotency keys (contract §4.4). SQS standard queues cannot deduplicate, so a key
 is claimed with a conditional ``PutItem`` of a dedup item in the World's table::
 
     pk = "dedup#<queue>:<key>", sk = "dedup",
@@ -74,7 +74,7 @@ class SqsQueue:
         table_name: the World's table (holds the dedup items); with ``dynamodb``.
         clock: source of "now" for due times and key retention.
         max_message_bytes: refuse bigger messages (body + attributes).
-        retention_seconds: how long a key deduplicates (SPEC §4.4: 24 h).
+        retention_seconds: how long a key deduplicates (contract §4.4: 24 h).
     """
 
     def __init__(

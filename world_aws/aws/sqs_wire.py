@@ -1,6 +1,6 @@
 """How world-aws messages sit in SQS: body, attributes, size limit and delay chaining.
 
-Wire format (SPEC §4.1): the SQS body is ``base64(cbor(invoke payload))`` as
+Wire format (contract §4.1): the SQS body is ``base64(cbor(invoke payload))`` as
 ASCII text; base64 keeps the CBOR bytes inside the characters SQS accepts. Two
 optional message attributes travel with it:
 
@@ -11,7 +11,7 @@ optional message attributes travel with it:
 
 Limits SQS enforces and moto does not (aws-and-moto-notes §0): at most 10
 attributes, and body + attribute names, types and values at most the message
-size limit, counted in UTF-8 bytes. We hold ourselves to 256 KiB (SPEC §7.4),
+size limit, counted in UTF-8 bytes. We hold ourselves to 256 KiB (contract §7.4),
 even though new queues accept 1 MiB.
 """
 
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 DUE_AT_ATTRIBUTE = "wf_due_at"
 ORIGIN_ID_ATTRIBUTE = "wf_origin_id"
 
-# SPEC §7.4: do not rely on more than 256 KiB per message (body + attributes).
+# contract §7.4: do not rely on more than 256 KiB per message (body + attributes).
 SQS_SAFE_MESSAGE_BYTES = 262_144
 # https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html
 SQS_MAX_MESSAGE_ATTRIBUTES = 10

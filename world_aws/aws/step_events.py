@@ -5,13 +5,13 @@ attribute_not_exists(sk), Put pend# marker]``, no read first
 (``Sequencer.create_child``). A duplicate fails the step condition: its position
 is sealed with a ``noop`` and the ``ALL_OLD`` image names the rejection
 (Conflict). A step consumer's create (``via_step_dispatch``) is mostly a
-re-ensure of a step that exists (SPEC §5.2): it reads run and step first and is
+re-ensure of a step that exists (contract §5.2): it reads run and step first and is
 refused there, without a position (3 round trips when it does create).
 
 ``step_started`` (3 round trips): one consistent ``BatchGetItem`` of the run and the
 step, judged with ``rules.judge_step_event`` (TooEarly needs the step's
 ``retry_after``; a rejection costs this one read and no position); reserve
-(fenced, SPEC §3.1); commit ``[Put event, Update step]`` with the condition
+(fenced, contract §3.1); commit ``[Put event, Update step]`` with the condition
 ``ver = :seen`` (the step is still exactly as judged) and, when the start names
 its step, ``step_name = :name`` (the step-name fence: a stale start of another
 step under the same id is Conflict, named by the read or else by the ``ALL_OLD``
@@ -461,7 +461,7 @@ class StepEvents:
             request,
             now,
             # Unfenced (its plan): a running step may report its outcome, or its retry, after
-            # its run ended (SPEC §3.1); the retry starts nothing, the next step_started is fenced.
+            # its run ended (contract §3.1); the retry starts nothing, the next step_started is fenced.
             judge=lambda run: rules.judge_step_event(request, run, None, now),
             entity_actions=entity_actions,
             entity_fields=_SETTLE_FIELDS,
@@ -535,7 +535,7 @@ class StepEvents:
 
         def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
             actions = [
-                # Timeline: the producer's create and the consumer's re-ensure (SPEC §5.2) race;
+                # Timeline: the producer's create and the consumer's re-ensure (contract §5.2) race;
                 # the first commit creates the step, the other fails here and gets Conflict.
                 self._table.put_action(
                     items.step_item(step, writer, position=position),
@@ -766,7 +766,7 @@ class _LoggedCreates:
 def _step_update(
     request: EventRequest, status: StepStatus, writer: PayloadWriter, position: int, now: datetime
 ) -> tuple[str, dict[str, object], dict[str, str]]:
-    """The update expression of an accepted step event (SPEC §2.2): ``status`` is the step's new one.
+    """The update expression of an accepted step event (contract §2.2): ``status`` is the step's new one.
 
     ``#status`` is always among the names (the callers' conditions use it).
     """

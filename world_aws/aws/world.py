@@ -134,7 +134,7 @@ def create_aws_world(
         clock: the time source (``SystemClock`` by default; tests pass a ``ManualClock``).
         capabilities: what the World declares beyond the base contract. Deployment
             affinity is off by default: local deployment ids are synthetic.
-        repair: how readers wait for, and seal, positions of dead writers (SPEC §3.2).
+        repair: how readers wait for, and seal, positions of dead writers (contract §3.2).
     """
     return AwsWorld(
         config,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-# SPEC §5.2 / §7.3: payloads above 128 KiB go to S3 and are replaced by a reference.
+# contract §5.2 / §7.3: payloads above 128 KiB go to S3 and are replaced by a reference.
 # Far below DynamoDB's 400 KB item limit and SQS's 256 KiB/1 MiB message limit,
 # even after base64 (4/3) inflation.
 MAX_INLINE_PAYLOAD_BYTES = 131_072
@@ -19,8 +19,8 @@ MAX_DELAY_SECONDS = 31_622_400
 # SQS visibility timeout is at most 12 h.
 SQS_MAX_VISIBILITY_SECONDS = 43_200
 
-# SPEC §4.3: the handler-level delivery cap, below the redrive maxReceiveCount.
+# contract §4.3: the handler-level delivery cap, below the redrive maxReceiveCount.
 DEFAULT_MAX_QUEUE_DELIVERIES = 48
 
-# Retention of an idempotency key (SPEC §4.4; at least 24 h).
+# Retention of an idempotency key (contract §4.4; at least 24 h).
 IDEMPOTENCY_RETENTION_SECONDS = 24 * 3600

@@ -1,4 +1,4 @@
-"""The invoke payload of both queues (SPEC §4.2), validated with pydantic at the boundary.
+"""The invoke payload of both queues (contract §4.2), validated with pydantic at the boundary.
 
 Rules:
 * payload bytes (``step_input.input``, ``run_input.input``, ``hook_input.payload``)
@@ -38,7 +38,7 @@ class InlineStepInput(_Model):
 
 
 class StepInputRef(_Model):
-    """Claim check: the step input lives in blob storage (SPEC §5.2)."""
+    """Claim check: the step input lives in blob storage (contract §5.2)."""
 
     ref: NonEmptyStr
     size: StrictInt = Field(ge=0)
@@ -68,7 +68,7 @@ StepInput = Annotated[
 
 
 class RunContext(_Model):
-    """Immutable run identity stamped on step messages (SPEC §5.1). Never carries status.
+    """Immutable run identity stamped on step messages (contract §5.1). Never carries status.
 
     ``deployment_id`` and ``spec_version`` are required; ``started_at`` and
     ``root_run_id`` are optional on parse, as upstream has them: a producer that
@@ -79,13 +79,13 @@ class RunContext(_Model):
     spec_version: StrictInt
     started_at: StrictInt | None = None  # epoch milliseconds
     root_run_id: StrictStr | None = None
-    # world-aws's own (not in SPEC §4.2): the run's workflow, so a step consumer can label its
+    # world-aws's own (not in contract §4.2): the run's workflow, so a step consumer can label its
     # metrics with it without reading the run (functions/_metrics.py).
     workflow_name: StrictStr | None = None
 
 
 class RunInput(_Model):
-    """Creation data on the first workflow message of a new run (SPEC §6.1)."""
+    """Creation data on the first workflow message of a new run (contract §6.1)."""
 
     workflow_name: StrictStr
     deployment_id: StrictStr
@@ -102,7 +102,7 @@ class RunInput(_Model):
 
 
 class HookInput(_Model):
-    """A hook resume carried on the queue (SPEC §6.2)."""
+    """A hook resume carried on the queue (contract §6.2)."""
 
     resume_id: StrictStr
     hook_id: StrictStr

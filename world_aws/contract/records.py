@@ -1,4 +1,4 @@
-"""Records and status enums for the entities of a run (SPEC §2) and its events (SPEC §3).
+"""Records and status enums for the entities of a run (contract §2) and its events (contract §3).
 
 All records are frozen dataclasses. Payload fields (``input``, ``output``,
 ``error``, ``metadata``, ``payload``) are opaque bytes produced by the runtime's
@@ -69,7 +69,7 @@ class EventType(StrEnum):
     # The run took the patched branch of a change (``world_aws.patched``, runtime/patching.py).
     PATCH_APPLIED = "patch_applied"
     # Written only by a World to seal a reserved position whose writer lost its
-    # entity condition or died before committing (SPEC §3.2).
+    # entity condition or died before committing (contract §3.2).
     NOOP = "noop"
 
     @property
@@ -115,7 +115,7 @@ class ResolveData(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class RunCreation:
-    """The data that creates a run: on ``run_created``, or carried by ``run_started`` (SPEC §6.1)."""
+    """The data that creates a run: on ``run_created``, or carried by ``run_started`` (contract §6.1)."""
 
     workflow_name: str
     deployment_id: str
@@ -129,7 +129,7 @@ class RunCreation:
 # One record per event type, and the record is the type's whole definition in the
 # contract (STYLE "One definition per event type"):
 #
-# * its fields, exactly those the type takes (SPEC §3's table). A field without a
+# * its fields, exactly those the type takes (contract §3's table). A field without a
 #   default is required (``contract.shapes`` refuses a request without it); payload
 #   fields are typed ``bytes | None`` because a read with ``ResolveData.NONE`` leaves
 #   them out. ``owner`` on a step event is the delivery that runs an inline step's
@@ -138,10 +138,10 @@ class RunCreation:
 #   own, never counts for the last completer; an owned outcome has no marker to clear;
 # * what the type is (``_Definition``): its ``TYPE`` (``DATA_RECORDS`` maps each type
 #   to its record), the entity it changes, whether the terminal-run fence refuses it
-#   (SPEC §3.1), whether it creates its entity or ends its run, whether a client may
+#   (contract §3.1), whether it creates its entity or ends its run, whether a client may
 #   write it;
 # * its rule: ``judge`` looks at the state as it is (as read, or as the ``ALL_OLD``
-#   image of a refused conditional write names it) and returns, or raises the SPEC §3
+#   image of a refused conditional write names it) and returns, or raises the contract §3
 #   rejection; ``apply`` gives the entity after it. ``contract.rules`` dispatches on
 #   the record. The memory World runs the rules under its lock; the DynamoDB World
 #   encodes them as conditions (its plan of each type: ``aws/plans.py``, which takes
@@ -167,13 +167,13 @@ class _Definition:
     __slots__ = ()
     TYPE: ClassVar[EventType]
     ENTITY: ClassVar[Entity]
-    FENCED: ClassVar[bool] = False  # refused on a terminal run (SPEC §3.1)
+    FENCED: ClassVar[bool] = False  # refused on a terminal run (contract §3.1)
     CREATES: ClassVar[bool] = False  # makes its entity (once per correlation id)
     ENDS_RUN: ClassVar[bool] = False
     CLIENT: ClassVar[bool] = True  # False: written by a World only (hook_conflict, noop)
 
 
-# --- run events (SPEC §2.1): ``judge`` says whether the event changes the run (False: the
+# --- run events (contract §2.1): ``judge`` says whether the event changes the run (False: the
 # accepted no-op), ``apply`` gives the run after it. ``run_created``'s run is ``rules.new_run``.
 
 
@@ -227,7 +227,7 @@ class RunStartedData(_RunRule):
     TYPE: ClassVar[EventType] = EventType.RUN_STARTED
     FROM: ClassVar[tuple[RunStatus, ...]] = (RunStatus.PENDING,)
     STATUS: ClassVar[RunStatus] = RunStatus.RUNNING
-    creation: RunCreation | None = None  # the resilient start: creates the run if missing (SPEC §6.1)
+    creation: RunCreation | None = None  # the resilient start: creates the run if missing (contract §6.1)
 
     def judge(self, run: Run | None) -> bool:
         if run is None and self.creation is not None:
@@ -286,7 +286,7 @@ class RunCancelledData(_RunRule):
 # --- child events: ``judge(cid, run, entity, now)`` with the entity as it is (None: missing),
 # ``apply(run_id, cid, entity, now)`` the entity after it. The run is checked first for every
 # fenced type; a step's report (retrying, an outcome) checks its step first, because a running
-# step may still report after its run ended (SPEC §3.1). The order is part of the contract, so
+# step may still report after its run ended (contract §3.1). The order is part of the contract, so
 # that every World names the same kind.
 
 
@@ -318,7 +318,7 @@ class StepCreatedData(_CreateRule):
     ENTITY: ClassVar[Entity] = Entity.STEP
     step_name: str
     input: bytes | None
-    via_step_dispatch: bool = False  # a consumer's re-ensure of a step its message names (SPEC §4.3)
+    via_step_dispatch: bool = False  # a consumer's re-ensure of a step its message names (contract §4.3)
     owner: str | None = None
 
     def apply(self, run_id: str, cid: str | None, step: Step | None, now: datetime) -> Step:
@@ -338,7 +338,7 @@ class StepCreatedData(_CreateRule):
 
 
 class _StepRule(_Definition):
-    """A step's transition (SPEC §2.2): its start, a retry, an outcome."""
+    """A step's transition (contract §2.2): its start, a retry, an outcome."""
 
     __slots__ = ()
     ENTITY = Entity.STEP
@@ -384,12 +384,12 @@ class StepStartedData(_StepRule):
     owner: str | None = None
     # A takeover of an owned step from a gone owner (``runtime/inline.py``): the attempt the
     # taker saw it running at. Refused unless it still is, so of two takers (two consumers of
-    # one redelivery, say) one starts a new attempt (SPEC §5.5: at most one).
+    # one redelivery, say) one starts a new attempt (contract §5.5: at most one).
     takes_over: int | None = None
 
     def _judge_live(self, run: Run, step: Step, now: datetime) -> None:
         """A start that names another step than the entity's (a stale message of a step whose id a
-        corrected replay reused, SPEC §4.4) is refused before ``retry_after`` is looked at; so is
+        corrected replay reused, contract §4.4) is refused before ``retry_after`` is looked at; so is
         a takeover of a step no longer running at the attempt it names."""
         if self.step_name is not None and self.step_name != step.step_name:
             raise Conflict(
@@ -511,7 +511,7 @@ class _HookRule(_Definition):
 class HookReceivedData(_HookRule):
     TYPE: ClassVar[EventType] = EventType.HOOK_RECEIVED
     payload: bytes | None
-    resume_id: str | None = None  # a resume with an id is recorded once (SPEC §5.2)
+    resume_id: str | None = None  # a resume with an id is recorded once (contract §5.2)
     token: str | None = None  # the runtime names the hook it resumes by it (the World keys by hook id)
 
 
@@ -602,7 +602,7 @@ def change_id_error(change_id: object) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class NoopData(_Definition):
-    """The World's own: a sealed position (SPEC §3.2)."""
+    """The World's own: a sealed position (contract §3.2)."""
 
     TYPE: ClassVar[EventType] = EventType.NOOP
     ENTITY: ClassVar[Entity] = Entity.LOG
@@ -792,7 +792,7 @@ class EventRequest:
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One committed event of a run's log, at a dense position 1, 2, 3, ... (SPEC §3.2)."""
+    """One committed event of a run's log, at a dense position 1, 2, 3, ... (contract §3.2)."""
 
     run_id: str
     position: int

@@ -1,9 +1,9 @@
-"""The event rules of SPEC §3: one source of truth for every World.
+"""The event rules of contract §3: one source of truth for every World.
 
 Each type's rule is its record's ``judge`` and ``apply`` (``records``, the event
 data section: one definition per type). ``judge_*`` here calls it for a request:
 it looks at the current state (as read, or as returned by a failed conditional
-write) and either returns normally (the event is accepted) or raises the SPEC §3
+write) and either returns normally (the event is accepted) or raises the contract §3
 rejection kind; ``apply_*`` computes the entity after an accepted event. The
 in-memory World calls both under its lock; the DynamoDB World encodes the same
 rules as condition expressions and calls the ``judge_*`` functions on the
@@ -171,7 +171,7 @@ def validate_request(request: EventRequest) -> None:
                 f"{patch_correlation_id(data.change_id)!r}, not {request.correlation_id!r}"
             )
     if errors:
-        raise BadInput("; ".join(errors) + " (SPEC §3: the data each event type takes)")
+        raise BadInput("; ".join(errors) + " (contract §3: the data each event type takes)")
 
 
 # ----------------------------------------------------------------------------- dispatch
@@ -197,7 +197,7 @@ def judge_run_event(request: EventRequest, run: Run | None) -> bool:
         (``run_started`` on a running run).
 
     Raises:
-        NotFound, Conflict: as SPEC §2.1 and §3 say.
+        NotFound, Conflict: as contract §2.1 and §3 say.
     """
     return _data(request, RUN_RECORDS, Entity.RUN).judge(run)
 
@@ -242,7 +242,7 @@ def judge_child_create(request: EventRequest, run: Run | None, existing: object 
 
     Raises:
         NotFound: the run is missing.
-        RunExpired: the run is terminal (SPEC §3.1).
+        RunExpired: the run is terminal (contract §3.1).
         Conflict: the entity already exists.
     """
     data = request.data
@@ -258,14 +258,14 @@ def judge_step_event(request: EventRequest, run: Run | None, step: Step | None, 
         NotFound: run or step missing.
         Conflict: the step exists (a create), is terminal, is not running for a retry
             or an outcome, or is named otherwise than the ``step_started``.
-        RunExpired: the terminal-run fence (SPEC §3.1).
+        RunExpired: the terminal-run fence (contract §3.1).
         TooEarly: ``step_started`` before ``retry_after``; carries the seconds left.
     """
     _data(request, STEP_RECORDS, Entity.STEP).judge(request.correlation_id, run, step, now)
 
 
 def apply_step_event(request: EventRequest, run_id: str, step: Step | None, now: datetime) -> Step:
-    """The step after an accepted step event (SPEC §2.2); a create's ``step`` is None."""
+    """The step after an accepted step event (contract §2.2); a create's ``step`` is None."""
     return _data(request, STEP_RECORDS, Entity.STEP).apply(run_id, request.correlation_id, step, now)
 
 
@@ -334,7 +334,7 @@ def judge_log_event(request: EventRequest, run: Run | None) -> None:
 
     Raises:
         NotFound: the run is missing.
-        RunExpired: the run is terminal (SPEC §3.1: no new decision after its end).
+        RunExpired: the run is terminal (contract §3.1: no new decision after its end).
     """
     data = request.data
     if not isinstance(data, PatchAppliedData):

@@ -1,4 +1,4 @@
-"""Whether a request's data is its type's record, complete and well typed (SPEC §3's table).
+"""Whether a request's data is its type's record, complete and well typed (contract §3's table).
 
 Each event type's data is one record with exactly its fields
 (``records.DATA_RECORDS``). ``validate_request`` (``rules``) checks a request

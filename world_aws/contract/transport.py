@@ -1,4 +1,4 @@
-"""Queue message transport (SPEC §4.1): CBOR, base64-encoded in the SQS text body.
+"""Queue message transport (contract §4.1): CBOR, base64-encoded in the SQS text body.
 
 The body of every queue message is ``base64(cbor(payload))``. CBOR keeps bytes
 as bytes; base64 keeps the body inside the characters SQS accepts. Decoding is

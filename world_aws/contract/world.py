@@ -43,7 +43,7 @@ SPEC_VERSION_BINARY_TRANSPORT = 3
 
 class EventStore(Protocol):
     def create(self, run_id: str, request: EventRequest) -> EventResult:
-        """Append one event and apply its entity change atomically (SPEC §3).
+        """Append one event and apply its entity change atomically (contract §3).
 
         Raises:
             NotFound, Conflict, RunExpired, TooEarly, Throttled, Transient, BadInput.
@@ -105,7 +105,7 @@ class EventStore(Protocol):
     ) -> list[Event]:
         """The gap-free log of a run from position ``after + 1`` on, in position order.
 
-        Includes everything committed before the call began (SPEC §3.2).
+        Includes everything committed before the call began (contract §3.2).
         An unknown run gives an empty list.
         """
         ...
@@ -136,7 +136,7 @@ class RunPage:
 
 @dataclass(frozen=True, slots=True)
 class LiveRun:
-    """A non-terminal run as the live index shows it (the reconciler's view, SPEC §3.1).
+    """A non-terminal run as the live index shows it (the reconciler's view, contract §3.1).
 
     Attributes:
         run_id: the run.
@@ -195,7 +195,7 @@ class RunStore(Protocol):
         ...
 
     def claim_continuation(self, run_id: str, *, after: int, claimer: str) -> Run | None:
-        """Claim the continuation of a fan-out wave: the last completer's run read (SPEC §5.1 step 6).
+        """Claim the continuation of a fan-out wave: the last completer's run read (contract §5.1 step 6).
 
         Branches that finish together can each find no other step pending; each then
         claims with the position of its own outcome (``after``) and its step id. The
@@ -301,7 +301,7 @@ class StepStore(Protocol):
         Pending, running and retrying steps count; completed and failed ones do not.
         Linearizable: the answer reflects every outcome committed before the call, so
         of the branches of a fan-out that each record their outcome and then ask, at
-        least one is told ``False`` (SPEC §5.1 step 6, the last completer). Costs O(1)
+        least one is told ``False`` (contract §5.1 step 6, the last completer). Costs O(1)
         whatever the number of steps. An unknown run gives ``False``.
         """
         ...
@@ -316,7 +316,7 @@ class HookStore(Protocol):
         """The ``hook_received`` recorded under ``resume_id`` for ``token`` in its last holder's run.
 
         Live or not: after the hook was disposed or its run ended, a caller retrying a
-        resume whose answer it lost learns that its payload was recorded (SPEC §6.2
+        resume whose answer it lost learns that its payload was recorded (contract §6.2
         deduplicates per run, and the token no longer names one). Any hook of that run
         that held the token counts (a workflow may make a hook per round on one token):
         the event's ``token``, or, for one recorded without it, its hook being the last
@@ -340,7 +340,7 @@ class WaitStore(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BlobRef:
-    """A content-addressed payload in blob storage (S3 above 128 KiB, SPEC §7.3)."""
+    """A content-addressed payload in blob storage (S3 above 128 KiB, contract §7.3)."""
 
     key: str
     size: int
@@ -369,7 +369,7 @@ class QueueName(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Delivery:
-    """One delivery of a queue message to a handler (SPEC §4.3)."""
+    """One delivery of a queue message to a handler (contract §4.3)."""
 
     queue: QueueName
     message_id: str
@@ -407,9 +407,9 @@ class Queue(Protocol):
     ) -> str:
         """Publish ``body`` (an encoded invoke payload); returns the message id.
 
-        Delays beyond the backend's limit are chained until due (SPEC §4.3). A
+        Delays beyond the backend's limit are chained until due (contract §4.3). A
         second publish with the same ``idempotency_key`` while the first is
-        retained is a no-op returning the first message id (SPEC §4.4).
+        retained is a no-op returning the first message id (contract §4.4).
         """
         ...
 
@@ -445,15 +445,15 @@ class WorldCapabilities:
 
     Attributes:
         deployment_affinity: deployment ids are real and immutable per run, so the
-            step consumer's deployment guard is on (SPEC §5.4).
+            step consumer's deployment guard is on (contract §5.4).
         hook_resume_dedup: ``hook_received`` is deduplicated on (run, ``resume_id``)
-            (SPEC §6.2).
+            (contract §6.2).
         precondition_guard: the World enforces a stale-write precondition on
             ``step_created`` (it may refuse a create a replay derived from an old
             snapshot). Resilient dispatch is then unsafe, since nothing orders such a
             refusal before the consumer's re-ensure from the message, and the runtime
             keeps sequential create-then-publish whatever
-            ``WORKFLOW_RESILIENT_STEP_DISPATCH`` says (SPEC §5.2).
+            ``WORKFLOW_RESILIENT_STEP_DISPATCH`` says (contract §5.2).
     """
 
     deployment_affinity: bool = False

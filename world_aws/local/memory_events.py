@@ -1,18 +1,18 @@
 """``MemoryEventStore``: ``events.create`` and ``events.list`` of the in-memory World.
 
-This is the reference model of SPEC §3: every decision is one of the pure
+This is the reference model of contract §3: every decision is one of the pure
 ``judge_*`` / ``apply_*`` / ``new_*`` rules of :mod:`world_aws.contract.rules`,
 taken under the state lock together with the entity change and the append, so
 the log gets dense positions 1..n and the terminal-run fence is exact.
 
 What only a World does, and therefore lives here rather than in the rules:
 * a creating ``run_started`` on a missing run writes ``run_created`` (position
-  1) before itself (SPEC §6.1); its creation data is bootstrap-only and is not
+  1) before itself (contract §6.1); its creation data is bootstrap-only and is not
   kept on the logged ``run_started``;
 * ``hook_created`` on a token held by another live hook appends a
-  ``hook_conflict`` event instead of failing (SPEC §3);
+  ``hook_conflict`` event instead of failing (contract §3);
 * ``hook_received`` is deduplicated on (run, ``resume_id``): a repeat returns the
-  first event and appends nothing (SPEC §6.2). The repeat is recognised before
+  first event and appends nothing (contract §6.2). The repeat is recognised before
   the hook is looked up, so a retried resume stays idempotent even after the
   hook was disposed;
 * a run that becomes terminal loses its live hooks, and their tokens are freed.
@@ -53,7 +53,7 @@ class MemoryEventStore:
         self._stats = stats
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
-        """Append one event and apply its entity change atomically (SPEC §3).
+        """Append one event and apply its entity change atomically (contract §3).
 
         Raises:
             NotFound, Conflict, RunExpired, TooEarly, BadInput: as the rules say.
@@ -193,7 +193,7 @@ class MemoryEventStore:
             assert run is not None
             return EventResult(event=None, run=run_out(run))
         if record is None:
-            # run_created, or run_started carrying creation data on a missing run (SPEC §6.1).
+            # run_created, or run_started carrying creation data on a missing run (contract §6.1).
             record = RunRecord(run=rules.new_run(run_id, request, now))
             self._state.runs[run_id] = record
             created = self._append(record, EventType.RUN_CREATED, None, rules.created_data(request), now)
@@ -207,7 +207,7 @@ class MemoryEventStore:
         return EventResult(event=event, run=run_out(record.run))
 
     def _release_hooks(self, record: RunRecord) -> None:
-        """A terminal run keeps no live hook: free every token it held (SPEC §3.1)."""
+        """A terminal run keeps no live hook: free every token it held (contract §3.1)."""
         for hook in record.hooks.values():
             if self._state.tokens.get(hook.token) == (hook.run_id, hook.hook_id):
                 del self._state.tokens[hook.token]

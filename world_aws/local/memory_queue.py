@@ -1,6 +1,6 @@
 """``MemoryQueue``: the two World queues in memory, with SQS-like delivery semantics.
 
-What it models (SPEC §4.3, §4.4):
+What it models (contract §4.3, §4.4):
 * at-least-once delivery; ``Delivery.attempt`` is the delivery count and the
   message id (a uuid4 string) is stable across redeliveries;
 * a handler returns ``Ack`` (delete), ``Redeliver(seconds)`` (the same message is
@@ -43,7 +43,7 @@ from world_aws.local.memory_stats import Stat, WorldStats
 logger = logging.getLogger(__name__)
 
 # SQS's default maxReceiveCount for our redrive policy sits above the handler cap
-# of 48 deliveries (SPEC §4.3); memory uses the same number.
+# of 48 deliveries (contract §4.3); memory uses the same number.
 DEFAULT_MAX_RECEIVE_COUNT = 50
 
 

@@ -43,7 +43,7 @@ class RunRecord:
     # hook_created of the same id is a duplicate create (Conflict), not a revival.
     hook_ids: set[str] = field(default_factory=set)
     waits: dict[str, Wait] = field(default_factory=dict)
-    # hook_received deduplication (SPEC §6.2): resume_id -> the first event.
+    # hook_received deduplication (contract §6.2): resume_id -> the first event.
     resumes: dict[str, Event] = field(default_factory=dict)
     # The last continuation claim (runs.claim_continuation): (position covered, claimer).
     continuation: tuple[int, str] | None = None
@@ -61,7 +61,7 @@ class MemoryState:
         # Re-entrant so a store method may call a helper that also takes the lock.
         self.lock = threading.RLock()
         self.runs: dict[str, RunRecord] = {}
-        # token -> (run_id, hook_id) of the live hook holding it (SPEC §2.3).
+        # token -> (run_id, hook_id) of the live hook holding it (contract §2.3).
         self.tokens: dict[str, tuple[str, str]] = {}
         # token -> (run_id, hook_id) of the hook that claimed it last, kept after its release
         # (hooks.resumed).

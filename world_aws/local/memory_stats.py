@@ -3,7 +3,7 @@
 A test asserts on *how much* the runtime asked of its World (e.g. that a step
 consumer with ``run_context`` never reads the run, or that a continuation does
 not re-read the whole log) by reading ``MemoryWorld.stats`` before and after.
-The counters live on the World instance (SPEC §9), behind their own lock.
+The counters live on the World instance (contract §9), behind their own lock.
 """
 
 from __future__ import annotations

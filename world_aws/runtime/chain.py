@@ -3,7 +3,7 @@
 ``continue_as_new(*args, **kwargs)`` inside a workflow ends the run and starts a
 fresh run of the same workflow with those arguments. The ended run is
 ``completed`` and its output is a :class:`ContinuedAsNew` link naming the next
-run: no new terminal status, so the World contract (SPEC §2.1), the terminal-run
+run: no new terminal status, so the World contract (contract §2.1), the terminal-run
 fence and every reader of run statuses stay as they are, and
 ``RunHandle.result()`` follows the links to the last run's result. The next run
 id is derived from the ended run's id, so a redone continuation starts it once

@@ -4,7 +4,7 @@ Awaiting an ``@app.workflow`` function inside a workflow is a *child call*. The 
 child call of a run gets the correlation id ``child_<run ulid>_<n>`` and a child run
 id derived from the parent's run id and n, so every replay of the same prefix names
 the same child and a replay never starts a second one (the start is an idempotent
-create, SPEC §6.1).
+create, contract §6.1).
 
 In the parent's log a child call is a hook: ``hook_created`` under the call's id
 with the reserved token ``wchild_<child run id>`` records that the child was started
@@ -35,7 +35,7 @@ from world_aws.runtime.serde_errors import ErrorInfo, RecordedError, encode_erro
 # Reserved hook-token prefix of child calls: ``create_hook`` and ``resume_hook`` refuse it,
 # so no caller can forge a child's outcome through the hook API.
 CHILD_TOKEN_PREFIX = "wchild_"
-# Run attributes (SPEC §2.1 reserves the ``$`` prefix) that link a child to its parent.
+# Run attributes (contract §2.1 reserves the ``$`` prefix) that link a child to its parent.
 PARENT_RUN_ID = "$parent_run_id"
 ROOT_RUN_ID = "$root_run_id"
 PARENT_CALL_ID = "$parent_call_id"

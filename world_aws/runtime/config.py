@@ -20,17 +20,17 @@ class RuntimeConfig:
 
     Attributes:
         resilient_step_dispatch: write ``step_created`` and publish the step message in
-            parallel, the message carrying the input (SPEC §5.2). ``WORKFLOW_RESILIENT_STEP_DISPATCH``,
+            parallel, the message carrying the input (contract §5.2). ``WORKFLOW_RESILIENT_STEP_DISPATCH``,
             on unless ``0``.
         max_queue_deliveries: deliveries of one message before the run fails with
-            ``MAX_DELIVERIES_EXCEEDED`` (SPEC §4.3). ``WORKFLOW_MAX_QUEUE_DELIVERIES``, default 48.
+            ``MAX_DELIVERIES_EXCEEDED`` (contract §4.3). ``WORKFLOW_MAX_QUEUE_DELIVERIES``, default 48.
         batched_step_dispatch: a pass that writes nothing but step creates and knows where the
             log ends appends them in batches of ``rules.MAX_BATCH_EVENTS`` and publishes their
-            messages after them; off, it creates and publishes every step in parallel (SPEC §5.2),
+            messages after them; off, it creates and publishes every step in parallel (contract §5.2),
             as it does when an append does not land. ``WORKFLOW_BATCHED_STEP_DISPATCH``, on unless
             ``0`` (``python -m bench.dispatch_modes`` times both; ``docs/benchmarks.md``).
         dispatch_parallelism: threads used for parallel creates and publishes of one pass.
-        log_cache_runs: how many runs' logs a warm handler keeps (SPEC §8.3, replay cost).
+        log_cache_runs: how many runs' logs a warm handler keeps (contract §8.3, replay cost).
         replay_cache_runs: how many runs' suspended replays a warm handler keeps and continues
             instead of replaying from the log. 0 replays every continuation cold, as a new Lambda
             container does: ``world-aws run``, ``dev`` and the test kit use 0, so a workflow that is
@@ -41,7 +41,7 @@ class RuntimeConfig:
             a workflow that is not deterministic fails with ``NON_DETERMINISM`` as it does when
             every continuation replays cold, at a cost linear in the run's length, not quadratic.
             ``world-aws run`` and ``dev`` use it; off by default (a deployed handler).
-        max_deployment_reroutes: re-routes before ``DEPLOYMENT_MISMATCH`` (SPEC §5.4).
+        max_deployment_reroutes: re-routes before ``DEPLOYMENT_MISMATCH`` (contract §5.4).
         max_inline_steps: steps of one wave the continuing invocation runs itself instead of
             dispatching them over the step queue (``runtime/inline.py``): a sequential step, and up
             to this many branches of a fan-out. ``WORKFLOW_MAX_INLINE_STEPS``, default 3; 0 turns

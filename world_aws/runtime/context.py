@@ -105,7 +105,7 @@ def parse_duration(duration: str | float | int | timedelta) -> float:
 
 
 async def sleep(duration: str | float | int | timedelta) -> None:
-    """Durably sleep: a ``wait_created`` plus a delayed wake-up (SPEC §8.5).
+    """Durably sleep: a ``wait_created`` plus a delayed wake-up (contract §8.5).
 
     Outside a workflow this is a plain ``asyncio.sleep``.
     """

@@ -1,4 +1,4 @@
-"""Step dispatch (SPEC §5.1, §5.2): creating steps and publishing their messages.
+"""Step dispatch (contract §5.1, §5.2): creating steps and publishing their messages.
 
 Resilient mode (default): per new step, ``step_created`` and the step message
 are written in parallel, the message carrying the serialized input (inline up
@@ -21,7 +21,7 @@ under the next append). What did not land (the log moved, an answer lost) takes
 the path above, where a create that landed is a tolerated conflict.
 
 Every step message carries the idempotency key ``<step_id>:<fnv1a32(step_name)>``
-so redundant publishes of one step collapse (SPEC §4.4).
+so redundant publishes of one step collapse (contract §4.4).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class StepDispatcher:
     def resilient_for(self, run: Run) -> bool:
         """Whether ``run``'s new steps take the resilient path (create and publish in parallel)."""
         if self._world.capabilities.precondition_guard:
-            return False  # only sequencing orders a refused create before its message (SPEC §5.2)
+            return False  # only sequencing orders a refused create before its message (contract §5.2)
         return self._config.resilient_step_dispatch and run.spec_version >= SPEC_VERSION_BINARY_TRANSPORT
 
     def dispatch(
@@ -177,7 +177,7 @@ class StepDispatcher:
         create_results, publish_results = results[: len(creates)], results[len(creates) :]
         for result in publish_results:
             if isinstance(result, Exception):
-                raise result  # the pass fails; its message is redelivered (SPEC §5.2)
+                raise result  # the pass fails; its message is redelivered (contract §5.2)
         for result in create_results:
             if isinstance(result, Exception):
                 _tolerate_create_error(result, transient_ok=True)
@@ -268,5 +268,5 @@ def _tolerate_create_error(error: Exception, *, transient_ok: bool) -> None:
     if isinstance(error, Conflict):
         return  # someone created it already
     if transient_ok and isinstance(error, RetryLater):
-        return  # the consumer materialises it from the message (SPEC §5.2)
+        return  # the consumer materialises it from the message (contract §5.2)
     raise error

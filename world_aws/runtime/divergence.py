@@ -1,6 +1,6 @@
 """Where a replay left its log: the position, what the log has there and what the code does.
 
-A ``Replay`` that finds the code no longer matching the run's log (SPEC §8.3) fails
+A ``Replay`` that finds the code no longer matching the run's log (contract §8.3) fails
 the run with ``NON_DETERMINISM``; it also keeps this record of the first mismatch,
 which the replay gate (``world-aws replay``, ``WorkflowKit.replay``) prints.
 """

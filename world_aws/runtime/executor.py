@@ -1,4 +1,4 @@
-"""The step consumer (SPEC §5.1, §5.2, §8.2): claim, execute, record, and maybe continue.
+"""The step consumer (contract §5.1, §5.2, §8.2): claim, execute, record, and maybe continue.
 
 Prologue with ``run_context`` on the message: no run read before the claim; the
 World's terminal-run fence on ``step_started`` is the liveness check. Without it
@@ -51,7 +51,7 @@ from world_aws.runtime.orchestrator import Orchestrator
 from world_aws.runtime.registry import Workflows
 from world_aws.runtime.serde import encode_error
 
-# In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
+# In-process retries of an outcome write before giving up to redelivery (contract §8.2:
 # a failed record is an infrastructure error, never a step retry).
 RECORD_ATTEMPTS = 4
 
@@ -276,7 +276,7 @@ class StepExecutor:
     def _maybe_continue(
         self, run_id: str, step_id: str, owner: Owner, position: int | None = None
     ) -> HandlerResult:
-        """The last-completer check (SPEC §5.1 step 6).
+        """The last-completer check (contract §5.1 step 6).
 
         ``position`` is this branch's outcome. Branches that finish together may
         each find no other step pending: they claim the continuation, and only the
@@ -349,7 +349,7 @@ class StepExecutor:
         return any(event.type is EventType.STEP_CREATED for event in tail)
 
     def _reroute(self, payload: InvokePayload, run_context: RunContext) -> HandlerResult:
-        """Deployment guard (SPEC §5.4): re-enqueue toward the pinned deployment, or give up."""
+        """Deployment guard (contract §5.4): re-enqueue toward the pinned deployment, or give up."""
         count = payload.deployment_mismatch_retry_count
         if count >= self._max_reroutes:
             error = FatalError(

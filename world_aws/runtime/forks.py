@@ -5,7 +5,7 @@ whose log begins with the original's, up to the fork point (``runtime/fork_plan.
 the steps settled before it are not run again, replay serves their recorded results.
 The original is only read: it stays ended, its fence untouched.
 
-Two writes, as ``start()`` makes (SPEC §6.1): ``run_created`` (attributes
+Two writes, as ``start()`` makes (contract §6.1): ``run_created`` (attributes
 ``$forked_from`` and ``$fork_position`` name the original and the point) ∥ the
 fork's first workflow message. The copy of the prefix is the workflow consumer's
 (:meth:`Forks.prepare`, from ``Runtime._handle_workflow``), before the run starts:
@@ -49,7 +49,7 @@ from world_aws.runtime.registry import Workflows
 from world_aws.runtime.starting import start_run
 from world_aws.runtime.telemetry import LOG
 
-# Run attributes (the reserved ``$`` prefix, SPEC §2.1) of a fork.
+# Run attributes (the reserved ``$`` prefix, contract §2.1) of a fork.
 FORKED_FROM = "$forked_from"
 FORK_POSITION = "$fork_position"
 MAX_KEY_CHARS = 256

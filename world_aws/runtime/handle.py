@@ -23,7 +23,7 @@ class RunHandle:
     def __init__(self, world: World, serializer: Serializer, run_id: str, *, started: bool = False) -> None:
         """``started``: the run was started (by ``start()``, or as a chain's next run), so a
         read that does not find it finds it still to come: its ``run_created`` may have failed,
-        and its first message creates it (resilient start, SPEC §6.1)."""
+        and its first message creates it (resilient start, contract §6.1)."""
         self._world = world
         self._serializer = serializer
         self.run_id = run_id

@@ -9,7 +9,7 @@ another: a child's is ``<parent run id>:<call id>`` and a continuation's
 ``key:``. A caller, who chooses its key freely, therefore can never name (and
 pre-create) a child's, a continuation's or a tick's run. Step, hook and wait ids come
 from per-kind counters of one run, so a replay of the same prefix regenerates
-the same ids (SPEC §8.3); they embed the run's ULID so that they are unique
+the same ids (contract §8.3); they embed the run's ULID so that they are unique
 across runs too (the step-queue idempotency key is global).
 """
 
@@ -84,7 +84,7 @@ def fnv1a32(text: str) -> int:
 
 
 def step_idempotency_key(step_id: str, step_name: str) -> str:
-    """The key every producer of a step's messages uses (SPEC §4.4)."""
+    """The key every producer of a step's messages uses (contract §4.4)."""
     return f"{step_id}:{fnv1a32(step_name):08x}"
 
 

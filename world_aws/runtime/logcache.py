@@ -1,4 +1,4 @@
-"""A warm handler's memory of the runs it has replayed (SPEC §8.3, replay cost).
+"""A warm handler's memory of the runs it has replayed (contract §8.3, replay cost).
 
 Continuing a run reads only the events after the last cached position, so the
 event items read over a run's life grow with its length, not its square. The

@@ -1,9 +1,9 @@
-"""Continuing a run: replay its workflow and act on the outcome (SPEC §8.1–§8.5).
+"""Continuing a run: replay its workflow and act on the outcome (contract §8.1–§8.5).
 
 One continuation = read the log (only what is new to this warm handler), replay
 (continuing this handler's suspended replay of the run, if it kept one), then
 either record the run's end (``run_completed`` / ``run_failed``) or run a
-suspension pass: hooks first, then steps and waits, then dispatch (SPEC §8.4).
+suspension pass: hooks first, then steps and waits, then dispatch (contract §8.4).
 The pass raises if any create or publish it needs failed, so the message that
 triggered it is redelivered and the pass redone (every create is idempotent).
 """
@@ -114,7 +114,7 @@ class Orchestrator:
         except UnknownWorkflow as err:
             self.fail_run(run.run_id, encode_error(err), "UNKNOWN_WORKFLOW", run=run, start=start)
             return Ack()
-        # A replay this handler left suspended continues from where it stopped (SPEC §8.3).
+        # A replay this handler left suspended continues from where it stopped (contract §8.3).
         replay = self._replays.take(run.run_id) or Replay(run, workflow, self._app.serializer)
         suspended = False
         published: set[str] = set()  # steps this call dispatched: no need to re-publish them

@@ -8,7 +8,7 @@ bodies hand their outcomes here: a batch is appended when it holds
 sooner, and what is left when the wave is over (``flush``). So bodies that finish
 together share a write, a finished body's outcome never waits on a slow sibling, and a
 crash loses at most one batch of finished bodies' work: they run again, as any step
-whose outcome was not written (at least once, SPEC §5).
+whose outcome was not written (at least once, contract §5).
 
 The log's end is known only while nothing else wrote: a batch that does not land
 (the log moved) or whose answer was lost is written one event at a time, and so is

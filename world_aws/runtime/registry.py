@@ -1,6 +1,6 @@
 """The ``Workflows`` registry: where a user's workflows and steps are declared.
 
-The registry lives on an instance (SPEC §8.1, §9), never in module globals, so
+The registry lives on an instance (contract §8.1, §9), never in module globals, so
 two apps in one process do not see each other's functions.
 """
 
@@ -53,7 +53,7 @@ class StepFunction(Generic[P, R]):
     """A registered step. Inside a workflow a call is a durable step (awaited); outside it runs directly.
 
     Outside a workflow (a script, a test, another step's body) the step is its own
-    function, as SPEC §8.1 says: a ``def`` step runs at the call and returns its
+    function, as contract §8.1 says: a ``def`` step runs at the call and returns its
     result, an ``async def`` step returns its coroutine. The call is typed for the
     workflow side (``await charge(...)``); ``step.fn`` is the function itself.
     """

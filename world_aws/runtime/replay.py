@@ -1,4 +1,4 @@
-"""Replay: run a workflow function against its run's event log (SPEC §8.3).
+"""Replay: run a workflow function against its run's event log (contract §8.3).
 
 A ``Replay`` starts the workflow coroutine on a ``ReplayLoop`` and feeds it the
 log in position order. Each awaited step, hook or timer gets a deterministic

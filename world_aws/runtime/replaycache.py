@@ -1,4 +1,4 @@
-"""A warm handler's suspended replays, so a continuation runs only what is new (SPEC §8.3).
+"""A warm handler's suspended replays, so a continuation runs only what is new (contract §8.3).
 
 Without it every continuation replays the workflow from its first line: the log
 is read incrementally (``LogCache``), but the code re-runs every step call it

@@ -1,4 +1,4 @@
-"""Step retry delays: exponential backoff with jitter and a cap (SPEC §8.2).
+"""Step retry delays: exponential backoff with jitter and a cap (contract §8.2).
 
 A step body that raises is retried after a delay chosen here, unless it raised
 ``RetryableError(retry_after=...)``, whose delay wins. The default schedule

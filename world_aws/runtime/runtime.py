@@ -1,6 +1,6 @@
 """``Runtime``: a user's ``Workflows`` bound to a World — the client API and the queue handler.
 
-``start()`` implements resilient start (SPEC §6.1): the run id is minted here,
+``start()`` implements resilient start (contract §6.1): the run id is minted here,
 then ``run_created`` and the first workflow message (carrying the creation data)
 are written in parallel; the consumer's first write, ``run_started`` with that
 data, creates the run if ``run_created`` never landed.
@@ -206,7 +206,7 @@ class Runtime:
             # them would write its hook and its outcome into the run they name.
             raise BadInput(
                 f"attributes: {', '.join(reserved)}: names starting with "
-                f"{RESERVED_ATTRIBUTE_PREFIX!r} are reserved (SPEC §2.1)"
+                f"{RESERVED_ATTRIBUTE_PREFIX!r} are reserved (contract §2.1)"
             )
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(args, kwargs)
@@ -304,7 +304,7 @@ class Runtime:
         resume_id: str | None = None,
         hook_type: type[TypedHookBase] | None = None,
     ) -> str:
-        """Deliver ``payload`` to the live hook holding ``token`` and wake its run (SPEC §6.2).
+        """Deliver ``payload`` to the live hook holding ``token`` and wake its run (contract §6.2).
 
         Args:
             token: the hook's token.
@@ -363,7 +363,7 @@ class Runtime:
         # before giving the caller an error to retry with.
         retry_in_process(
             # Keyed by the run too: a resume id names a resume of one run (the World deduplicates
-            # on (run, resume id), SPEC §6.2), and SQS keys are global to the queue.
+            # on (run, resume id), contract §6.2), and SQS keys are global to the queue.
             lambda: self.orchestrator.wake(
                 hook.run_id, delay_seconds=0, key=f"{hook.run_id}:{resume_id}:wake"
             ),
@@ -376,7 +376,7 @@ class Runtime:
     # --- the queue handler ------------------------------------------------------------
 
     def handle(self, delivery: Delivery) -> HandlerResult:
-        """Handle one delivery from either queue (SPEC §4.3).
+        """Handle one delivery from either queue (contract §4.3).
 
         Raises:
             BadInput: the message is malformed (the caller dead-letters it after its redrive count).
@@ -488,7 +488,7 @@ class Runtime:
         That is a run that is running, or pending with inline execution on (its start is
         then appended with the first creates). Otherwise None, and ``run_started`` is
         written first as before: it creates a missing run from the message's
-        ``run_input`` (SPEC §6.1) and, refused by a terminal run, repairs a missing
+        ``run_input`` (contract §6.1) and, refused by a terminal run, repairs a missing
         terminal event (ARCHITECTURE §6). ``with_log``: the read is the run's log's too
         (``LogCache.read_with_run``), so the continuation's replay reads nothing more.
         """

@@ -1,4 +1,4 @@
-"""The runtime's value serializer (SPEC §8.6): Python values to CBOR bytes and back, exactly.
+"""The runtime's value serializer (contract §8.6): Python values to CBOR bytes and back, exactly.
 
 Every step argument and result, workflow input and output and hook payload goes
 through a :class:`Serializer`. The round trip is exact: a value comes back with
@@ -70,7 +70,7 @@ def type_name(tp: type) -> str:
 class Serializer:
     """Serializes values of the supported types, plus the types registered on it.
 
-    The registry lives on the instance (SPEC §9): each ``Workflows`` app owns one.
+    The registry lives on the instance (contract §9): each ``Workflows`` app owns one.
     """
 
     def __init__(self, types: Iterable[type] = (), *, limits: PayloadLimits | None = None) -> None:

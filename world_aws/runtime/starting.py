@@ -1,4 +1,4 @@
-"""Resilient start of a run (SPEC §6.1), shared by ``start()``, child workflows and continue-as-new.
+"""Resilient start of a run (contract §6.1), shared by ``start()``, child workflows and continue-as-new.
 
 ``run_created`` and the first workflow message (carrying the creation data, keyed
 ``<run_id>:start``) are written in parallel. A failed publish fails the start; a
@@ -62,7 +62,7 @@ def start_calls(
 ) -> list[Callable[[], Any]]:
     """The two writes of a start, ``run_created`` and the first message, to run in parallel.
 
-    The message is keyed ``<run_id>:start`` (SPEC §4.4) when the same start may be made
+    The message is keyed ``<run_id>:start`` (contract §4.4) when the same start may be made
     again: a caller's retry under its idempotency key, a parent's pass redone before its
     child's ``hook_created``, a chain's next run. A start without a key (``keyed=False``)
     names a new run each time, so nothing would repeat its publish, and the key's claim

@@ -1,4 +1,4 @@
-"""One attempt of a step's body, and the writes of its outcome (SPEC §8.2).
+"""One attempt of a step's body, and the writes of its outcome (contract §8.2).
 
 Shared by the step consumer (``runtime/executor.py``, a step delivered by message)
 and inline execution (``runtime/inline.py``, a step run by the invocation that
@@ -37,7 +37,7 @@ from world_aws.runtime.serde import encode_error
 from world_aws.runtime.serde_limits import Payload
 from world_aws.runtime.streams import step_streams
 
-# In-process retries of an outcome write before giving up to redelivery (SPEC §8.2:
+# In-process retries of an outcome write before giving up to redelivery (contract §8.2:
 # a failed record is an infrastructure error, never a step retry).
 RECORD_ATTEMPTS = 4
 
@@ -100,7 +100,7 @@ def run_step_body(
     except (FatalError, SerializationError) as exc:
         return BodyOutcome(EventType.STEP_FAILED, error=encode_error(exc))
     except (Exception, asyncio.CancelledError, SystemExit) as exc:
-        # Any other failure of the body is retried (SPEC §8.2). CancelledError and SystemExit
+        # Any other failure of the body is retried (contract §8.2). CancelledError and SystemExit
         # are BaseExceptions, but a step that cancels itself or calls sys.exit has failed, not
         # the consumer: let through, SystemExit would leave Powertools' batch processor (which
         # catches Exception) and fail the whole SQS batch, every neighbour redelivered.

@@ -1,4 +1,4 @@
-"""Spans and structured logs of the runtime (SPEC §5.3).
+"""Spans and structured logs of the runtime (contract §5.3).
 
 Spans go through the OpenTelemetry API, which is a no-op unless the host
 configures an SDK. Logs are JSON (Powertools Logger in Lambda, stdlib logging
@@ -14,7 +14,7 @@ from opentelemetry import trace
 TRACER = trace.get_tracer("world_aws")
 LOG = logging.getLogger("world_aws")
 
-# Span attribute names (SPEC §5.3).
+# Span attribute names (contract §5.3).
 RUN_ID = "workflow.run_id"
 # The run's workflow, on the start and continuation spans (world-aws's own; see runtime/tracing.py).
 WORKFLOW_NAME = "workflow.name"
@@ -26,7 +26,7 @@ MATERIALIZED = "workflow.step.resilient_dispatch_materialized"
 OUTCOME = "workflow.step.outcome"
 # True on the span of a step attempt run inline by a continuation (runtime/inline.py; world-aws's own).
 INLINE = "workflow.step.inline"
-# What the last-completer check decided after a terminal outcome (not in SPEC §5.3; world-aws's own):
+# What the last-completer check decided after a terminal outcome (not in contract §5.3; world-aws's own):
 # "others_pending", "others_pending_woken" (a step was created after this outcome: a wake-up left,
 # runtime/executor.py), "claimed", "claimed_by_another", "read" (a redelivered finished step), and
 # "run_terminal" when the run it got had ended.

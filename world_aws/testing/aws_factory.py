@@ -46,7 +46,7 @@ def aws_world(clock: ManualClock, *, repair: HoleRepairPolicy | None = None) -> 
 
     Args:
         clock: the World's clock.
-        repair: the readers' hole-repair policy (tests of SPEC §3.2 inject a fake time).
+        repair: the readers' hole-repair policy (tests of contract §3.2 inject a fake time).
     """
     with _fake_environment(), serialised_moto(), mock_aws():
         bootstrap = AwsConfig(

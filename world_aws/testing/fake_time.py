@@ -1,7 +1,7 @@
 """``FakeMonotonic``: a monotonic clock for ``HoleRepairPolicy`` that moves only when slept on.
 
 Readers of the AWS World wait a grace period before sealing a dead writer's
-position (SPEC §3.2); with this clock a test covers that wait without really
+position (contract §3.2); with this clock a test covers that wait without really
 waiting, and can act "while the reader sleeps" through ``on_sleep``.
 """
 

@@ -1,5 +1,5 @@
 """A Lambda SQS batch whose user code calls ``sys.exit``: that record's step fails like any
-exception (SPEC §8.2), and its neighbours in the batch are untouched (SPEC §4.2: never
+exception (contract §8.2), and its neighbours in the batch are untouched (contract §4.2: never
 poison a batch).
 
 Powertools' ``BatchProcessor`` turns an ``Exception`` of one record into that record's

@@ -1,4 +1,4 @@
-"""SqsQueue: the wire format, delays, idempotency keys (SPEC §4.4) and SQS limits moto does not enforce."""
+"""SqsQueue: the wire format, delays, idempotency keys (contract §4.4), SQS limits moto does not enforce."""
 
 from __future__ import annotations
 

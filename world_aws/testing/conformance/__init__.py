@@ -6,7 +6,7 @@ Every test takes a ``world`` fixture (a fresh World) and, when it moves time,
 
     globals().update(conformance_tests())
 
-Tests are named for the rule they check (SPEC §2, §3, §4.3, §4.4).
+Tests are named for the rule they check (contract §2, §3, §4.3, §4.4).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Conformance: the content-addressed blob store (SPEC §7.3)."""
+"""Conformance: the content-addressed blob store (contract §7.3)."""
 
 from __future__ import annotations
 

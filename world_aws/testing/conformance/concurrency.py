@@ -1,4 +1,4 @@
-"""Conformance under real threads: the fence (SPEC §3.1), dense positions (SPEC §3.2), single creates.
+"""Conformance under real threads: the fence (contract §3.1), dense positions (§3.2), single creates.
 
 Each test lines its writers up on a barrier (:class:`Racer`) so they hit the
 World at once, and checks the invariant on the state read back afterwards.
@@ -60,7 +60,7 @@ def _assert_ordered(world: World, run_id: str) -> None:
     """Positions strictly increasing from 1, no duplicate: for runs where writes were refused.
 
     A World that reserves a position before its entity check seals the refused
-    writer's position with a ``noop`` that reads leave out (SPEC §3.2), so
+    writer's position with a ``noop`` that reads leave out (contract §3.2), so
     the visible positions may skip numbers there, but never repeat or go back.
     """
     positions = [e.position for e in world.events.list(run_id)]

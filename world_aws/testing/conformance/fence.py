@@ -1,4 +1,4 @@
-"""Conformance: the terminal-run fence, SPEC §3.1 (sequential cases; races are in ``concurrency``)."""
+"""Conformance: the terminal-run fence, contract §3.1 (sequential cases; races are in ``concurrency``)."""
 
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ def _ready(world: World, clock: ManualClock, run_id: str, etype: EventType) -> t
 def test_every_fenced_type_is_refused_on_an_ended_run_and_every_other_is_accepted(
     world: World, clock: ManualClock
 ) -> None:
-    # The fence as each type's record states it (``FENCED``, SPEC §3.1): a new type is covered here.
+    # The fence as each type's record states it (``FENCED``, contract §3.1): a new type is covered here.
     for etype in sorted(t for t in CLIENT_EVENT_TYPES if not t.is_run_event):
         # GIVEN a run that would accept the event, then ended
         run_id = create_run(world)

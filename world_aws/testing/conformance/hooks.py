@@ -1,4 +1,4 @@
-"""Conformance: hooks (SPEC §2.3, §3, §6.2): token uniqueness, conflicts, release, resume dedup."""
+"""Conformance: hooks (contract §2.3, §3, §6.2): token uniqueness, conflicts, release, resume dedup."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_a_hook_id_answered_with_hook_conflict_is_not_created_later(world: World
     end_run(world, holder)
     # WHEN the same create comes again (a concurrent pass that replayed the log before the
     # conflict: its workflow is told the hook conflicted, whatever this create does)
-    # THEN it is a duplicate create of (run, hook id), SPEC 3: Conflict, and the run holds no
+    # THEN it is a duplicate create of (run, hook id), contract §3: Conflict, and the run holds no
     # hook (else it holds the token, unseen by its workflow, until it ends: its payloads
     # are dropped and every other run's hook of that token gets hook_conflict)
     with pytest.raises(Conflict):

@@ -224,7 +224,7 @@ def test_a_pending_run_cancelled_leaves_the_live_index(world: World, clock: Manu
 
 
 def test_a_run_created_by_its_first_run_started_is_swept(world: World, clock: ManualClock) -> None:
-    # GIVEN a run created by a run_started carrying creation data (resilient start, SPEC §6.1)
+    # GIVEN a run created by a run_started carrying creation data (resilient start, contract §6.1)
     run_id = new_id("wrun")
     write(world, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=creation()))
     clock.advance(60)

@@ -1,4 +1,4 @@
-"""Conformance: the log's dense positions and prefix property (SPEC §3.2), sequentially.
+"""Conformance: the log's dense positions and prefix property (contract §3.2), sequentially.
 
 The concurrent versions of these properties are in ``concurrency``.
 """

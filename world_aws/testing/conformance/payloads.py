@@ -1,4 +1,4 @@
-"""Conformance: payloads come back byte for byte, inline or not (SPEC §3.3, §7.3), and ``resolve_data``.
+"""Conformance: payloads come back byte for byte, inline or not (contract §3.3, §7.3), and ``resolve_data``.
 
 Sizes straddle the 128 KiB inline limit (131072 stays inline, 131073 does not
 on the AWS World) and go well past DynamoDB's 400 KB item limit (3 MB).

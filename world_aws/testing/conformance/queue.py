@@ -1,6 +1,6 @@
-"""Conformance: queue delivery (SPEC §4.3) and idempotency keys (SPEC §4.4).
+"""Conformance: queue delivery (contract §4.3) and idempotency keys (contract §4.4).
 
-Bodies are real invoke payloads (SPEC §4.2): a World's consumer may validate
+Bodies are real invoke payloads (contract §4.2): a World's consumer may validate
 them before the handler sees them, as the SQS event source does. Observed
 through ``world.start_consumers(handler)`` and ``wait_idle``: a delayed message
 is waited for only once it is due, and with the ``ManualClock`` it falls due

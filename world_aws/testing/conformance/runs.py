@@ -1,4 +1,4 @@
-"""Conformance: the run state machine (SPEC §2.1), ``runs.get`` / ``runs.list``, and
+"""Conformance: the run state machine (contract §2.1), ``runs.get`` / ``runs.list``, and
 ``events.list_with_run`` (a continuation's read of its run and its log in one call)."""
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_run_started_on_running_run_changes_nothing(world: World, clock: ManualC
 
 
 def test_run_started_with_creation_data_creates_missing_run(world: World) -> None:
-    # GIVEN no run_created ever landed (resilient start, SPEC §6.1)
+    # GIVEN no run_created ever landed (resilient start, contract §6.1)
     run_id = new_id("wrun")
     # WHEN run_started carries the creation data
     result = write(world, run_id, EventType.RUN_STARTED, data=RunStartedData(creation=creation(b"resilient")))

@@ -1,4 +1,4 @@
-"""Conformance: each event type takes its own data record, complete and well typed (SPEC §3).
+"""Conformance: each event type takes its own data record, complete and well typed (contract §3).
 
 ``contract.shapes`` checks it.
 

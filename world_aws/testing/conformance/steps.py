@@ -1,4 +1,4 @@
-"""Conformance: the step state machine (SPEC §2.2), its rejections (SPEC §3) and step reads."""
+"""Conformance: the step state machine (contract §2.2), its rejections (contract §3) and step reads."""
 
 from __future__ import annotations
 

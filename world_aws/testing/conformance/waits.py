@@ -1,4 +1,4 @@
-"""Conformance: waits (SPEC §2.4): created once, completed once."""
+"""Conformance: waits (contract §2.4): created once, completed once."""
 
 from __future__ import annotations
 
