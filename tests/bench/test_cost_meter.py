@@ -63,9 +63,13 @@ def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_
     assert step_fn.name not in sample.functions
     workflow_usage = sample.functions[workflow_fn.name]
     assert workflow_usage.invocations == workflow_usage.records == 1
-    # AND the event source received and deleted each delivered record: one request each
+    # AND the event source received and deleted each delivered record: one request each, plus at
+    # most the invocation's first visibility beat (aws/heartbeat.py: made at once on its own
+    # thread, so a short invocation may end before it is sent)
     records = workflow_usage.records
-    assert sample.bill[EVENT_SOURCE].sqs_requests == 2 * records
+    received_and_deleted = 2 * records
+    beats = sample.bill[EVENT_SOURCE].sqs_requests - received_and_deleted
+    assert 0 <= beats <= workflow_usage.invocations
     total = sample.total
     # AND every event was written (at least 1 WRU each); the inline step has no step_started
     for op, usage in sample.bill.items():

@@ -218,7 +218,10 @@
       renderActions(run, timeline);
       renderGantt();
       renderOutcome(run, timeline);
-      if (TERMINAL.has(run.status)) { clearInterval(animation); animation = null; return false; }
+      // The two reads race the run's end: stop only once the timeline too was read after it.
+      if (TERMINAL.has(run.status) && TERMINAL.has(timeline.status)) {
+        clearInterval(animation); animation = null; return false;
+      }
       if (!animation) animation = setInterval(renderGantt, 250);
       return true;
     }
