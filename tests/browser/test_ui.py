@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import uuid
 from typing import Any
 
 from playwright.sync_api import expect
 
 from world_aws.local.dev import DevStack
+from world_aws.runtime.holding import blocked_mark
 
 from .apps import BODIES, FIXED, charge_card, release
 from .conftest import OUT
@@ -253,3 +255,26 @@ def test_a_child_run_is_a_child_in_the_gantt_the_links_and_the_list(page: Any, d
     expect(
         page.locator(f"[data-testid=run-row][data-run-id='{parent}']").get_by_test_id("child-of")
     ).to_have_count(0)
+
+
+def test_a_held_run_shows_where_its_replay_diverged(page: Any, dev: DevStack) -> None:
+    # GIVEN a running run, waiting on its hook, held as a deploy's code diverged from its log
+    order = f"o-{_key()}"
+    run_id = _start(dev, "approval", order)
+    world = dev.stack.runtime.world
+    message = "at step_x the log has step 'quote' but the code calls step 'quote_v2'"
+    # (hold writes only on a running run: the run is pending until its first delivery starts it)
+    held = threading.Event()
+    for _ in range(400):
+        if world.runs.hold(run_id, blocked_mark(world, message, 7)):
+            held.set()
+            break
+        held.wait(0.05)
+    assert held.is_set()
+    # WHEN its page is opened
+    _open_run(page, dev, run_id)
+    # THEN it is still running, and its page says where it diverged
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("running")
+    blocked = page.get_by_test_id("run-meta").get_by_test_id("blocked")
+    expect(blocked).to_contain_text("at position 7")
+    expect(blocked).to_contain_text("the log has 'quote' but the code calls 'quote_v2'")

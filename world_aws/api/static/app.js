@@ -235,11 +235,19 @@
       const rows = [["workflow", run.workflow], ["status", badge(run.status)], ["created", when(run.created_at)],
         ["started", when(run.started_at)], ["ended", when(run.completed_at)],
         ["summary", h("span", { "data-testid": "summary", text: summaryLine(s) })], ...linkRows(run.links)];
+      if (run.blocked) rows.push(["blocked", h("span", { "data-testid": "blocked", text: blockedText(run.blocked) })]);
       if (run.forked_from) {
         rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
           href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
       }
       meta.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
+    }
+
+    // a held run: where its replay diverged on a deploy's code (README "Deploying changes")
+    function blockedText(b) {
+      const where = `held since ${when(b.since)}: on deployment ${b.deployment_id} at position ${b.position}`;
+      if (b.expected !== null && b.expected !== undefined) return `${where}, the log has '${b.expected}' but the code calls '${b.actual}'`;
+      return `${where}: ${(b.message || "").split("\n")[0]}`;
     }
 
     // parent, children and continue-as-new neighbours, each a link to its run's page
