@@ -160,3 +160,24 @@ def test_an_operator_cancels_a_held_run(stack: LocalStack) -> None:
     # THEN it ends cancelled and is no longer listed as held
     assert handle.wait(timeout=WAIT).status is RunStatus.CANCELLED
     assert stack.world.runs.list_blocked() == []
+
+
+def test_an_operator_forks_a_held_run_onto_the_newest_code(stack: LocalStack) -> None:
+    # GIVEN a held run (its deployment retired by force, its replay diverged on the newest)
+    handle: RunHandle = stack.runtime.start("order", "f1")
+    _hook_held(stack, "approve:f1")
+    first = stack.deployment_id
+    second = stack.deploy(version_app(2))
+    stack.deployments.retire(first, force=True)
+    stack.runtime.resume_hook("approve:f1", "x")
+    _until(lambda: handle.run().held, "the run to be held")
+    # WHEN the operator forks it from its first step, where it diverged
+    fork = stack.runtime.fork(handle.run_id, from_step="order.reserve_v1")
+    # THEN the held run ends cancelled, and the fork runs the newest code from there
+    assert handle.wait(timeout=WAIT).status is RunStatus.CANCELLED
+    assert stack.world.runs.list_blocked() == []
+    _hook_held(stack, "approve:f1")
+    stack.runtime.resume_hook("approve:f1", "again")
+    assert fork.result(timeout=WAIT) == {"version": 2, "reserved": "reserved f1 by v2", "approval": "again"}
+    assert fork.run().deployment_id == second
+    assert fork.run().attributes["$forked_from"] == handle.run_id

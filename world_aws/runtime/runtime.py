@@ -283,12 +283,19 @@ class Runtime:
         recorded results are reused. The original stays as it ended. The fork's
         ``$forked_from`` attribute names it. See ``runtime/forks.py``.
 
+        A held run (running, its replay diverged on a deploy's code: README "Deploying
+        changes") is cancelled first, then forked: the operator's way on for a run no
+        deploy will release. Name a ``from_step`` at or before where it diverged, or the
+        fork replays the diverging log again.
+
         Raises:
             NotFound: no such run, or no such step in its log.
-            Conflict: the run has not ended (cancel it first).
+            Conflict: the run has not ended and is not held (cancel it first).
             BadInput: a malformed ``from_step``, none for a completed run, or a
                 workflow this code does not have.
         """
+        if self.world.runs.get(run_id).held:
+            self.orchestrator.lineage.cancel(run_id, "forked while held")
         return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key)
 
     def get_run(self, run_id: str) -> RunHandle:
