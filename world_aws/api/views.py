@@ -58,17 +58,7 @@ def run_summary(run: Run) -> RunSummary:
         completed_at=run.completed_at,
         parent_run_id=run.attributes.get(PARENT_RUN_ID),
         deployment_id=run.deployment_id,
-        blocked=None
-        if blocked is None
-        else BlockedView(
-            deployment_id=blocked.deployment_id,
-            position=blocked.position,
-            message=blocked.message,
-            since=blocked.since,
-            at=blocked.at,
-            expected=blocked.expected,
-            actual=blocked.actual,
-        ),
+        blocked=None if blocked is None else BlockedView.model_validate(blocked, from_attributes=True),
     )
 
 
