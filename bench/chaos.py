@@ -33,13 +33,13 @@ from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import Delivery, HandlerResult, QueueName
 from world_aws.errors import DeploymentGone
 from world_aws.local.memory import create_memory_world
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.deployments import DeployedWorld
-from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.fault_plan import GROUPS, FaultPlan, rates_for
 from world_aws.testing.faulty_world import FaultyWorld
 from world_aws.testing.harness import Harness, MemoryPump
+from world_aws.worker.config import RuntimeConfig
+from world_aws.worker.deployments import DeployedWorld
+from world_aws.worker.reconciler import Reconciler
 
 OUT = Path(__file__).parent / "out" / "chaos.json"
 

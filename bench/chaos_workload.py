@@ -33,8 +33,8 @@ from world_aws import (
     patched,
     sleep,
 )
-from world_aws.runtime.context import get_step_metadata
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
+from world_aws.workflow.context import get_step_metadata
 
 BIG_INPUT_BYTES = 150 * 1024
 STREAM = "progress"

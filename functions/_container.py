@@ -14,7 +14,7 @@ the environment that ``template.yaml`` sets:
 Building lazily keeps a broken configuration out of the import (Lambda would
 report an init failure without the reason) and lets tests set the environment
 first. Nothing here decides anything about runs or steps: records go to
-``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``, the reconciler's
+``Runtime.handle``, HTTP events to ``world_aws.api.app.handle_http``, the reconciler's
 rule to ``Reconciler.tick``, the scheduler's to ``Scheduler.tick``.
 """
 
@@ -68,11 +68,11 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.errors import BadInput, ErrorKind, Misconfigured
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.reconciler import Reconciler, TickReport
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.scheduler import Scheduler, SchedulerReport, TickOutcome
+from world_aws.worker.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
+from world_aws.worker.reconciler import Reconciler, TickReport
+from world_aws.worker.scheduler import Scheduler, SchedulerReport, TickOutcome
+from world_aws.workflow.loading import load_app
 
 APP_VARIABLE = "WORKFLOW_APP"
 LOG_USER_VALUES_VARIABLE = "WORKFLOW_LOG_USER_VALUES"

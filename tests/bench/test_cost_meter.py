@@ -25,10 +25,10 @@ from bench.measure import wait_idle
 from bench.meter import BillingMeter
 from bench.prices import PRICES
 from bench.pump import QueuePump
+from world_aws.client.parallel import run_parallel
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, QueueName
-from world_aws.runtime.dispatch import run_parallel
 
 # Modelled round trips, large enough that CPU (well under a second here) cannot blur them.
 ROUND_TRIP = {"dynamodb": 1.0, "sqs": 2.0, "s3": 2.0}

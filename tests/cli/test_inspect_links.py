@@ -13,8 +13,8 @@ import pytest
 
 from examples.children import app
 from world_aws.api.server import serve_api
-from world_aws.cli import main
 from world_aws.cli.client import ApiClient
+from world_aws.cli.main import main
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import RunStatus
 from world_aws.testing.harness import Harness, memory_harness

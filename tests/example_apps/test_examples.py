@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from examples.hooks import app as hooks_app
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.testing.harness import Harness
 from world_aws.testing.harness import memory_harness as fresh_memory_harness

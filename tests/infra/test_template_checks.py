@@ -58,7 +58,7 @@ NOT_FROM_TEMPLATE = frozenset(
 ENVIRONMENT_READERS = frozenset(
     {
         ("world_aws/aws/config.py", "from_env"),
-        ("world_aws/runtime/config.py", "from_env"),
+        ("world_aws/worker/config.py", "from_env"),
         ("functions/_container.py", "from_env"),
         ("functions/_container.py", "create"),
     }

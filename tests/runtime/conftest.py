@@ -23,10 +23,10 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
-from world_aws.runtime.config import RuntimeConfig
 from world_aws.testing.factories import world_factories
 from world_aws.testing.harness import Harness, MemoryPump
 from world_aws.testing.harness import memory_harness as fresh_memory_harness
+from world_aws.worker.config import RuntimeConfig
 
 
 def _kinds() -> list[str]:

@@ -13,7 +13,7 @@ import pytest
 
 from world_aws import Workflows
 from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
-from world_aws.runtime.replay import Completed, Suspended
+from world_aws.engine.replay import Completed, Suspended
 from world_aws.testing.harness import Harness
 
 from .apps import RACE_QUOTES, race_app

@@ -30,7 +30,7 @@ from world_aws import (
 )
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
-from world_aws.runtime.replay import Completed
+from world_aws.engine.replay import Completed
 from world_aws.testing.harness import Harness
 
 from .golden import replay

@@ -29,7 +29,7 @@ from world_aws.contract.records import (
 )
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
-from world_aws.runtime.serde_limits import Payload
+from world_aws.serde.limits import Payload
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
 

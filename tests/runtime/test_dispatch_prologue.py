@@ -24,7 +24,7 @@ from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
-from world_aws.runtime import telemetry
+from world_aws.observe import telemetry
 from world_aws.testing.harness import Harness
 from world_aws.testing.spy import Call
 

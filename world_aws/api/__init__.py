@@ -26,9 +26,3 @@ field), 404 (unknown run, token or route), 405, 409, 410, 429/503 (retry
 later, with ``Retry-After``) or 500 (logged; the response names only the
 request id).
 """
-
-from __future__ import annotations
-
-from world_aws.api.app import handle_http
-
-__all__ = ["handle_http"]

@@ -149,7 +149,7 @@ class RunSummary(BaseModel):
 
 
 class RunLinks(BaseModel):
-    """How a run is linked to others: child workflows and continue-as-new (``runtime/lineage.py``)."""
+    """How a run is linked to others: child workflows and continue-as-new (``client/lineage.py``)."""
 
     root_run_id: str
     parent_run_id: str | None = None

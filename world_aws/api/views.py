@@ -24,6 +24,7 @@ from world_aws.api.models import (
     WorkflowView,
 )
 from world_aws.api.payloads import error_view
+from world_aws.client.forks import forked_from
 from world_aws.contract.records import (
     Event,
     PatchAppliedData,
@@ -38,11 +39,10 @@ from world_aws.contract.records import (
     TokenData,
     owner_of,
 )
+from world_aws.engine.children import PARENT_RUN_ID
 from world_aws.errors import SerializationError
-from world_aws.runtime.children import PARENT_RUN_ID
-from world_aws.runtime.forks import forked_from
-from world_aws.runtime.registry import Workflows
-from world_aws.runtime.serde import Serializer, decode_error
+from world_aws.serde.codec import Serializer, decode_error
+from world_aws.workflow.registry import Workflows
 
 LOG = logging.getLogger("world_aws.api")
 

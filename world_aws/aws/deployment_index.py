@@ -12,7 +12,7 @@ key, and the index projects keys only: the step events rewrite ``seq`` and
 ``count_live`` pages the keys under one deployment (a 1 MB page holds some ten
 thousand keys) and adds the runs the sweep has not reached (read from the runs
 index past its cursor): what ``world-aws deployments`` shows and ``retire`` asks. A held
-run (``runtime/holding.py``) moves under ``#held`` (``hold``) and back under the
+run (``worker/holding.py``) moves under ``#held`` (``hold``) and back under the
 deployment it is released onto (``release``); ``list_blocked`` reads the keys
 under ``#held`` and the run items.
 """

@@ -376,7 +376,7 @@ class Delivery:
     attempt: int
     body: bytes
     # When the handling invocation will be stopped (a Lambda's timeout), if it will be:
-    # work done inline (runtime/inline.py) is handed on by message before it.
+    # work done inline (worker/inline.py) is handed on by message before it.
     deadline: datetime | None = None
 
 

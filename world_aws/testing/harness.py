@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from world_aws.client.handle import RunHandle
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
@@ -26,13 +27,12 @@ from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Qu
 from world_aws.errors import BadInput
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.local.memory_queue import PendingMessage
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.deployments import Handover
-from world_aws.runtime.handle import RunHandle
-from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.pump import ALL_QUEUES, MemoryPump, Pump, Stalled, advance, settle
 from world_aws.testing.spy import SpyWorld
+from world_aws.worker.config import RuntimeConfig
+from world_aws.worker.deployments import Handover
+from world_aws.workflow.registry import Workflows
 
 # Wraps one delivery: gets the delivery and the runtime's handler, returns the result
 # (a test uses it to lose an ack, or to look at a message before it is handled).
@@ -87,7 +87,7 @@ class Harness:
     ) -> Runtime:
         """A runtime for ``app`` over the spied World (or ``world``); the latest one handles deliveries.
 
-        ``handover``: the app's other deployments (``runtime/deployments.py``), for a test of a deploy.
+        ``handover``: the app's other deployments (``worker/deployments.py``), for a test of a deploy.
         """
         runtime = Runtime(world or self.spy, app, config or self.default_config, handover=handover)
         self._runtimes.append(runtime)
