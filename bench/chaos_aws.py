@@ -33,7 +33,7 @@ from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 
 from bench.chaos import Setup
 from world_aws.aws.clients import AwsClients
-from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import World
 from world_aws.testing.aws_factory import aws_world

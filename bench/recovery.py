@@ -86,7 +86,7 @@ def _template_settings() -> dict[str, str]:
 
 
 def _event_source(world: Any, handler: Any, settings: dict[str, str]) -> Any:
-    from world_aws.aws.event_source import EventSourceOptions, LocalEventSource
+    from world_aws.aws.queue.event_source import EventSourceOptions, LocalEventSource
 
     options = EventSourceOptions(
         batch_size=int(settings["BATCH_SIZE"]), max_concurrency=int(settings["MAX_CONCURRENCY"])

@@ -54,7 +54,7 @@ from functions._metrics import (
 )
 from functions._redact import RedactingFormatter
 from world_aws.aws.config import AwsConfig
-from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
+from world_aws.aws.queue.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.aws.versions import (
     LambdaDeployments,
     LambdaHandover,
@@ -65,7 +65,6 @@ from world_aws.aws.versions import (
 )
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.errors import BadInput, ErrorKind, Misconfigured
 from world_aws.runtime.runtime import Runtime
@@ -216,7 +215,7 @@ class Container:
         self.world.close()
 
     def _handle(self, delivery: Delivery) -> HandlerResult:
-        payload = decode_payload(delivery.body)  # already validated by process_sqs_event
+        payload = delivery.parsed()  # decoded once, by process_sqs_event
         keys: dict[str, str] = {}
         if isinstance(payload, InvokePayload):
             keys["run_id"] = payload.run_id

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
 from world_aws.testing.aws_factory import aws_world

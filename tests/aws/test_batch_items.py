@@ -7,8 +7,8 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from world_aws.aws import items, keys
-from world_aws.aws.payloads import PayloadReader, PayloadWriter
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     Event,

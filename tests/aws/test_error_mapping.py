@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES

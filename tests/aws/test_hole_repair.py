@@ -7,8 +7,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from world_aws.aws import items, keys
-from world_aws.aws.payloads import PayloadWriter
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.payloads import PayloadWriter
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     Event,

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from world_aws.aws import dynamo, items, keys, sizes
-from world_aws.aws.landings import CARRY_SECONDS, READER_KEEPS_SECONDS
-from world_aws.aws.sequencer import TAIL_SLOT
+from world_aws.aws.codec import dynamo, items, keys, sizes
 from world_aws.aws.world import AwsWorld, create_aws_world
+from world_aws.aws.write.landings import CARRY_SECONDS, READER_KEEPS_SECONDS
+from world_aws.aws.write.sequencer import TAIL_SLOT
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import (
     EventRequest,

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from tests.aws.test_terminal_repair import event_puts_fail
-from world_aws.aws import items, keys
-from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.codec import items, keys
+from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import (

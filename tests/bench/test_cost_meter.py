@@ -64,7 +64,7 @@ def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_
     workflow_usage = sample.functions[workflow_fn.name]
     assert workflow_usage.invocations == workflow_usage.records == 1
     # AND the event source received and deleted each delivered record: one request each, plus at
-    # most the invocation's first visibility beat (aws/heartbeat.py: made at once on its own
+    # most the invocation's first visibility beat (aws/queue/heartbeat.py: made at once on its own
     # thread, so a short invocation may end before it is sent)
     records = workflow_usage.records
     received_and_deleted = 2 * records

@@ -181,6 +181,49 @@ RULES: tuple[Rule, ...] = (
         forbids=("world_aws.runtime", "world_aws.local", "world_aws.cli", "functions"),
     ),
     Rule(
+        name="aws-codec-knows-the-layout-only",
+        says=(
+            "world_aws/aws/codec imports only boto3's types, world_aws.errors, world_aws.contract, "
+            "world_aws.aws.errors and itself"
+        ),
+        applies_to=("world_aws.aws.codec",),
+        allows_only=(
+            *BOTO,
+            "world_aws.errors",
+            "world_aws.contract",
+            "world_aws.aws.errors",
+            "world_aws.aws.codec",
+        ),
+    ),
+    Rule(
+        name="aws-write-never-reads-or-queues",
+        says="world_aws/aws/write never imports world_aws/aws/read or world_aws/aws/queue",
+        applies_to=("world_aws.aws.write",),
+        forbids=(
+            "world_aws.aws.read",
+            "world_aws.aws.queue",
+            "world_aws.aws.world",
+            "world_aws.aws.event_store",
+        ),
+    ),
+    Rule(
+        name="aws-read-never-queues",
+        says="world_aws/aws/read never imports world_aws/aws/queue",
+        applies_to=("world_aws.aws.read",),
+        forbids=("world_aws.aws.queue", "world_aws.aws.world", "world_aws.aws.event_store"),
+    ),
+    Rule(
+        name="aws-queue-apart-from-the-table",
+        says="world_aws/aws/queue never imports world_aws/aws/write or world_aws/aws/read",
+        applies_to=("world_aws.aws.queue",),
+        forbids=(
+            "world_aws.aws.write",
+            "world_aws.aws.read",
+            "world_aws.aws.world",
+            "world_aws.aws.event_store",
+        ),
+    ),
+    Rule(
         name="boto3-only-in-aws",
         says="only world_aws/aws (its infra/ provisions template.yaml's resources) may import boto3/botocore",
         applies_to=("*",),

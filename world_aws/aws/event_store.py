@@ -22,7 +22,7 @@ The write path, in one table (layout in ``keys.py``):
 Run transitions make the status change *in* the reservation (so the fence
 linearizes at one write) and then put the event; ``run_created`` is one
 transaction. What each event type reads first, how it reserves, its commit's
-actions by name and which one names a refusal are its plan (``aws/plans.py``);
+actions by name and which one names a refusal are its plan (``aws/write/plans.py``);
 its round trips and write units follow from the plan, and ARCHITECTURE §8
 states them (checked on moto by ``tests/aws/test_event_plans.py``).
 """
@@ -33,15 +33,15 @@ import builtins
 from collections.abc import Sequence
 from datetime import datetime
 
-from world_aws.aws import keys
-from world_aws.aws.hook_events import HookEvents
-from world_aws.aws.landings import Landings
-from world_aws.aws.log_events import LogEvents
-from world_aws.aws.log_reader import HoleRepairPolicy, LogReader
-from world_aws.aws.run_events import RunEvents
-from world_aws.aws.sequencer import Sequencer
-from world_aws.aws.step_events import StepEvents
-from world_aws.aws.wait_events import WaitEvents
+from world_aws.aws.codec import keys
+from world_aws.aws.read.log_reader import HoleRepairPolicy, LogReader
+from world_aws.aws.write.hook_events import HookEvents
+from world_aws.aws.write.landings import Landings
+from world_aws.aws.write.log_events import LogEvents
+from world_aws.aws.write.run_events import RunEvents
+from world_aws.aws.write.sequencer import Sequencer
+from world_aws.aws.write.step_events import StepEvents
+from world_aws.aws.write.wait_events import WaitEvents
 from world_aws.contract import rules
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog

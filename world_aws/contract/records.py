@@ -144,11 +144,11 @@ class RunCreation:
 #   image of a refused conditional write names it) and returns, or raises the contract §3
 #   rejection; ``apply`` gives the entity after it. ``contract.rules`` dispatches on
 #   the record. The memory World runs the rules under its lock; the DynamoDB World
-#   encodes them as conditions (its plan of each type: ``aws/plans.py``, which takes
+#   encodes them as conditions (its plan of each type: ``aws/write/plans.py``, which takes
 #   the fence from ``FENCED``) and judges a refused write's images with them.
 #
 # A new event type is its ``EventType`` member and its record here, its plan in
-# ``aws/plans.py`` (a test fails without it) and its conformance tests.
+# ``aws/write/plans.py`` (a test fails without it) and its conformance tests.
 
 
 class Entity(StrEnum):

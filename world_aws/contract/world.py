@@ -19,6 +19,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from world_aws.contract.clock import Clock
+from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import (
     Blocked,
     Event,
@@ -34,6 +35,7 @@ from world_aws.contract.records import (
 )
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.streams import StreamStore
+from world_aws.contract.transport import decode_payload
 
 # The spec version this code mints for new runs. Resilient step dispatch (raw
 # bytes on the queue) needs runs of version >= SPEC_VERSION_BINARY_TRANSPORT.
@@ -378,6 +380,17 @@ class Delivery:
     # When the handling invocation will be stopped (a Lambda's timeout), if it will be:
     # work done inline (worker/inline.py) is handed on by message before it.
     deadline: datetime | None = None
+    # ``body`` decoded by the edge that received it (Lambda's SQS batch validates every
+    # record): it travels parsed, so no layer decodes the message again.
+    payload: InvokePayload | HealthCheck | None = field(default=None, compare=False, repr=False)
+
+    def parsed(self) -> InvokePayload | HealthCheck:
+        """The message: as the edge decoded it, or decoded now (an edge that passed bytes only).
+
+        Raises:
+            BadInput: the body is not a valid message.
+        """
+        return self.payload if self.payload is not None else decode_payload(self.body)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from world_aws.aws import sqs_wire
+from world_aws.aws.queue import sqs_wire
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock, epoch_ms, from_epoch_ms
 from world_aws.contract.transport import decode_body_bytes

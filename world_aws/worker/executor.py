@@ -337,7 +337,7 @@ class StepExecutor:
                 if isinstance(exc, Misconfigured):
                     # Not in 1 s: each redelivery meets it again, and the 49th fails the run
                     # within a minute or two. Raised, it is counted and comes back after the
-                    # queue's visibility timeout, as everywhere else (aws/lambda_sqs.py).
+                    # queue's visibility timeout, as everywhere else (aws/queue/lambda_sqs.py).
                     raise
                 telemetry.LOG.exception("continuation failed; redelivering", extra={"run_id": run_id})
                 return Redeliver(redelivery_backoff(owner.attempt))

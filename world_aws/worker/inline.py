@@ -15,7 +15,7 @@ Ownership (who may start an inline step's body):
   owner may still run it: for ``inline_lease_seconds`` after the owner's write;
 * the owner's own message, delivered again (a higher receive count), means the
   invocation that ran the body is gone (its heartbeat hid the message for as long
-  as it lived, ``aws/heartbeat.py``; a redelivery comes only once it stopped): it starts the step again
+  as it lived, ``aws/queue/heartbeat.py``; a redelivery comes only once it stopped): it starts the step again
   (``step_started`` naming itself: a new attempt); so does the fresh message a
   continuation that failed after progress handed the run on to (``Owner.predecessor``);
 * past the lease anyone may, for an owner whose message never comes back.

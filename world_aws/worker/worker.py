@@ -21,7 +21,6 @@ from world_aws.contract.records import (
     RunStartedData,
     RunStatus,
 )
-from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, BlobRef, Delivery, HandlerResult, Redeliver, World
 from world_aws.engine.children import PARENT_RUN_ID
 from world_aws.engine.logcache import READ_ATTEMPTS, READ_MAX_PAUSE_SECONDS, LogCache
@@ -93,7 +92,7 @@ class Worker:
             BadInput: the message is malformed (the caller dead-letters it after its redrive count).
             WorldAwsError: an infrastructure failure; the message is redelivered.
         """
-        payload = decode_payload(delivery.body)
+        payload = delivery.parsed()
         if isinstance(payload, HealthCheck):
             return Ack()
         if delivery.attempt > self.config.max_queue_deliveries:

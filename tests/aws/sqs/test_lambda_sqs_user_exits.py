@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from world_aws import StepFailedError, Workflows
-from world_aws.aws.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, RunStatus, StepFailedData
 from world_aws.contract.transport import encode_body_bytes

@@ -25,9 +25,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from world_aws.aws import items, keys
-from world_aws.aws.dynamo import Item
-from world_aws.aws.sequencer import Sequencer
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import Item
+from world_aws.aws.write.sequencer import Sequencer
 from world_aws.errors import WorldAwsError
 
 # A tail older than this (since its commit, or since a reader saw it committed) is put,

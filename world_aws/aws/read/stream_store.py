@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import builtins
 
-from world_aws.aws import keys
-from world_aws.aws.dynamo import ConditionFailed, Item, Table
-from world_aws.aws.items import iso, parse_iso
-from world_aws.aws.payloads import EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.codec import keys
+from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.codec.items import iso, parse_iso
+from world_aws.aws.codec.payloads import EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_chunk, check_stream_name
 from world_aws.contract.world import BlobStore
 from world_aws.errors import BadInput, Conflict

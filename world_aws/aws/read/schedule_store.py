@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys
-from world_aws.aws.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
 from world_aws.contract.clock import Clock
 from world_aws.contract.schedules import ScheduleState
 

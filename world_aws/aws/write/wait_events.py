@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys, plans
-from world_aws.aws.dynamo import Action, ConditionFailed, Item
-from world_aws.aws.payloads import PayloadWriter
-from world_aws.aws.sequencer import Sequencer, until_settled
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import Action, ConditionFailed, Item
+from world_aws.aws.codec.payloads import PayloadWriter
+from world_aws.aws.write import plans
+from world_aws.aws.write.sequencer import Sequencer, until_settled
 from world_aws.contract import rules
 from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore

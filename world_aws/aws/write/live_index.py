@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys
-from world_aws.aws.dynamo import ConditionFailed, Item, Table
-from world_aws.aws.sequencer import NOT_TERMINAL, TERMINAL_STATUSES
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.write.sequencer import NOT_TERMINAL, TERMINAL_STATUSES
 from world_aws.contract.records import RunStatus
 from world_aws.contract.world import LiveRun, Sweep
 from world_aws.errors import BadInput

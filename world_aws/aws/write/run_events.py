@@ -35,11 +35,12 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys, plans, sizes
-from world_aws.aws.dynamo import Cancelled, ConditionFailed, Item, to_item
+from world_aws.aws.codec import items, keys, sizes
+from world_aws.aws.codec.dynamo import Cancelled, ConditionFailed, Item, to_item
+from world_aws.aws.codec.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.errors import cancellation_error
-from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import (
+from world_aws.aws.write import plans
+from world_aws.aws.write.sequencer import (
     FINAL_SLOT,
     LAND_ATTEMPTS,
     MAX_RESERVATIONS,

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from world_aws.aws.codec.keys import Key
 from world_aws.aws.errors import error_code, translate
-from world_aws.aws.keys import Key
 from world_aws.errors import Transient
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from world_aws.aws.errors import mapped_errors
-from world_aws.aws.heartbeat import HeartbeatConfig
-from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
+from world_aws.aws.queue.heartbeat import HeartbeatConfig
+from world_aws.aws.queue.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName
 from world_aws.errors import Misconfigured, WorldAwsError

@@ -39,11 +39,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from world_aws.aws import items, keys
-from world_aws.aws.dynamo import Item
-from world_aws.aws.landings import READER_KEEPS_SECONDS, Landings
-from world_aws.aws.payloads import PayloadReader
-from world_aws.aws.sequencer import FINAL_SLOT, Sequencer, covers, rebuild_run_event, tail_item
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import Item
+from world_aws.aws.codec.payloads import PayloadReader
+from world_aws.aws.write.landings import READER_KEEPS_SECONDS, Landings
+from world_aws.aws.write.sequencer import FINAL_SLOT, Sequencer, covers, rebuild_run_event, tail_item
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.contract.world import BlobStore

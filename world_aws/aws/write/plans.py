@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from world_aws.aws.dynamo import Cancelled, Item
+from world_aws.aws.codec.dynamo import Cancelled, Item
 from world_aws.contract.records import EventType
 
 # Action names (``dynamo.Action.name``): what each action of a commit is for.

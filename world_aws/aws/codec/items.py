@@ -20,9 +20,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from world_aws.aws import keys
-from world_aws.aws.dynamo import Item
-from world_aws.aws.payloads import (
+from world_aws.aws.codec import keys
+from world_aws.aws.codec.dynamo import Item
+from world_aws.aws.codec.payloads import (
     ENTITY_INLINE_LIMIT,
     EVENT_INLINE_LIMIT,
     RUN_INPUT_INLINE_LIMIT,

@@ -19,9 +19,10 @@ under ``#held`` and the run items.
 
 from __future__ import annotations
 
-from world_aws.aws import items, keys, live_index
-from world_aws.aws.dynamo import ConditionFailed, Item, Table
-from world_aws.aws.payloads import PayloadReader
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.codec.payloads import PayloadReader
+from world_aws.aws.write import live_index
 from world_aws.contract.records import Blocked, ResolveData, Run, RunStatus
 from world_aws.contract.world import BlobStore
 from world_aws.errors import BadInput

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, plans
-from world_aws.aws.dynamo import ConditionFailed
-from world_aws.aws.payloads import PayloadWriter
-from world_aws.aws.sequencer import MAX_RESERVATIONS, Sequencer
+from world_aws.aws.codec import items
+from world_aws.aws.codec.dynamo import ConditionFailed
+from world_aws.aws.codec.payloads import PayloadWriter
+from world_aws.aws.write import plans
+from world_aws.aws.write.sequencer import MAX_RESERVATIONS, Sequencer
 from world_aws.contract import rules
 from world_aws.contract.records import Event, EventRequest, EventResult, Run
 from world_aws.errors import Transient, WorldAwsError

@@ -17,11 +17,12 @@ import builtins
 import json
 from datetime import datetime
 
-from world_aws.aws import deployment_index, items, keys, live_index
-from world_aws.aws.dynamo import ConditionFailed, Item, Table
-from world_aws.aws.payloads import PayloadReader
-from world_aws.aws.sequencer import Sequencer, tail_batch
-from world_aws.aws.step_events import logged_steps, unwritten_step
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.codec.payloads import PayloadReader
+from world_aws.aws.write import deployment_index, live_index
+from world_aws.aws.write.sequencer import Sequencer, tail_batch
+from world_aws.aws.write.step_events import logged_steps, unwritten_step
 from world_aws.contract.records import Blocked, Event, Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.rules import resumed_by
 from world_aws.contract.world import BlobStore, LiveRun, RunPage, Sweep

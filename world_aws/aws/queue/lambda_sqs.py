@@ -50,9 +50,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from world_aws.aws import sqs_wire
 from world_aws.aws.errors import mapped_errors
-from world_aws.aws.heartbeat import HeartbeatConfig, InFlight, VisibilityHeartbeat
+from world_aws.aws.queue import sqs_wire
+from world_aws.aws.queue.heartbeat import HeartbeatConfig, InFlight, VisibilityHeartbeat
 from world_aws.contract.clock import Clock, SystemClock, epoch_ms
 from world_aws.contract.limits import MAX_DELAY_SECONDS
 from world_aws.contract.transport import decode_body_bytes, decode_payload
@@ -290,7 +290,7 @@ class _RecordConsumer:
         if size > self._max_bytes:
             raise BadInput(f"body of {size} bytes exceeds the {self._max_bytes}-byte message limit")
         cbor_bytes = decode_body_bytes(body)
-        decode_payload(cbor_bytes)  # validation only: the handler decodes again from the bytes
+        payload = decode_payload(cbor_bytes)  # once, here: it travels parsed (Delivery.payload)
         attributes = _attributes(raw)
         due_at = _number_attribute(attributes, sqs_wire.DUE_AT_ATTRIBUTE)
         if due_at is not None:
@@ -302,6 +302,7 @@ class _RecordConsumer:
             attempt=_receive_count(raw),
             body=cbor_bytes,
             deadline=self._deadline,
+            payload=payload,
         )
         return delivery, due_at
 

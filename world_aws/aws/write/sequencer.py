@@ -17,7 +17,7 @@ reserves again.
 
 A position whose commit was refused by an entity condition is *sealed* with a
 ``noop`` event, so the log stays dense. A position whose writer died is sealed
-by a reader after a grace period (:mod:`world_aws.aws.log_reader`), with the
+by a reader after a grace period (:mod:`world_aws.aws.read.log_reader`), with the
 real run event when the reservation itself was a run transition (the run item
 keeps a copy of its last ``run_started`` and terminal event for that).
 
@@ -34,10 +34,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from world_aws.aws import items, keys, plans
-from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, Table
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import Action, Cancelled, ConditionFailed, Item, Table
+from world_aws.aws.codec.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.errors import cancellation_error
-from world_aws.aws.payloads import PayloadReader, PayloadWriter
+from world_aws.aws.write import plans
 from world_aws.contract import rules
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run
 from world_aws.contract.world import BlobStore

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from world_aws.aws import items, keys, plans
-from world_aws.aws.dynamo import Action, Cancelled, Item
-from world_aws.aws.payloads import PayloadReader, PayloadWriter
-from world_aws.aws.sequencer import (
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import Action, Cancelled, Item
+from world_aws.aws.codec.payloads import PayloadReader, PayloadWriter
+from world_aws.aws.write import plans
+from world_aws.aws.write.sequencer import (
     MAX_RESERVATIONS,
     NOT_TERMINAL,
     TERMINAL_STATUSES,

@@ -157,7 +157,7 @@ def dedup_key(key: str) -> Key:
 
 
 def schedule_key(name: str) -> Key:
-    """The scheduler's record of one schedule (``world_aws.aws.schedule_store``)."""
+    """The scheduler's record of one schedule (``world_aws.aws.read.schedule_store``)."""
     return {PK: f"schedule#{name}", SK: SCHEDULE_SK}
 
 

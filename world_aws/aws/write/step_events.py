@@ -54,12 +54,13 @@ from datetime import datetime
 from functools import partial
 from typing import Generic, TypeVar
 
-from world_aws.aws import items, keys, plans, sizes
-from world_aws.aws.dynamo import Action, Cancelled, ConditionFailed, Item, to_item
-from world_aws.aws.landings import Landings
-from world_aws.aws.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
-from world_aws.aws.run_events import transition_changes
-from world_aws.aws.sequencer import (
+from world_aws.aws.codec import items, keys, sizes
+from world_aws.aws.codec.dynamo import Action, Cancelled, ConditionFailed, Item, to_item
+from world_aws.aws.codec.payloads import ENTITY_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.write import plans
+from world_aws.aws.write.landings import Landings
+from world_aws.aws.write.run_events import transition_changes
+from world_aws.aws.write.sequencer import (
     TAIL_SLOT,
     EntityActions,
     EventCommit,

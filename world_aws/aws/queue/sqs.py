@@ -1,7 +1,7 @@
 """``SqsQueue``: the World's ``Queue`` on SQS standard queues, with idempotency keys in DynamoDB.
 
 Bodies sit in SQS as ``base64(cbor)`` text; delays above 900 s are chained with a
-``wf_due_at`` attribute (see ``world_aws.aws.sqs_wire`` for the wire format).
+``wf_due_at`` attribute (see ``world_aws.aws.queue.sqs_wire`` for the wire format).
 
 Idempotency keys (contract §4.4). SQS standard queues cannot deduplicate, so a key
 is claimed with a conditional ``PutItem`` of a dedup item in the World's table::
@@ -41,8 +41,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from world_aws.aws import keys, sqs_wire
+from world_aws.aws.codec import keys
 from world_aws.aws.errors import error_code, translate
+from world_aws.aws.queue import sqs_wire
 from world_aws.contract.clock import Clock, SystemClock, epoch_ms
 from world_aws.contract.limits import IDEMPOTENCY_RETENTION_SECONDS
 from world_aws.contract.transport import encode_body_bytes
