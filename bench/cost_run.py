@@ -39,7 +39,7 @@ from bench.meter import BillingMeter
 from bench.pump import QueuePump
 from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
-from world_aws import Runtime, RuntimeConfig, Workflows, patched
+from world_aws import Concurrency, Runtime, RuntimeConfig, Workflows, patched
 from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import load_template, resources
 from world_aws.contract.records import ResolveData, RunStatus, StepStatus
@@ -64,6 +64,7 @@ class Workload:
     inline_fast_seconds: float | None = None  # WORKFLOW_INLINE_FAST_SECONDS (None: as deployed)
     incompressible: bool = False  # inputs of pseudo-random bytes (else one byte repeated: zlib's best case)
     patched: bool = False  # the workflow calls ``patched()`` before its second step (its marker's cost)
+    limited: bool = False  # its steps under ``Concurrency(limit=3)``: each attempt admitted (issue 41)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -72,6 +73,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W0", "1 step", 1),
         Workload("W1", "3 sequential steps", 3),
         Workload("W1-patched", "W1, patched() before step 2", 3, patched=True),
+        Workload("W1-limited", "W1, steps under Concurrency(limit=3)", 3, limited=True),
         Workload("W2", "100 sequential steps", 100),
         Workload("W3", "64-way gather", 64, gather=True),
         Workload("W4", "256-way gather", 256, gather=True),
@@ -116,14 +118,24 @@ def cost_app() -> Workflows:
     def leaf(i: int, pad: bytes) -> int:
         return i
 
+    @app.step(name="bench.cost.limited_leaf", concurrency=Concurrency(limit=3))
+    def limited_leaf(i: int, pad: bytes) -> int:
+        return i
+
     @app.workflow(name=SEQUENTIAL)
     async def sequential(
-        steps: int, step_pad: int, pad: bytes, noisy: bool = False, patch: bool = False
+        steps: int,
+        step_pad: int,
+        pad: bytes,
+        noisy: bool = False,
+        patch: bool = False,
+        limited: bool = False,
     ) -> int:
         for i in range(steps):
             if patch and i == 1 and not patched("bench.cost.change"):
                 raise AssertionError("a new run takes the patched branch")
-            await leaf(i, padding(step_pad, i, noisy))
+            step = limited_leaf if limited else leaf
+            await step(i, padding(step_pad, i, noisy))
         return steps
 
     @app.workflow(name=GATHER)
@@ -260,6 +272,8 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
             size = workload.workflow_input_bytes
             pad = padding(size, -1, noisy=True) if workload.incompressible else b"w" * size
             extra = {"patch": True} if workload.patched else {}
+            if workload.limited:
+                extra["limited"] = True
             handle = runtime.start(
                 name, workload.steps, workload.step_input_bytes, pad, workload.incompressible, **extra
             )

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         sleep,
         uuid4,
     )
+    from world_aws.workflow.flow import Concurrency, RateLimit
     from world_aws.workflow.patching import deprecated_patch, patched
     from world_aws.workflow.registry import Workflows
     from world_aws.workflow.retry import Backoff
@@ -78,6 +79,8 @@ _EXPORTS: dict[str, str] = {
     "NonDeterminismError": "world_aws.errors",
     "NotFound": "world_aws.errors",
     "Overlap": "world_aws.workflow.schedules",
+    "Concurrency": "world_aws.workflow.flow",
+    "RateLimit": "world_aws.workflow.flow",
     "PayloadLimits": "world_aws.serde.limits",
     "RetryableError": "world_aws.errors",
     "RunCancelledError": "world_aws.errors",
@@ -125,6 +128,7 @@ def __dir__() -> list[str]:
 __all__ = [
     "Backoff",
     "BadInput",
+    "Concurrency",
     "Conflict",
     "ContinuedAsNew",
     "FatalError",
@@ -136,6 +140,7 @@ __all__ = [
     "NotFound",
     "Overlap",
     "PayloadLimits",
+    "RateLimit",
     "RetryableError",
     "RunCancelledError",
     "RunExpired",

@@ -19,7 +19,9 @@ from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.aws.read.schedule_store import DynamoScheduleStore
 from world_aws.aws.read.stream_store import DynamoStreamStore
 from world_aws.aws.s3 import S3BlobStore
+from world_aws.aws.write.admission import DynamoAdmissionStore
 from world_aws.aws.write.sequencer import Sequencer
+from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.streams import StreamStore
@@ -70,6 +72,7 @@ class AwsWorld:
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
         self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
+        self.admission: AdmissionStore = DynamoAdmissionStore(self.table, clock)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),

@@ -18,6 +18,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
+from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import (
@@ -485,6 +486,7 @@ class World(Protocol):
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    admission: AdmissionStore
 
     @property
     def capabilities(self) -> WorldCapabilities: ...
@@ -519,6 +521,7 @@ class ForwardingWorld:
         self.clock: Clock = inner.clock
         self.schedules: ScheduleStore = inner.schedules
         self.streams: StreamStore = inner.streams
+        self.admission: AdmissionStore = inner.admission
 
     @property
     def capabilities(self) -> WorldCapabilities:

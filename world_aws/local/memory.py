@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 
+from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.streams import StreamStore
@@ -29,6 +30,7 @@ from world_aws.contract.world import (
     WaitStore,
     WorldCapabilities,
 )
+from world_aws.local.memory_admission import MemoryAdmissionStore
 from world_aws.local.memory_blobs import MemoryBlobStore
 from world_aws.local.memory_consumers import DEFAULT_WORKERS_PER_QUEUE, MemoryConsumers
 from world_aws.local.memory_events import MemoryEventStore
@@ -53,6 +55,7 @@ class MemoryWorld:
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    admission: AdmissionStore
 
     def __init__(
         self,
@@ -75,6 +78,7 @@ class MemoryWorld:
         self.blobs = MemoryBlobStore(self.stats)
         self.schedules = MemoryScheduleStore(clock)
         self.streams = MemoryStreamStore()
+        self.admission = MemoryAdmissionStore(clock)
         self.memory_queue = MemoryQueue(
             clock,
             stats=self.stats,

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
+from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.records import EventRequest
 from world_aws.contract.streams import StreamChunk, StreamStore
 from world_aws.contract.world import (
@@ -56,6 +57,9 @@ WRITES = frozenset(
         "blobs.put",
         "runs.claim_continuation",
         "streams.append",
+        "admission.acquire",
+        "admission.release",
+        "admission.take",
     }
 )
 # Real seconds a copy may take before the original goes on without it (a deadlock guard).
@@ -85,6 +89,7 @@ class FaultyWorld(ForwardingWorld):
         self.blobs = cast(BlobStore, _FaultyStore(self, "blobs", inner.blobs))
         self.queue = cast(Queue, _FaultyStore(self, "queue", inner.queue))
         self.streams = cast(StreamStore, _FaultyStore(self, "streams", inner.streams))
+        self.admission = cast(AdmissionStore, _FaultyStore(self, "admission", inner.admission))
 
     def close(self) -> None:
         """The inner World belongs to whoever built it: nothing to close here."""

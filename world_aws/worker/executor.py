@@ -47,6 +47,7 @@ from world_aws.errors import (
 from world_aws.observe import telemetry, tracing
 from world_aws.serde.codec import encode_error
 from world_aws.worker import stepbody
+from world_aws.worker.admission import AdmissionGate, Held, Refused
 from world_aws.worker.deployments import Handover, hand_over_or_none, pinned_elsewhere
 from world_aws.worker.dispatch import StepDispatcher, resolve_step_input, run_context_of
 from world_aws.worker.inline import Owner
@@ -91,6 +92,7 @@ class StepExecutor:
         self._dispatcher = dispatcher
         self._max_reroutes = max_deployment_reroutes
         self._handover = handover
+        self._gate = AdmissionGate(world, app, dispatcher)
 
     def handle(self, payload: InvokePayload, delivery: Delivery) -> HandlerResult:
         assert payload.step_id is not None
@@ -146,7 +148,28 @@ class StepExecutor:
             and run_context.deployment_id != self._world.deployment_id()
         ):
             return self._reroute(payload, run_context), "rerouted"
-        # 4. claim
+        # 4. admission under the step's flow control (worker/admission.py), then the claim
+        admitted = self._gate.admit(payload, delivery)
+        if isinstance(admitted, Refused):
+            return admitted.result, admitted.outcome
+        # Released once the attempt's outcome is recorded (or no attempt ran). Not when this
+        # raises: the attempt may have started (its step is running in the log), and the
+        # redelivery of this message renews the slot under the same ticket (else its lease ends).
+        answer = self._claim_and_execute(payload, delivery, owner, span, admitted, materialized)
+        self._gate.release(admitted)
+        return answer
+
+    def _claim_and_execute(
+        self,
+        payload: InvokePayload,
+        delivery: Delivery,
+        owner: Owner,
+        span: Span,
+        held: Held | None,
+        materialized: bool,
+    ) -> tuple[HandlerResult, str]:
+        run_id, step_id = payload.run_id, payload.step_id
+        assert step_id is not None
         try:
             step = self._claim(payload, delivery.attempt)
         except NotFound:
@@ -159,13 +182,15 @@ class StepExecutor:
             try:
                 step = self._claim(payload, delivery.attempt)
             except _ClaimRefused as refused:
+                self._gate.release(held)
                 return self._refused(run_id, step_id, owner, refused.result, refused.outcome)
         except _ClaimRefused as refused:
+            self._gate.release(held)
             return self._refused(run_id, step_id, owner, refused.result, refused.outcome)
         span.set_attribute(telemetry.MATERIALIZED, materialized)
         span.set_attribute(telemetry.STEP_ATTEMPT, step.attempt)
         # 5. execute
-        return self._execute(payload, step, owner)
+        return self._execute(payload, step, owner, held)
 
     def _claim(self, payload: InvokePayload, attempt: int) -> Step:
         assert payload.step_id is not None
@@ -202,19 +227,27 @@ class StepExecutor:
             return False
         return True
 
-    def _execute(self, payload: InvokePayload, step: Step, owner: Owner) -> tuple[HandlerResult, str]:
+    def _execute(
+        self, payload: InvokePayload, step: Step, owner: Owner, held: Held | None
+    ) -> tuple[HandlerResult, str]:
         outcome = stepbody.run_step_body(self._world, self._app, step, deadline=owner.deadline)
         if outcome.etype is EventType.STEP_RETRYING:
-            return self._retry(payload, step, outcome, owner)
+            return self._retry(payload, step, outcome, owner, held)
         request = stepbody.outcome_request(step, outcome, owner=None)
         recorded = stepbody.record(self._world, payload.run_id, request)
+        self._gate.release(held)  # before the continuation, which may run long
         if isinstance(recorded, str):
             return self._refused(payload.run_id, step.step_id, owner, Ack(), recorded)
         label = "completed" if outcome.etype is EventType.STEP_COMPLETED else "failed"
         return self._maybe_continue(payload.run_id, step.step_id, owner, recorded.position), label
 
     def _retry(
-        self, payload: InvokePayload, step: Step, outcome: stepbody.BodyOutcome, owner: Owner
+        self,
+        payload: InvokePayload,
+        step: Step,
+        outcome: stepbody.BodyOutcome,
+        owner: Owner,
+        held: Held | None,
     ) -> tuple[HandlerResult, str]:
         """Record ``step_retrying`` and hand the next attempt to a fresh delayed message.
 
@@ -227,6 +260,7 @@ class StepExecutor:
         delay = stepbody.retry_delay(outcome, step.attempt)
         request = stepbody.retrying_request(self._world, step, outcome, delay, owner=None)
         recorded = stepbody.record(self._world, run_id, request)
+        self._gate.release(held)  # the next attempt is admitted anew
         if recorded == "skipped":
             # Refused because the step is no longer running. A lost answer to our own
             # write looks the same (the write landed, the in-process retry of it is

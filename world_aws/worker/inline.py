@@ -264,14 +264,23 @@ class InlineSteps:
         room = max(0, inline - len(plan.reclaim) - len(plan.adopt))
         sent = [s for s in outcome.new_steps if s.step_id in published] if published else []
         new = [s for s in outcome.new_steps if s.step_id not in published] if sent else outcome.new_steps
+        # A step under flow control is never run inline: its attempts are admitted by the step
+        # consumer (worker/admission.py), and waiting there holds no invocation.
+        controlled = [s for s in new if self._flow_controlled(s.step_name)]
+        if controlled:
+            new = [s for s in new if not self._flow_controlled(s.step_name)]
         plan.create = list(new[:room])
         rest = list(new[room:])
         if holding and plan.runs_steps:
             plan.held = rest
         else:
             plan.dispatch = rest
-        plan.dispatch[:0] = sent
+        plan.dispatch[:0] = sent + controlled
         return plan
+
+    def _flow_controlled(self, step_name: str) -> bool:
+        fn = self._app.get_step(step_name)
+        return fn is not None and fn.options.flow_controlled
 
     def hold(self, outcome: Suspended, owner: Owner | None) -> Hold | None:
         """What to leave behind instead of a bare ack, if a step another delivery owns is still open.

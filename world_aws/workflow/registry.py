@@ -18,6 +18,7 @@ from world_aws.serde.codec import Serializer
 from world_aws.serde.limits import PayloadLimits
 from world_aws.workflow import context
 from world_aws.workflow.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
+from world_aws.workflow.flow import Concurrency, RateLimit
 from world_aws.workflow.retry import DEFAULT_BACKOFF, Backoff
 from world_aws.workflow.schedules import MAX_SCHEDULE_ARGS_BYTES, Overlap, Schedule, make_schedule
 from world_aws.workflow.signature_types import convert_arguments, parameter_types, serializable_types
@@ -35,6 +36,14 @@ class StepOptions:
     backoff: Backoff = DEFAULT_BACKOFF
     # Seconds an attempt may run (worker/step_timeout.py); None: bounded only by its invocation.
     timeout_seconds: float | None = None
+    # Flow control (workflow/flow.py): slots per key and starts per period per key.
+    concurrency: Concurrency | None = None
+    rate_limit: RateLimit | None = None
+
+    @property
+    def flow_controlled(self) -> bool:
+        """Whether an attempt must be admitted first (such a step is never run inline)."""
+        return self.concurrency is not None or self.rate_limit is not None
 
 
 class StepDecorator(Protocol):
@@ -201,6 +210,8 @@ class Workflows:
         backoff: Backoff | None = None,
         name: str | None = None,
         timeout: str | float | timedelta | None = None,
+        concurrency: Concurrency | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> StepDecorator: ...
 
     def step(  # type: ignore[misc]
@@ -212,6 +223,8 @@ class Workflows:
         backoff: Backoff | None = None,
         name: str | None = None,
         timeout: str | float | timedelta | None = None,
+        concurrency: Concurrency | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> Any:
         """Declare a step: ``@app.step`` or ``@app.step(max_retries=5, backoff=Backoff(initial=2))``.
 
@@ -226,6 +239,9 @@ class Workflows:
                 attempt still running then is a failed attempt (``StepTimeoutError``, retried
                 by the policy) and its late outcome is discarded. Without it an attempt is
                 bounded only by its invocation (a Lambda's timeout, less a hand-off margin).
+            concurrency: at most ``limit`` attempts at once per key, across every consumer
+                and run (``Concurrency``); waiting holds no consumer.
+            rate_limit: at most N attempts started per period per key (``RateLimit``).
         """
         if max_retries < 0:
             raise BadInput(f"max_retries must be >= 0, got {max_retries}")
@@ -233,7 +249,11 @@ class Workflows:
         if timeout_seconds is not None and timeout_seconds <= 0:
             raise BadInput(f"timeout must be positive, got {timeout!r}")
         options = StepOptions(
-            max_retries=max_retries, backoff=backoff or DEFAULT_BACKOFF, timeout_seconds=timeout_seconds
+            max_retries=max_retries,
+            backoff=backoff or DEFAULT_BACKOFF,
+            timeout_seconds=timeout_seconds,
+            concurrency=concurrency,
+            rate_limit=rate_limit,
         )
 
         def register(f: Callable[P, Any]) -> StepFunction[P, Any]:

@@ -18,6 +18,8 @@ hook-resume dedup       ``run#<run_id>``            ``resume#<resume_id>``
 hook token              ``token#<token>``           ``token``
 queue idempotency key   ``dedup#<key>``             ``dedup``
 schedule state          ``schedule#<name>``         ``schedule``
+flow-control slots      ``flow#<scope>``            ``slots``
+flow-control rate       ``flow#<scope>``            ``rate``
 reconciler sweep cursor ``reconciler``              ``sweep``
 stream chunk at p       ``run#<run_id>``            ``strm#<name>#<p zero-padded>``
 ======================  ==========================  ================================
@@ -159,6 +161,11 @@ def dedup_key(key: str) -> Key:
 def schedule_key(name: str) -> Key:
     """The scheduler's record of one schedule (``world_aws.aws.read.schedule_store``)."""
     return {PK: f"schedule#{name}", SK: SCHEDULE_SK}
+
+
+def flow_key(scope: str, kind: str) -> Key:
+    """A flow-control record of ``scope``: its ``slots`` or its ``rate`` window (``aws/write/admission``)."""
+    return {PK: f"flow#{scope}", SK: kind}
 
 
 # The reconciler's sweep cursor over RUNS_INDEX (``live_index.sweep_created``).

@@ -32,6 +32,7 @@ AREAS = (
     "deployments",
     "schedules",
     "streams",
+    "admission",
     "shapes",
 )
 

@@ -1,0 +1,99 @@
+"""Issue 41 under faults: a limited step never over-admits, no slot outlives its lease, no run is stuck.
+
+The fault suite's groups (``world_aws.testing.fault_plan``) fire at the World
+boundary, the admission store's calls among them (``FaultyWorld``): crashes before
+and after a call, lost answers, repeated writes, transient failures, and deliveries
+that die or whose delete is dropped. The overlap is read from the recorded attempts:
+an attempt whose delivery died stays open in the log until the step's next event,
+and its slot must stay held that long (its redelivery renews it under the same ticket).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+
+from bench.chaos import memory_setup
+from world_aws import Concurrency, Workflows
+from world_aws.contract.records import RunStatus
+from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
+from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
+from world_aws.testing.flow_checks import attempts, group, max_overlap_by_key
+from world_aws.worker.config import RuntimeConfig
+
+CUSTOMERS = ["c1", "c2", "c3"]
+RUNS = 36
+LIMIT = 2
+LEASE = 120.0
+VISIBILITY = 2.0
+
+
+@pytest.fixture(autouse=True)
+def _quiet_runtime_logs() -> Iterator[None]:
+    logging.disable(logging.ERROR)
+    yield
+    logging.disable(logging.NOTSET)
+
+
+def limited_app() -> Workflows:
+    app = Workflows()
+
+    @app.step(name="charge", concurrency=Concurrency(limit=LIMIT, key=lambda c, *_: c, lease=LEASE))
+    def charge(customer: str, n: int) -> int:
+        return n
+
+    @app.workflow
+    async def checkout(customer: str, n: int) -> int:
+        first = await charge(customer, n)
+        return first + await charge(customer, n)
+
+    return app
+
+
+@pytest.mark.parametrize("group_name", ["transient", "lost", "delivery", "crash", "all"])
+def test_a_limited_step_under_faults_never_over_admits_and_every_run_ends(group_name: str) -> None:
+    plan = FaultPlan(7, rates_for([group_name], 1.0))
+    with memory_setup(plan, VISIBILITY) as setup:
+        harness, faulty = setup.harness, setup.faulty
+        runtime = harness.runtime_for(limited_app(), RuntimeConfig(), world=faulty)
+
+        def deliver(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+            key = f"{delivery.message_id}|{delivery.attempt}"
+            if plan.fires(Fault.CRASH_DELIVERY, key):
+                return Redeliver(VISIBILITY)
+            faulty.delivering = True
+            try:
+                result = handle(delivery)
+            except (Crash, Exception):
+                return Redeliver(VISIBILITY)  # the handler died or raised: the queue brings it back
+            finally:
+                faulty.delivering = False
+            if isinstance(result, Ack) and plan.fires(Fault.DROP_DELETE, key):
+                return Redeliver(VISIBILITY)
+            return result
+
+        # GIVEN runs of a step limited to 2 at once per customer, under one fault group
+        handles = {
+            runtime.start("checkout", CUSTOMERS[i % 3], i).run_id: CUSTOMERS[i % 3] for i in range(RUNS)
+        }
+        # WHEN every run is pumped until it ends
+        for run_id in handles:
+            harness.settle(run_id, intercept=deliver, max_rounds=5000)
+        world = faulty.inner
+        # THEN faults fired and every run completed with its result (none stuck)
+        assert sum(plan.fired.values()) > 0
+        statuses = {run_id: world.runs.get(run_id).status for run_id in handles}
+        assert set(statuses.values()) == {RunStatus.COMPLETED}, statuses
+        # AND at no instant did more than 2 recorded attempts of one customer overlap
+        found = attempts(world, handles, "charge")
+        overlaps = max_overlap_by_key(group(found, handles), until=world.clock.now())
+        assert max(overlaps.values()) <= LIMIT, overlaps
+        # AND no slot is held past its lease: once a lease has passed, every slot is free
+        harness.advance(LEASE + 1)
+        for customer in CUSTOMERS:
+            assert world.admission.slots(f"step:charge:{customer}").holders == ()
+        assert all(a.end is not None for a in found)
+        assert max(a.end - a.start for a in found if a.end) <= timedelta(seconds=LEASE)

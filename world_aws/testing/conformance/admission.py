@@ -1,0 +1,106 @@
+"""Conformance: the admission store (``world.admission``): slots with leases and a line, rate windows."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from world_aws.contract.admission import WAITER_STALE_SECONDS, Verdict
+from world_aws.contract.clock import ManualClock
+from world_aws.contract.world import World
+from world_aws.errors import BadInput
+from world_aws.testing.conformance.support import new_id
+
+
+def _acquire(world: World, scope: str, holder: str, ticket: str = "", limit: int = 2, lease: float = 60.0):  # type: ignore[no-untyped-def]
+    return world.admission.acquire(
+        scope,
+        holder=holder,
+        ticket=ticket or f"m-{holder}",
+        limit=limit,
+        lease_seconds=lease,
+        wake=holder.encode(),
+    )
+
+
+def test_slots_admit_up_to_the_limit_then_keep_a_line_in_arrival_order(world: World) -> None:
+    scope = new_id("flow")
+    # GIVEN two slots, taken by a and b
+    assert _acquire(world, scope, "a").verdict is Verdict.GRANTED
+    assert _acquire(world, scope, "b").verdict is Verdict.GRANTED
+    # WHEN c and d ask THEN they wait, c first
+    c, d = _acquire(world, scope, "c"), _acquire(world, scope, "d")
+    assert (c.verdict, c.position, d.verdict, d.position) == (Verdict.WAITING, 0, Verdict.WAITING, 1)
+    state = world.admission.slots(scope)
+    assert [h.holder for h in state.holders] == ["a", "b"]
+    assert [w.holder for w in state.waiters] == ["c", "d"]
+    # AND d may not pass c while one slot is free: a release wakes c, and only c
+    assert world.admission.release(scope, holder="a", ticket="m-a") == [b"c"]
+    assert _acquire(world, scope, "d").verdict is Verdict.WAITING
+    assert _acquire(world, scope, "c").verdict is Verdict.GRANTED
+    assert [h.holder for h in world.admission.slots(scope).holders] == ["b", "c"]
+
+
+def test_a_redelivery_renews_its_slot_and_another_copy_is_held_elsewhere(world: World) -> None:
+    scope = new_id("flow")
+    assert _acquire(world, scope, "a", ticket="m1", limit=1).verdict is Verdict.GRANTED
+    # WHEN the same message comes again THEN it still holds; a copy under another message does not
+    assert _acquire(world, scope, "a", ticket="m1", limit=1).verdict is Verdict.GRANTED
+    assert _acquire(world, scope, "a", ticket="m2", limit=1).verdict is Verdict.HELD_ELSEWHERE
+    # AND a release under the copy's ticket frees nothing
+    world.admission.release(scope, holder="a", ticket="m2")
+    assert [h.ticket for h in world.admission.slots(scope).holders] == ["m1"]
+
+
+def test_a_slot_whose_holder_went_silent_frees_at_its_lease(world: World, clock: ManualClock) -> None:
+    scope = new_id("flow")
+    assert _acquire(world, scope, "a", limit=1, lease=10).verdict is Verdict.GRANTED
+    assert _acquire(world, scope, "b", limit=1).verdict is Verdict.WAITING
+    # WHEN the lease runs out without a release THEN the slot is b's
+    clock.advance(10.5)
+    assert world.admission.slots(scope).holders == ()
+    assert _acquire(world, scope, "b", limit=1).verdict is Verdict.GRANTED
+
+
+def test_a_waiter_not_seen_for_long_leaves_the_line(world: World, clock: ManualClock) -> None:
+    scope = new_id("flow")
+    _acquire(world, scope, "a", limit=1, lease=1000)
+    _acquire(world, scope, "ghost", limit=1)
+    clock.advance(WAITER_STALE_SECONDS + 1)
+    # WHEN a newcomer asks after the ghost went silent THEN it is first in line
+    assert _acquire(world, scope, "new", limit=1).position == 0
+    assert [w.holder for w in world.admission.slots(scope).waiters] == ["new"]
+
+
+def test_concurrent_acquires_never_admit_more_than_the_limit(world: World) -> None:
+    scope = new_id("flow")
+    with ThreadPoolExecutor(8) as pool:
+        verdicts = list(pool.map(lambda i: _acquire(world, scope, f"h{i}", limit=3).verdict, range(16)))
+    assert verdicts.count(Verdict.GRANTED) == 3
+    assert len(world.admission.slots(scope).holders) == 3
+    assert len(world.admission.slots(scope).waiters) == 13
+
+
+def test_a_rate_window_admits_limit_starts_per_period(world: World, clock: ManualClock) -> None:
+    scope = new_id("rate")
+    start = clock.now()
+    assert [world.admission.take(scope, limit=2, period_seconds=1) for _ in range(2)] == [None, None]
+    # WHEN a third start comes within the second THEN it is told when the first token comes back
+    due = world.admission.take(scope, limit=2, period_seconds=1)
+    assert due is not None and (due - start).total_seconds() == 1.0
+    clock.advance(1.0)
+    assert world.admission.take(scope, limit=2, period_seconds=1) is None
+    assert len(world.admission.window(scope).starts) == 1  # the two of the last second aged out
+
+
+def test_bad_limits_are_refused_by_name(world: World) -> None:
+    for call in (
+        lambda: world.admission.acquire("s", holder="a", ticket="t", limit=0, lease_seconds=1),
+        lambda: world.admission.acquire("s", holder="a", ticket="t", limit=1, lease_seconds=0),
+        lambda: world.admission.take("s", limit=0, period_seconds=1),
+    ):
+        try:
+            call()
+        except BadInput as exc:
+            assert "limit" in str(exc) or "lease" in str(exc)
+        else:
+            raise AssertionError("a bad limit was accepted")
