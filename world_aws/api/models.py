@@ -241,6 +241,9 @@ class StepRow(BaseModel):
     started_at: datetime | None = None
     completed_at: datetime | None = None
     attempts: list[AttemptView] = Field(default_factory=list, description="each start, with its error")
+    waiting: str | None = Field(
+        default=None, description="what a pending step under flow control waits for (a slot, a rate token)"
+    )
 
 
 class RunStats(BaseModel):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from world_aws.api import timeline, views
+from world_aws.api.flow_waits import flow_wait
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
 from world_aws.api.log_route import read_log
@@ -153,6 +154,12 @@ def list_steps(_request: Request, params: Params, runtime: Runtime) -> Response:
     shown = timeline.timeline(run, events, as_of=runtime.world.clock.now())
     attempts = {span.id: span.attempts for span in shown.spans if span.kind == "step"}
     rows = views.step_rows(run, steps, attempts=attempts)
+    if not run.status.terminal:
+        by_id = {step.step_id: step for step in steps}
+        rows = [
+            row.model_copy(update={"waiting": flow_wait(runtime.world, runtime.app, by_id[row.step_id])})
+            for row in rows
+        ]
     return json_response(200, _dump(StepList(run_id=run.run_id, steps=rows, summary=shown.summary)))
 
 

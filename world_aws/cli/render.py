@@ -152,6 +152,8 @@ def print_steps(steps: list[dict[str, Any]], out: TextIO) -> None:
         out.write(f"  {name:<24} {status:<10} {attempt:>7}  {step.get('step_id', '')}\n")
         for row in step.get("attempts") or []:
             out.write(f"      {ATTEMPT_MARK} {attempt_line(row)}\n")
+        if step.get("waiting"):
+            out.write(f"      waiting: {step['waiting']}\n")
 
 
 ATTEMPT_MARK = "attempt"

@@ -6,10 +6,12 @@ Two records, one per key (a *scope*: ``step:<name>:<key>``):
   so a crashed holder's slot frees itself) and who waits for one, first come first
   served. A waiter keeps the message that wakes it (``Waiter.wake``): a holder that
   releases hands the woken waiters' messages back, and its caller publishes them.
-- ``RateWindow``: the start times of the key's last ``limit`` admissions. A start is
-  admitted when fewer than ``limit`` fell in the last ``period``: the bucket of
-  ``limit`` tokens in which each token comes back ``period`` after it was spent, so no
-  window of ``period`` ever holds more than ``limit`` starts.
+- ``RateWindow``: the key's recent starts. A token is taken before the claim and
+  settled after it with the time the attempt started (``settle_token``); until then it
+  counts in every window (its start is not known yet). A start is admitted when fewer
+  than ``limit`` count in the last ``period``: a bucket of ``limit`` tokens in which a
+  token comes back ``period`` after its start, so no window of ``period`` ever holds
+  more than ``limit`` recorded starts.
 
 The policy is here, as pure functions over the records (``acquire_slot``,
 ``release_slot``, ``take_token``); a World stores the records and applies them
@@ -84,20 +86,74 @@ class Admission:
     holders: int = 0
 
 
+# A token taken and never settled (its taker died) stops counting this long after it was taken;
+# one reserved and never claimed (its step ended meanwhile, its message lost) this long after
+# its time (its copy comes then, late by at most a queue's delay rounding and a consumer's lag).
+UNSETTLED_TOKEN_SECONDS = 300.0
+RESERVATION_GRACE_SECONDS = 30.0
+# Reservations kept per scope at most: past them a refused start is told when to come back
+# without one (a DynamoDB item holds 400 KB; an entry takes some 60 bytes).
+MAX_RESERVATIONS = 2000
+
+
+class TokenState(StrEnum):
+    SETTLED = "settled"  # ``at`` is when the attempt started (its ``step_started`` was written)
+    TAKEN = "taken"  # taken at ``at``; its attempt's start is not known yet: it counts in every window
+    RESERVED = "reserved"  # promised to ``holder`` at ``at``: its copy comes then, and is admitted first
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """A token of ``holder``, at ``at``, in ``state``."""
+
+    holder: str
+    at: datetime
+    state: TokenState
+
+
 @dataclass(frozen=True, slots=True)
 class RateWindow:
-    """The recent admissions of one rate-limited scope (at most ``limit`` start times kept)."""
+    """The recent starts and promised tokens of one rate-limited scope, and a version for writes."""
 
     scope: str
-    starts: tuple[datetime, ...] = ()
+    starts: tuple[Start, ...] = ()
     version: int = 0
 
+    def live(self, period: timedelta, now: datetime) -> list[Start]:
+        """Settled starts within the period, and the taken and reserved tokens not expired."""
+        oldest = {
+            TokenState.SETTLED: now - period,
+            TokenState.TAKEN: now - timedelta(seconds=UNSETTLED_TOKEN_SECONDS),
+            TokenState.RESERVED: now - timedelta(seconds=RESERVATION_GRACE_SECONDS),
+        }
+        return [s for s in self.starts if s.at > oldest[s.state]]
+
     def next_due(self, limit: int, period: timedelta, now: datetime) -> datetime | None:
-        """When the next token comes back (None: one is free now)."""
-        recent = [t for t in self.starts if t > now - period]
-        if len(recent) < limit:
+        """When a newcomer would get a token (None: now), as ``take_token`` reckons it."""
+        live = self.live(period, now)
+        if _admits(live, limit, period, now, reserved=False):
             return None
-        return sorted(recent)[len(recent) - limit] + period
+        return _reserve_at(live, limit, period, now)
+
+
+def _admits(live: list[Start], limit: int, period: timedelta, now: datetime, *, reserved: bool) -> bool:
+    """Whether a start now keeps every window of ``period`` at ``limit`` starts or fewer.
+
+    The starts recorded within the period and every taken token count (a taken token's start
+    is still to come). A newcomer (``reserved=False``) also counts the tokens promised within
+    the coming period, so that it never takes one a waiter was promised.
+    """
+    counted = sum(1 for s in live if s.state is not TokenState.RESERVED)
+    if not reserved:
+        counted += sum(1 for s in live if s.state is TokenState.RESERVED and s.at <= now + period)
+    return counted < limit
+
+
+def _reserve_at(live: list[Start], limit: int, period: timedelta, now: datetime) -> datetime:
+    """When the next token frees: each live token frees a period after its time (a taken one's: from now)."""
+    frees = sorted((now if s.state is TokenState.TAKEN else s.at) + period for s in live)
+    at = frees[len(frees) - limit] if len(frees) >= limit else now
+    return at if at > now else now + period / 10
 
 
 def _live(state: SlotState, now: datetime) -> SlotState:
@@ -172,15 +228,43 @@ def release_slot(
 
 
 def take_token(
-    window: RateWindow, *, limit: int, period: timedelta, now: datetime
+    window: RateWindow, *, holder: str, limit: int, period: timedelta, now: datetime
 ) -> tuple[RateWindow, datetime | None]:
-    """Spend a token of ``window`` if one is free: (new window, None); else (window, when one is due)."""
-    due = window.next_due(limit, period, now)
-    if due is not None:
-        return window, due
-    recent = sorted(t for t in window.starts if t > now - period)
-    starts = (*recent[max(0, len(recent) - limit + 1) :], now)
-    return replace(window, starts=starts), None
+    """Take a token for ``holder``: (window, None) if taken; else (window, when to come back).
+
+    A holder with a taken token (a redelivery) keeps it. One with a reservation not yet
+    due is told its time again; at or past it, it takes a token if the recorded starts
+    allow (the reservations do not count against it), else it is reserved again. A
+    newcomer refused is reserved the next token to free (first come, first served), so
+    each waiter comes back once, when its token is due.
+    """
+    live = window.live(period, now)
+    mine = next((s for s in live if s.holder == holder and s.state is not TokenState.SETTLED), None)
+    if mine is not None and mine.state is TokenState.TAKEN:
+        return replace(window, starts=tuple(live)), None
+    if mine is not None and mine.at > now:
+        return replace(window, starts=tuple(live)), mine.at
+    others = [s for s in live if s is not mine]
+    if _admits(others, limit, period, now, reserved=mine is not None):
+        return replace(window, starts=(*others, Start(holder, now, TokenState.TAKEN))), None
+    at = _reserve_at(others, limit, period, now)
+    if sum(1 for s in others if s.state is TokenState.RESERVED) >= MAX_RESERVATIONS:
+        return replace(window, starts=tuple(others)), at
+    return replace(window, starts=(*others, Start(holder, at, TokenState.RESERVED))), at
+
+
+def settle_token(
+    window: RateWindow, *, holder: str, started_at: datetime | None, period: timedelta, now: datetime
+) -> RateWindow:
+    """Settle ``holder``'s taken token at ``started_at`` (None: no attempt started, it is given back)."""
+    starts = []
+    for start in window.live(period, now):
+        if start.holder == holder and start.state is TokenState.TAKEN:
+            if started_at is None:
+                continue
+            start = Start(holder, started_at, TokenState.SETTLED)
+        starts.append(start)
+    return replace(window, starts=tuple(starts))
 
 
 def check_slot_request(limit: int, lease_seconds: float) -> None:
@@ -226,8 +310,12 @@ class AdmissionStore(Protocol):
         """The scope's slots as stored now (expired holders and stale waiters left out)."""
         ...
 
-    def take(self, scope: str, *, limit: int, period_seconds: float) -> datetime | None:
-        """Spend a token of ``scope`` (``take_token``): None if admitted, else when the next one is due."""
+    def take(self, scope: str, *, holder: str, limit: int, period_seconds: float) -> datetime | None:
+        """Spend a token of ``scope`` for ``holder`` (``take_token``): None if admitted, else when due."""
+        ...
+
+    def settle(self, scope: str, *, holder: str, started_at: datetime | None, period_seconds: float) -> None:
+        """Settle ``holder``'s token at its attempt's start (``settle_token``; None: give it back)."""
         ...
 
     def window(self, scope: str) -> RateWindow:

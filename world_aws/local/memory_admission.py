@@ -17,6 +17,7 @@ from world_aws.contract.admission import (
     check_rate_request,
     check_slot_request,
     release_slot,
+    settle_token,
     take_token,
 )
 from world_aws.contract.clock import Clock
@@ -71,15 +72,30 @@ class MemoryAdmissionStore:
         new, _ = release_slot(state, holder="", ticket="", now=self._clock.now())
         return new
 
-    def take(self, scope: str, *, limit: int, period_seconds: float) -> datetime | None:
+    def take(self, scope: str, *, holder: str, limit: int, period_seconds: float) -> datetime | None:
         check_rate_request(limit, period_seconds)
         with self._lock:
             window = self._windows.get(scope, RateWindow(scope))
             new, due = take_token(
-                window, limit=limit, period=timedelta(seconds=period_seconds), now=self._clock.now()
+                window,
+                holder=holder,
+                limit=limit,
+                period=timedelta(seconds=period_seconds),
+                now=self._clock.now(),
             )
             self._windows[scope] = new
             return due
+
+    def settle(self, scope: str, *, holder: str, started_at: datetime | None, period_seconds: float) -> None:
+        with self._lock:
+            window = self._windows.get(scope, RateWindow(scope))
+            self._windows[scope] = settle_token(
+                window,
+                holder=holder,
+                started_at=started_at,
+                period=timedelta(seconds=period_seconds),
+                now=self._clock.now(),
+            )
 
     def window(self, scope: str) -> RateWindow:
         with self._lock:

@@ -60,6 +60,7 @@ WRITES = frozenset(
         "admission.acquire",
         "admission.release",
         "admission.take",
+        "admission.settle",
     }
 )
 # Real seconds a copy may take before the original goes on without it (a deadlock guard).

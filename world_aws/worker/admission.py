@@ -20,8 +20,8 @@ without releasing loses the slot at its lease's end.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from world_aws.contract.admission import ADMISSION_RECHECK_SECONDS, Verdict
@@ -38,12 +38,15 @@ from world_aws.workflow.registry import StepFunction, Workflows
 
 @dataclass(slots=True)
 class Held:
-    """A slot this delivery holds, until ``release``."""
+    """What this delivery was admitted with: a slot (until ``release``), a rate token (until ``started``)."""
 
     scope: str
     holder: str
     ticket: str
+    slot: bool = True
+    token_period: float | None = None  # the rate's period if a token was taken (settled by ``started``)
     released: bool = False
+    settled: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +80,10 @@ class AdmissionGate:
         if key is None:
             return None  # the step ended (or is missing): the claim answers this delivery
         scope = step_scope(fn.name, key)
+        holder = f"{payload.run_id}/{payload.step_id}"
         held = None
         concurrency = fn.options.concurrency
         if concurrency is not None:
-            holder = f"{payload.run_id}/{payload.step_id}"
             admission = self._world.admission.acquire(
                 scope,
                 holder=holder,
@@ -96,16 +99,42 @@ class AdmissionGate:
             held = Held(scope, holder, delivery.message_id)
         rate = fn.options.rate_limit
         if rate is not None:
-            due = self._world.admission.take(scope, limit=rate.limit, period_seconds=rate.period_seconds)
+            due = self._world.admission.take(
+                scope, holder=holder, limit=rate.limit, period_seconds=rate.period_seconds
+            )
             if due is not None:
                 if held is not None:
                     self.release(held)
-                # Spread the copies over a tenth of the period: the waiters do not all come back
-                # at the instant the next token is due, to contend for it on one record.
-                seconds = (due - self._world.clock.now()).total_seconds()
-                seconds = max(0.0, seconds) + random.uniform(0, rate.period_seconds / 10)
+                # The token reserved for it frees then: its copy comes back once, at that time.
+                seconds = max(0.0, (due - self._world.clock.now()).total_seconds())
                 return self._come_back(payload, seconds, None, "rate_limited")
+            held = held or Held(scope, holder, delivery.message_id, slot=False)
+            held.token_period = rate.period_seconds
         return held
+
+    def started(self, held: Held | None) -> None:
+        """The attempt started (its ``step_started`` is written): settle its token at the time now.
+
+        Later than the recorded start, never earlier: the token then counts at least as long
+        as the recorded start's window. Best effort: an unsettled token counts until it expires.
+        """
+        if held is None or held.token_period is None or held.settled:
+            return
+        held.settled = True
+        self._settle(held, self._world.clock.now())
+
+    def _settle(self, held: Held, started_at: datetime | None) -> None:
+        assert held.token_period is not None
+        try:
+            self._world.admission.settle(
+                held.scope, holder=held.holder, started_at=started_at, period_seconds=held.token_period
+            )
+        except Exception:
+            telemetry.LOG.warning(
+                "could not settle a rate token; it counts until it expires",
+                exc_info=True,
+                extra={"scope": held.scope, "holder": held.holder},
+            )
 
     def release(self, held: Held | None) -> None:
         """Give ``held``'s slot back (once) and publish the messages of the waiters it wakes.
@@ -116,6 +145,11 @@ class AdmissionGate:
         if held is None or held.released:
             return
         held.released = True
+        if held.token_period is not None and not held.settled:
+            held.settled = True
+            self._settle(held, None)  # no attempt started: the token is given back
+        if not held.slot:
+            return
         try:
             wakes = self._world.admission.release(held.scope, holder=held.holder, ticket=held.ticket)
             for body in wakes:
@@ -140,26 +174,7 @@ class AdmissionGate:
             if step.status.terminal:
                 return None
             data = step.input or b""
-        value = self._app.serializer.loads(data)
-        args, kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
-        try:
-            return key_of(self._key_fn(fn), args, kwargs)
-        except BadInput:
-            # The step's own attempt would fail the same way; under one shared key it runs and
-            # fails there, where its error is recorded, rather than never running at all.
-            telemetry.LOG.warning(
-                "flow-control key function raised; using the key '!error'",
-                exc_info=True,
-                extra={"run_id": payload.run_id, "step_id": payload.step_id},
-            )
-            return "!error"
-
-    @staticmethod
-    def _key_fn(fn: StepFunction[Any, Any]) -> Any:
-        options = fn.options
-        if options.concurrency is not None and options.concurrency.key is not None:
-            return options.concurrency.key
-        return options.rate_limit.key if options.rate_limit is not None else None
+        return call_key(self._app, fn, data, where=f"{payload.run_id}/{payload.step_id}")
 
     def _wait_for_slot(self, payload: InvokePayload, scope: str, holder: str) -> Refused:
         """In line: leave (and wake the next) if the run ended, else arrange the recheck."""
@@ -189,3 +204,25 @@ class AdmissionGate:
             )
             return Refused(Redeliver(max(1.0, seconds)), outcome)
         return Refused(Ack(), outcome)
+
+
+def call_key(app: Workflows, fn: StepFunction[Any, Any], data: bytes, *, where: str) -> str:
+    """The flow-control key of a call of ``fn`` whose serialized input is ``data``.
+
+    A key function that raises gives the key "!error": the step's own attempt would fail
+    the same way, and under one shared key it runs and fails where its error is recorded,
+    rather than never running at all.
+    """
+    value = app.serializer.loads(data)
+    args, kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
+    options = fn.options
+    key = options.concurrency.key if options.concurrency is not None else None
+    if key is None and options.rate_limit is not None:
+        key = options.rate_limit.key
+    try:
+        return key_of(key, args, kwargs)
+    except BadInput:
+        telemetry.LOG.warning(
+            "flow-control key function raised; using the key '!error'", exc_info=True, extra={"step": where}
+        )
+        return "!error"

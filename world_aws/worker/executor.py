@@ -187,6 +187,7 @@ class StepExecutor:
         except _ClaimRefused as refused:
             self._gate.release(held)
             return self._refused(run_id, step_id, owner, refused.result, refused.outcome)
+        self._gate.started(held)
         span.set_attribute(telemetry.MATERIALIZED, materialized)
         span.set_attribute(telemetry.STEP_ATTEMPT, step.attempt)
         # 5. execute

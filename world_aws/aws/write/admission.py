@@ -22,11 +22,14 @@ from world_aws.contract.admission import (
     Holder,
     RateWindow,
     SlotState,
+    Start,
+    TokenState,
     Waiter,
     acquire_slot,
     check_rate_request,
     check_slot_request,
     release_slot,
+    settle_token,
     take_token,
 )
 from world_aws.contract.clock import Clock
@@ -82,7 +85,7 @@ class DynamoAdmissionStore:
         state = _slots_from(scope, self._table.get(keys.flow_key(scope, "slots")))
         return release_slot(state, holder="", ticket="", now=self._clock.now())[0]
 
-    def take(self, scope: str, *, limit: int, period_seconds: float) -> datetime | None:
+    def take(self, scope: str, *, holder: str, limit: int, period_seconds: float) -> datetime | None:
         check_rate_request(limit, period_seconds)
         period = timedelta(seconds=period_seconds)
         return self._change(
@@ -90,7 +93,20 @@ class DynamoAdmissionStore:
             "rate",
             _window_from,
             _window_item,
-            lambda window, now: take_token(window, limit=limit, period=period, now=now),
+            lambda window, now: take_token(window, holder=holder, limit=limit, period=period, now=now),
+        )
+
+    def settle(self, scope: str, *, holder: str, started_at: datetime | None, period_seconds: float) -> None:
+        period = timedelta(seconds=period_seconds)
+        self._change(
+            scope,
+            "rate",
+            _window_from,
+            _window_item,
+            lambda window, now: (
+                settle_token(window, holder=holder, started_at=started_at, period=period, now=now),
+                None,
+            ),
         )
 
     def window(self, scope: str) -> RateWindow:
@@ -163,11 +179,11 @@ def _slots_from(scope: str, item: Item | None) -> SlotState:
 
 
 def _window_item(window: RateWindow) -> dict[str, object]:
-    return {"starts": [_us(t) for t in window.starts]}
+    return {"starts": [{"h": s.holder, "t": _us(s.at), "s": s.state.value} for s in window.starts]}
 
 
 def _window_from(scope: str, item: Item | None) -> RateWindow:
     if item is None:
         return RateWindow(scope)
-    starts = tuple(_at(t) for t in item.get("starts", []))
+    starts = tuple(Start(str(s["h"]), _at(s["t"]), TokenState(str(s["s"]))) for s in item.get("starts", []))
     return RateWindow(scope, starts=starts, version=int(item["version"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 from world_aws.contract.admission import WAITER_STALE_SECONDS, Verdict
 from world_aws.contract.clock import ManualClock
@@ -80,23 +81,74 @@ def test_concurrent_acquires_never_admit_more_than_the_limit(world: World) -> No
     assert len(world.admission.slots(scope).waiters) == 13
 
 
+def _take(world: World, scope: str, holder: str, limit: int = 2) -> object:
+    return world.admission.take(scope, holder=holder, limit=limit, period_seconds=1)
+
+
+def _settle(world: World, scope: str, holder: str, at: object) -> None:
+    world.admission.settle(scope, holder=holder, started_at=at, period_seconds=1)  # type: ignore[arg-type]
+
+
 def test_a_rate_window_admits_limit_starts_per_period(world: World, clock: ManualClock) -> None:
     scope = new_id("rate")
     start = clock.now()
-    assert [world.admission.take(scope, limit=2, period_seconds=1) for _ in range(2)] == [None, None]
+    # GIVEN two tokens a second, both taken and settled at their start
+    assert [_take(world, scope, "a"), _take(world, scope, "b")] == [None, None]
+    _settle(world, scope, "a", start)
+    _settle(world, scope, "b", start)
     # WHEN a third start comes within the second THEN it is told when the first token comes back
-    due = world.admission.take(scope, limit=2, period_seconds=1)
-    assert due is not None and (due - start).total_seconds() == 1.0
+    assert _take(world, scope, "c") == start + timedelta(seconds=1)
     clock.advance(1.0)
-    assert world.admission.take(scope, limit=2, period_seconds=1) is None
-    assert len(world.admission.window(scope).starts) == 1  # the two of the last second aged out
+    assert _take(world, scope, "c") is None
+    assert [s.holder for s in world.admission.window(scope).starts] == ["c"]  # the others aged out
+
+
+def test_an_unsettled_token_counts_until_settled_and_a_refused_claim_gives_it_back(
+    world: World, clock: ManualClock
+) -> None:
+    scope = new_id("rate")
+    # GIVEN a token taken and not settled (its attempt's claim not written yet)
+    assert _take(world, scope, "a", limit=1) is None
+    # WHEN a second passes THEN it still counts: b is reserved the token a period from now
+    clock.advance(1.5)
+    due = _take(world, scope, "b", limit=1)
+    assert due == clock.now() + timedelta(seconds=1)
+    # AND a redelivery of a keeps its token, one of b is told its time again
+    assert _take(world, scope, "a", limit=1) is None
+    assert _take(world, scope, "b", limit=1) == due
+    # AND a newcomer may not take the token a gives back (no attempt started): it is b's
+    _settle(world, scope, "a", None)
+    assert _take(world, scope, "c", limit=1) is not None
+    clock.advance(1.0)
+    assert _take(world, scope, "b", limit=1) is None
+    # AND settled at its start, b's token counts one period from that start
+    _settle(world, scope, "b", clock.now())
+    states = {s.holder: s.state.value for s in world.admission.window(scope).starts}
+    assert states == {"b": "settled", "c": "reserved"}
+
+
+def test_refused_starts_are_reserved_tokens_in_arrival_order(world: World, clock: ManualClock) -> None:
+    scope = new_id("rate")
+    start = clock.now()
+    # GIVEN two tokens a second, both spent now
+    for holder in ("a", "b"):
+        assert _take(world, scope, holder) is None
+        _settle(world, scope, holder, start)
+    # WHEN five more ask THEN each is told a time, two per second, in the order they came
+    dues = [_take(world, scope, h) for h in "cdefg"]
+    seconds = [(d - start).total_seconds() for d in dues]  # type: ignore[operator]
+    assert seconds == [1.0, 1.0, 2.0, 2.0, 3.0]
+    # AND each is admitted at its time, before any newcomer
+    clock.advance(1.0)
+    assert [_take(world, scope, h) is None for h in "cd"] == [True, True]
+    assert _take(world, scope, "late") is not None
 
 
 def test_bad_limits_are_refused_by_name(world: World) -> None:
     for call in (
         lambda: world.admission.acquire("s", holder="a", ticket="t", limit=0, lease_seconds=1),
         lambda: world.admission.acquire("s", holder="a", ticket="t", limit=1, lease_seconds=0),
-        lambda: world.admission.take("s", limit=0, period_seconds=1),
+        lambda: world.admission.take("s", holder="a", limit=0, period_seconds=1),
     ):
         try:
             call()
