@@ -1,4 +1,4 @@
-"""Issue 41 under faults: a limited step never over-admits, no slot outlives its lease, no run is stuck.
+"""Issue 41 under faults: no over-admission, no slot past its lease, no stuck run, no second over the rate.
 
 The fault suite's groups (``world_aws.testing.fault_plan``) fire at the World
 boundary, the admission store's calls among them (``FaultyWorld``): crashes before
@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from bench.chaos import memory_setup
-from world_aws import Concurrency, Workflows
+from world_aws import Concurrency, RateLimit, Workflows
+from world_aws.contract.clock import Clock
 from world_aws.contract.records import RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
-from world_aws.testing.flow_checks import attempts, group, max_overlap_by_key
+from world_aws.testing.faulty_world import FaultyWorld
+from world_aws.testing.flow_checks import Attempt, attempts, group, max_overlap_by_key, max_starts_in_window
+from world_aws.testing.harness import Intercept
 from world_aws.worker.config import RuntimeConfig
 
 CUSTOMERS = ["c1", "c2", "c3"]
@@ -36,6 +39,27 @@ def _quiet_runtime_logs() -> Iterator[None]:
     logging.disable(logging.ERROR)
     yield
     logging.disable(logging.NOTSET)
+
+
+def _faulty_delivery(plan: FaultPlan, faulty: FaultyWorld) -> Intercept:
+    """Deliveries as the chaos driver makes them: some die, some raise, some lose their delete."""
+
+    def deliver(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
+        key = f"{delivery.message_id}|{delivery.attempt}"
+        if plan.fires(Fault.CRASH_DELIVERY, key):
+            return Redeliver(VISIBILITY)
+        faulty.delivering = True
+        try:
+            result = handle(delivery)
+        except (Crash, Exception):
+            return Redeliver(VISIBILITY)  # the handler died or raised: the queue brings it back
+        finally:
+            faulty.delivering = False
+        if isinstance(result, Ack) and plan.fires(Fault.DROP_DELETE, key):
+            return Redeliver(VISIBILITY)
+        return result
+
+    return deliver
 
 
 def limited_app() -> Workflows:
@@ -60,20 +84,7 @@ def test_a_limited_step_under_faults_never_over_admits_and_every_run_ends(group_
         harness, faulty = setup.harness, setup.faulty
         runtime = harness.runtime_for(limited_app(), RuntimeConfig(), world=faulty)
 
-        def deliver(delivery: Delivery, handle: MessageHandler) -> HandlerResult:
-            key = f"{delivery.message_id}|{delivery.attempt}"
-            if plan.fires(Fault.CRASH_DELIVERY, key):
-                return Redeliver(VISIBILITY)
-            faulty.delivering = True
-            try:
-                result = handle(delivery)
-            except (Crash, Exception):
-                return Redeliver(VISIBILITY)  # the handler died or raised: the queue brings it back
-            finally:
-                faulty.delivering = False
-            if isinstance(result, Ack) and plan.fires(Fault.DROP_DELETE, key):
-                return Redeliver(VISIBILITY)
-            return result
+        deliver = _faulty_delivery(plan, faulty)
 
         # GIVEN runs of a step limited to 2 at once per customer, under one fault group
         handles = {
@@ -97,3 +108,46 @@ def test_a_limited_step_under_faults_never_over_admits_and_every_run_ends(group_
             assert world.admission.slots(f"step:charge:{customer}").holders == ()
         assert all(a.end is not None for a in found)
         assert max(a.end - a.start for a in found if a.end) <= timedelta(seconds=LEASE)
+
+
+def rated_app(calls: list[datetime], clock: Clock) -> Workflows:
+    app = Workflows()
+
+    @app.step(name="ask", rate_limit=RateLimit(f"{RATE}/s"))
+    def ask(n: int) -> int:
+        calls.append(clock.now())  # what the rate-limited service sees
+        return n
+
+    @app.workflow
+    async def twice(n: int) -> int:
+        return await ask(n) + await ask(n + 1)
+
+    return app
+
+
+RATE = 3
+
+
+@pytest.mark.parametrize("group_name", ["transient", "lost", "delivery", "crash", "all"])
+def test_a_rate_limited_step_under_faults_never_starts_more_than_its_rate(group_name: str) -> None:
+    plan = FaultPlan(5, rates_for([group_name], 1.0))
+    with memory_setup(plan, VISIBILITY) as setup:
+        harness, faulty = setup.harness, setup.faulty
+        calls: list[datetime] = []
+        runtime = harness.runtime_for(rated_app(calls, harness.clock), RuntimeConfig(), world=faulty)
+        deliver = _faulty_delivery(plan, faulty)
+        # GIVEN runs of a step limited to 3 starts a second, under one fault group
+        run_ids = [runtime.start("twice", i).run_id for i in range(RUNS // 2)]
+        # WHEN every run is pumped until it ends
+        for run_id in run_ids:
+            harness.settle(run_id, intercept=deliver, max_rounds=5000)
+        world = faulty.inner
+        # THEN faults fired and every run completed
+        assert sum(plan.fired.values()) > 0
+        assert {world.runs.get(run_id).status for run_id in run_ids} == {RunStatus.COMPLETED}
+        # AND no second saw more than 3 calls of the step's body. (The log may record one claim
+        # twice: a repeated write of ``step_started``, a client's retry after a lost answer,
+        # writes two starts for one token, and one body.)
+        assert len(calls) >= len(run_ids) * 2
+        bodies = [Attempt("", "", "ask", at, at) for at in calls]
+        assert max_starts_in_window(bodies, timedelta(seconds=1)) <= RATE

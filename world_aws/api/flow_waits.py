@@ -11,7 +11,7 @@ from datetime import timedelta
 from world_aws.contract.records import ResolveData, Step, StepStatus
 from world_aws.contract.world import World
 from world_aws.errors import NotFound
-from world_aws.worker.admission import call_key, step_scope
+from world_aws.workflow.flow import call_key, step_scope
 from world_aws.workflow.registry import Workflows
 
 
@@ -24,7 +24,13 @@ def flow_wait(world: World, app: Workflows, step: Step) -> str | None:
         data = world.steps.get(step.run_id, step.step_id, resolve_data=ResolveData.ALL).input or b""
     except NotFound:
         return None
-    key = call_key(app, fn, data, where=f"{step.run_id}/{step.step_id}")
+    key = call_key(
+        app.serializer.loads,
+        fn.options.concurrency,
+        fn.options.rate_limit,
+        data,
+        where=f"{step.run_id}/{step.step_id}",
+    )
     scope = step_scope(fn.name, key)
     name = fn.name.rsplit(".", 1)[-1]
     concurrency, rate = fn.options.concurrency, fn.options.rate_limit

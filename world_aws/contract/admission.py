@@ -232,7 +232,9 @@ def take_token(
 ) -> tuple[RateWindow, datetime | None]:
     """Take a token for ``holder``: (window, None) if taken; else (window, when to come back).
 
-    A holder with a taken token (a redelivery) keeps it. One with a reservation not yet
+    A holder with a taken token is a redelivery whose claim may have been written (its answer
+    lost) at a time not known: that token is settled now (no earlier than that claim) and
+    the redelivery needs another. One with a reservation not yet
     due is told its time again; at or past it, it takes a token if the recorded starts
     allow (the reservations do not count against it), else it is reserved again. A
     newcomer refused is reserved the next token to free (first come, first served), so
@@ -241,7 +243,8 @@ def take_token(
     live = window.live(period, now)
     mine = next((s for s in live if s.holder == holder and s.state is not TokenState.SETTLED), None)
     if mine is not None and mine.state is TokenState.TAKEN:
-        return replace(window, starts=tuple(live)), None
+        live = [s if s is not mine else Start(holder, now, TokenState.SETTLED) for s in live]
+        mine = None
     if mine is not None and mine.at > now:
         return replace(window, starts=tuple(live)), mine.at
     others = [s for s in live if s is not mine]

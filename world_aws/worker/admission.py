@@ -29,10 +29,10 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import ResolveData
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName, Redeliver, World
-from world_aws.errors import BadInput, NotFound
+from world_aws.errors import NotFound
 from world_aws.observe import telemetry
 from world_aws.worker.dispatch import StepDispatcher, resolve_step_input
-from world_aws.workflow.flow import key_of
+from world_aws.workflow.flow import call_key, step_scope
 from world_aws.workflow.registry import StepFunction, Workflows
 
 
@@ -55,11 +55,6 @@ class Refused:
 
     result: HandlerResult
     outcome: str
-
-
-def step_scope(step_name: str, key: str) -> str:
-    """The scope of a step's flow-control records: one per step name and key."""
-    return f"step:{step_name}:{key}"
 
 
 class AdmissionGate:
@@ -174,7 +169,13 @@ class AdmissionGate:
             if step.status.terminal:
                 return None
             data = step.input or b""
-        return call_key(self._app, fn, data, where=f"{payload.run_id}/{payload.step_id}")
+        return call_key(
+            self._app.serializer.loads,
+            fn.options.concurrency,
+            fn.options.rate_limit,
+            data,
+            where=f"{payload.run_id}/{payload.step_id}",
+        )
 
     def _wait_for_slot(self, payload: InvokePayload, scope: str, holder: str) -> Refused:
         """In line: leave (and wake the next) if the run ended, else arrange the recheck."""
@@ -204,25 +205,3 @@ class AdmissionGate:
             )
             return Refused(Redeliver(max(1.0, seconds)), outcome)
         return Refused(Ack(), outcome)
-
-
-def call_key(app: Workflows, fn: StepFunction[Any, Any], data: bytes, *, where: str) -> str:
-    """The flow-control key of a call of ``fn`` whose serialized input is ``data``.
-
-    A key function that raises gives the key "!error": the step's own attempt would fail
-    the same way, and under one shared key it runs and fails where its error is recorded,
-    rather than never running at all.
-    """
-    value = app.serializer.loads(data)
-    args, kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
-    options = fn.options
-    key = options.concurrency.key if options.concurrency is not None else None
-    if key is None and options.rate_limit is not None:
-        key = options.rate_limit.key
-    try:
-        return key_of(key, args, kwargs)
-    except BadInput:
-        telemetry.LOG.warning(
-            "flow-control key function raised; using the key '!error'", exc_info=True, extra={"step": where}
-        )
-        return "!error"

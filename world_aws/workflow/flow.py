@@ -10,6 +10,7 @@ one every call shares one key. The worker admits an attempt before it starts it
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from typing import Any
 
 from world_aws.errors import BadInput
 from world_aws.workflow.context import parse_duration
+
+LOG = logging.getLogger("world_aws.flow")
 
 # How long a slot stays held without its holder's outcome: a Lambda runs at most 15 minutes,
 # so a holder silent past that has died (https://docs.aws.amazon.com/lambda/latest/dg/configuration-timeout.html).
@@ -95,3 +98,34 @@ def key_of(key: KeyFn | None, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         return str(key(*args, **kwargs))
     except Exception as exc:
         raise BadInput(f"the flow-control key function raised {type(exc).__name__}: {exc}") from exc
+
+
+def step_scope(step_name: str, key: str) -> str:
+    """The scope of a step's flow-control records (``world.admission``): one per step name and key."""
+    return f"step:{step_name}:{key}"
+
+
+def call_key(
+    loads: Callable[[bytes], Any],
+    concurrency: Concurrency | None,
+    rate_limit: RateLimit | None,
+    data: bytes,
+    *,
+    where: str,
+) -> str:
+    """The flow-control key of a call whose serialized input is ``data`` (``loads``: the app's decoder).
+
+    A key function that raises gives the key "!error": the step's own attempt would fail
+    the same way, and under one shared key it runs and fails where its error is recorded,
+    rather than never running at all.
+    """
+    value = loads(data)
+    args, kwargs = tuple(value.get("args", ())), dict(value.get("kwargs", {}))
+    key = concurrency.key if concurrency is not None else None
+    if key is None and rate_limit is not None:
+        key = rate_limit.key
+    try:
+        return key_of(key, args, kwargs)
+    except BadInput:
+        LOG.warning("flow-control key function of %s raised; using the key '!error'", where, exc_info=True)
+        return "!error"

@@ -113,8 +113,7 @@ def test_an_unsettled_token_counts_until_settled_and_a_refused_claim_gives_it_ba
     clock.advance(1.5)
     due = _take(world, scope, "b", limit=1)
     assert due == clock.now() + timedelta(seconds=1)
-    # AND a redelivery of a keeps its token, one of b is told its time again
-    assert _take(world, scope, "a", limit=1) is None
+    # AND one of b is told its time again
     assert _take(world, scope, "b", limit=1) == due
     # AND a newcomer may not take the token a gives back (no attempt started): it is b's
     _settle(world, scope, "a", None)
@@ -125,6 +124,21 @@ def test_an_unsettled_token_counts_until_settled_and_a_refused_claim_gives_it_ba
     _settle(world, scope, "b", clock.now())
     states = {s.holder: s.state.value for s in world.admission.window(scope).starts}
     assert states == {"b": "settled", "c": "reserved"}
+
+
+def test_a_redelivery_with_a_taken_token_counts_it_as_started_and_needs_another(
+    world: World, clock: ManualClock
+) -> None:
+    scope = new_id("rate")
+    # GIVEN a token taken by a delivery whose claim's answer was lost (its start not known)
+    assert _take(world, scope, "a", limit=2) is None
+    clock.advance(0.25)
+    # WHEN its redelivery asks THEN the first token is settled now and a second one taken
+    assert _take(world, scope, "a", limit=2) is None
+    states = sorted(s.state.value for s in world.admission.window(scope).starts)
+    assert states == ["settled", "taken"]
+    # AND a third start within the period is refused
+    assert _take(world, scope, "b", limit=2) is not None
 
 
 def test_refused_starts_are_reserved_tokens_in_arrival_order(world: World, clock: ManualClock) -> None:
