@@ -153,6 +153,13 @@ class SerializationError(BadInput):
     """A value cannot be serialized (or deserialized); the message names the type."""
 
 
+class PayloadEncrypted(SerializationError):
+    """A payload is sealed with its run's data key and this process cannot open it (no ``kms:Decrypt``).
+
+    The API, CLI and UI show ``<encrypted>`` in its place (README "Security").
+    """
+
+
 class UnknownWorkflow(BadInput):
     """No workflow (or step) of that name is registered."""
 

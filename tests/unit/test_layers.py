@@ -91,6 +91,15 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
+        name="sealing-over-the-contract",
+        says=(
+            "world_aws/sealing (payload encryption) imports only the stdlib, cryptography, "
+            "world_aws.errors, world_aws.contract and itself: the key service is injected"
+        ),
+        applies_to=("world_aws.sealing",),
+        allows_only=("cryptography", "world_aws.errors", "world_aws.contract", "world_aws.sealing"),
+    ),
+    Rule(
         name="aws-implements-the-contract",
         says="world_aws/aws implements the contract: it never imports the runtime, the local World or a root",
         applies_to=("world_aws.aws",),

@@ -38,7 +38,8 @@ from world_aws.contract.records import (
     TokenData,
     owner_of,
 )
-from world_aws.errors import SerializationError
+from world_aws.contract.sealing import ENCRYPTED_MARKER
+from world_aws.errors import PayloadEncrypted, SerializationError
 from world_aws.runtime.children import PARENT_RUN_ID
 from world_aws.runtime.forks import forked_from
 from world_aws.runtime.registry import Workflows
@@ -123,6 +124,8 @@ def _created(step: Step) -> tuple[object, str]:
 def _result(run: Run, serializer: Serializer) -> object:
     try:
         return to_jsonable(serializer.loads(run.output or b""))
+    except PayloadEncrypted:
+        return ENCRYPTED_MARKER  # sealed, and this process has no kms:Decrypt on the run's key
     except SerializationError as exc:
         # e.g. a type this deployment's app does not register: show why, keep the rest of the run
         LOG.warning("cannot decode the result of run %s: %s", run.run_id, exc)
@@ -132,6 +135,8 @@ def _result(run: Run, serializer: Serializer) -> object:
 def _error(run: Run) -> ErrorView:
     try:
         info = decode_error(run.error or b"")
+    except PayloadEncrypted:
+        return ErrorView(type=ENCRYPTED_MARKER, message=ENCRYPTED_MARKER, code=run.error_code)
     except SerializationError as exc:
         LOG.warning("cannot decode the error of run %s: %s", run.run_id, exc)
         return ErrorView(type="UnknownError", message=f"<undecodable error: {exc}>", code=run.error_code)
@@ -144,6 +149,8 @@ def event_error(event: Event) -> ErrorView | None:
         return None
     try:
         return error_view(decode_error(data.error))
+    except PayloadEncrypted:
+        return ErrorView(type=ENCRYPTED_MARKER, message=ENCRYPTED_MARKER)
     except SerializationError:
         return None
 

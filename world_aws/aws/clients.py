@@ -7,7 +7,7 @@ of a World. The connection pool is sized for the runtime's fan-out threads.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
@@ -27,11 +27,16 @@ _POOL_SIZE = 64
 
 @dataclass(frozen=True, slots=True)
 class AwsClients:
-    """The DynamoDB, SQS and S3 clients of one World."""
+    """The DynamoDB, SQS, S3 and KMS clients of one World.
+
+    ``kms`` (payload encryption, ``aws/kms.py``) may be None: the World then makes one
+    from its configuration the first time a sealed run needs it.
+    """
 
     dynamodb: DynamoDBClient
     sqs: SQSClient
     s3: S3Client
+    kms: Any = None  # boto3-stubs[kms] is not a dependency
 
     @classmethod
     def create(cls, config: AwsConfig) -> AwsClients:
@@ -43,9 +48,11 @@ class AwsClients:
             dynamodb=session.client("dynamodb", endpoint_url=endpoint, config=client_config),
             sqs=session.client("sqs", endpoint_url=endpoint, config=client_config),
             s3=session.client("s3", endpoint_url=endpoint, config=client_config),
+            kms=session.client("kms", endpoint_url=endpoint, config=client_config),
         )
 
     def close(self) -> None:
         """Close the clients' connection pools."""
-        for client in (self.dynamodb, self.sqs, self.s3):
-            client.close()
+        for client in (self.dynamodb, self.sqs, self.s3, self.kms):
+            if client is not None:
+                client.close()

@@ -14,6 +14,7 @@ from world_aws.aws.config import AwsConfig
 from world_aws.aws.dynamo import Table
 from world_aws.aws.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
 from world_aws.aws.event_store import DynamoEventStore
+from world_aws.aws.kms import KmsKeyService
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.s3 import S3BlobStore
 from world_aws.aws.schedule_store import DynamoScheduleStore
@@ -22,6 +23,7 @@ from world_aws.aws.sqs import SqsQueue
 from world_aws.aws.stream_store import DynamoStreamStore
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.sealing import PayloadSeal
 from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
@@ -36,6 +38,7 @@ from world_aws.contract.world import (
     WaitStore,
     WorldCapabilities,
 )
+from world_aws.sealing import seal_stores
 
 __all__ = ["AwsClients", "AwsConfig", "AwsWorld", "create_aws_world"]
 
@@ -70,6 +73,21 @@ class AwsWorld:
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
         self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
+        # Payload encryption (README "Security"): always on the read side, so that any
+        # process with kms:Decrypt opens runs sealed elsewhere; new runs get a key only
+        # when a customer key is configured.
+        sealed = seal_stores(
+            events=self.events,
+            runs=self.runs,
+            steps=self.steps,
+            hooks=self.hooks,
+            streams=self.streams,
+            service=KmsKeyService(clients.kms or self._kms_client, config.payload_key_id),
+            encrypting=config.payload_key_id is not None,
+        )
+        self.events, self.runs, self.steps = sealed.events, sealed.runs, sealed.steps
+        self.hooks, self.streams = sealed.hooks, sealed.streams
+        self.payloads: PayloadSeal = sealed.payloads
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),
@@ -83,6 +101,13 @@ class AwsWorld:
     @property
     def capabilities(self) -> WorldCapabilities:
         return self._capabilities
+
+    def _kms_client(self) -> object:
+        """A KMS client for this World's region and endpoint, when its clients came without one."""
+        import boto3  # only when a sealed run is met without an injected client
+
+        session = boto3.session.Session(region_name=self.config.region)
+        return session.client("kms", endpoint_url=self.config.endpoint_url)
 
     def deployment_id(self) -> str:
         """The deployment this process serves (from the configuration; no backend call)."""

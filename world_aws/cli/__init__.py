@@ -42,6 +42,10 @@ API_COMMANDS = (*operate.COMMANDS, *replay.COMMANDS, "ui")
 DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
 DEMO_ARGS = ['"order-42"']
+ENCRYPT_HELP = (
+    "seal every payload with a data key per run under a moto KMS key (embedded only), "
+    "as PayloadKmsKeyArn does on AWS"
+)
 WORLD_HELP = (
     "embedded (default): moto on 127.0.0.1 with template.yaml's table, queues and bucket; "
     "memory: the in-memory World, no AWS emulation (fastest)"
@@ -75,6 +79,7 @@ def _add_run_options(parser: argparse.ArgumentParser, *, with_args: bool = True)
         )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     parser.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
+    parser.add_argument("--encrypt", action="store_true", help=ENCRYPT_HELP)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -119,6 +124,8 @@ def _command(ns: argparse.Namespace, out: TextIO, err: TextIO, prestarted: MotoP
         err.write(f"world-aws: error: --api and --sign are options of {', '.join(API_COMMANDS)}\n")
         return 2
     missing = embedded_unavailable(getattr(ns, "world", ""))
+    if missing is None and getattr(ns, "encrypt", False) and ns.world != "embedded":
+        missing = "--encrypt needs the embedded World (moto's KMS), not --world memory"
     if missing is not None:
         err.write(f"world-aws: error: {missing}\n")
         return 2

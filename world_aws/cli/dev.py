@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 DEV_DEFAULT_APP = "world_aws.demo:app"
 WORLD_HELP = "embedded (default): moto on 127.0.0.1; memory: the in-memory World (no AWS variables to export)"
+ENCRYPT_HELP = "seal every payload under a moto KMS key made for the stack (embedded only)"
 DEV_DEFAULT_PORT = 8787
 
 
@@ -57,6 +58,7 @@ def add_command(sub: Any) -> None:
         help=f"the API's port on 127.0.0.1 (default {DEV_DEFAULT_PORT}; 0 picks a free one)",
     )
     dev.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
+    dev.add_argument("--encrypt", action="store_true", help=ENCRYPT_HELP)
     dev.add_argument(
         "--reload",
         action="store_true",
@@ -81,7 +83,7 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"world-aws dev: starting {ns.app} on {where}...\n")
         out.flush()
         try:
-            dev = start_dev_stack(app, port=ns.port, kind=ns.world)
+            dev = start_dev_stack(app, port=ns.port, kind=ns.world, encrypt=ns.encrypt)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise

@@ -33,6 +33,7 @@ from world_aws.contract.records import (
     Wait,
 )
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.sealing import PayloadSeal
 from world_aws.contract.streams import StreamStore
 
 # The spec version this code mints for new runs. Resilient step dispatch (raw
@@ -472,6 +473,8 @@ class World(Protocol):
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    # How the runtime seals what it sends outside the stores (contract.sealing).
+    payloads: PayloadSeal
 
     @property
     def capabilities(self) -> WorldCapabilities: ...
@@ -506,6 +509,7 @@ class ForwardingWorld:
         self.clock: Clock = inner.clock
         self.schedules: ScheduleStore = inner.schedules
         self.streams: StreamStore = inner.streams
+        self.payloads: PayloadSeal = inner.payloads
 
     @property
     def capabilities(self) -> WorldCapabilities:

@@ -57,6 +57,7 @@ def start_dev_stack(
     config: RuntimeConfig | None = None,
     reconciler_config: ReconcilerConfig | None = None,
     scheduler_config: SchedulerConfig | None = None,
+    encrypt: bool = False,
 ) -> DevStack:
     """Start ``app`` on a local World with its HTTP API on ``127.0.0.1:port``.
 
@@ -70,6 +71,7 @@ def start_dev_stack(
         scheduler_config: the scheduler's (every 5 s locally unless
             ``WORKFLOW_SCHEDULE_PERIOD_SECONDS`` says otherwise); it passes on a background
             thread when the app has schedules.
+        encrypt: seal payloads under a moto KMS key (``local_stack``; embedded only).
 
     Raises:
         OSError: the port cannot be bound; nothing is left running.
@@ -83,6 +85,7 @@ def start_dev_stack(
                 config=config,
                 reconciler_config=reconciler_config,
                 scheduler_config=scheduler_config,
+                encrypt=encrypt,
             )
         )
         # Registered last, so it stops first: no request arrives while the stack shuts down.

@@ -17,6 +17,7 @@ import threading
 
 from world_aws.contract.clock import Clock, SystemClock
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.sealing import PLAIN_PAYLOADS, PayloadSeal
 from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
@@ -75,6 +76,8 @@ class MemoryWorld:
         self.blobs = MemoryBlobStore(self.stats)
         self.schedules = MemoryScheduleStore(clock)
         self.streams = MemoryStreamStore()
+        # A memory World does not encrypt (README "Security": the AWS World does).
+        self.payloads: PayloadSeal = PLAIN_PAYLOADS
         self.memory_queue = MemoryQueue(
             clock,
             stats=self.stats,

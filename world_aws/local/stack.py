@@ -136,6 +136,7 @@ def local_stack(
     scheduler_config: SchedulerConfig | None = None,
     run_schedules: bool = True,
     prestarted: MotoProcess | None = None,
+    encrypt: bool = False,
 ) -> Iterator[LocalStack]:
     """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop).
 
@@ -143,7 +144,12 @@ def local_stack(
     ``run_schedules=False`` leaves the app's schedules alone (``world-aws run``, one run).
     ``prestarted`` (embedded only): the stack already starting in a child process
     (``local/moto_process.py``); if it failed, one is started here instead.
+    ``encrypt`` (embedded only): payloads are sealed under a moto KMS key made for the
+    stack, as ``PayloadKmsKeyArn`` does on AWS (README "Security"); ``env`` names it
+    (``WORKFLOW_KMS_KEY_ID``).
     """
+    if encrypt and kind != "embedded":
+        raise ValueError("encrypt=True needs the embedded stack (moto's KMS), not kind='memory'")
     with ExitStack() as stack:
         endpoint: str | None = None
         env: dict[str, str] = {}
@@ -154,7 +160,7 @@ def local_stack(
             world: World = create_memory_world()
         elif kind == "embedded":
             from world_aws.aws.config import AwsConfig
-            from world_aws.aws.local_clients import clients_for_endpoint
+            from world_aws.aws.local_clients import clients_for_endpoint, local_kms_key
             from world_aws.aws.world import create_aws_world
             from world_aws.local.embedded import EmbeddedAws
 
@@ -175,6 +181,8 @@ def local_stack(
                 aws = stack.enter_context(EmbeddedAws(apply_settings=False))
                 endpoint, env, clients = aws.endpoint_url, aws.env(), aws.clients
                 release = aws.app.release_long_polls
+            if encrypt:
+                env["WORKFLOW_KMS_KEY_ID"] = local_kms_key(clients)
             world = create_aws_world(AwsConfig.from_env(env), clients=clients)
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")

@@ -68,7 +68,11 @@ def start_calls(
     names a new run each time, so nothing would repeat its publish, and the key's claim
     and record (2 WRU on the AWS World) would buy nothing; a copy of the message anyway
     (at-least-once delivery) is a second continuation, as any duplicate wake-up is.
+
+    A sealing World gives the run its data key first (``contract.sealing``): both writes
+    carry the same sealed creation.
     """
+    creation = world.payloads.creation(run_id, creation)
     message = InvokePayload(
         run_id=run_id,
         run_input=run_input_of(world, creation),
