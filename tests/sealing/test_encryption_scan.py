@@ -10,21 +10,32 @@ inside zlib-compressed attributes). The run still reads back whole through the W
 from __future__ import annotations
 
 import base64
+import io
+import json
 import time
+import urllib.request
 import zlib
 from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
+from world_aws.api.server import ApiServer, serve_api
+from world_aws.aws.config import AwsConfig
+from world_aws.aws.local_clients import clients_for_endpoint
+from world_aws.aws.world import create_aws_world
+from world_aws.cli import main
 from world_aws.contract.payload import InlineStepInput, InvokePayload, StepInputRef
 from world_aws.contract.records import EventType, StepCompletedData, StepFailedData
-from world_aws.contract.sealing import PAYLOAD_KEY_ATTRIBUTE, is_sealed
+from world_aws.contract.sealing import ENCRYPTED_MARKER, is_sealed
 from world_aws.contract.transport import decode_body
-from world_aws.errors import NotFound
+from world_aws.errors import BadInput, NotFound, PayloadEncrypted
 from world_aws.local.stack import LocalStack, local_config, local_stack
+from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde_errors import decode_error
+from world_aws.sealing.envelope import carried_key
 
 from .sealed_app import BIG_INPUT_CHARS, MARK, TOKEN, app, scan
 
@@ -123,9 +134,9 @@ def test_no_marker_in_the_table_the_bucket_or_the_queues(
     for url in clients.sqs.list_queues().get("QueueUrls", []):
         left = clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
         assert not any(holds_marker(m["Body"].encode()) for m in left.get("Messages", []))
-    # and the run keeps its wrapped data key once, as an attribute
-    run = stack.world.runs.get(run_id)
-    assert PAYLOAD_KEY_ATTRIBUTE in run.attributes
+    # and the run keeps its wrapped data key once, in its input's envelope, not on the run item
+    stored = aws.runs.inner.get(run_id)  # the AWS World's run store under the sealing layer
+    assert stored.input is not None and carried_key(stored.input) is not None
 
 
 def test_the_run_reads_back_whole_through_the_world(
@@ -156,3 +167,84 @@ def test_the_run_reads_back_whole_through_the_world(
     )
     chunks = stack.world.streams.read(run_id, "default")
     assert any(MARK in repr(loads(c.data)) for c in chunks)
+
+
+def _cli(server: ApiServer, *argv: str) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([*argv, "--api", server.url], out=out, err=err)
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_the_api_and_the_cli_decrypt_with_kms_decrypt(
+    sealed_run: tuple[LocalStack, str, Any, list[bytes]],
+) -> None:
+    stack, run_id, _result, _sent = sealed_run
+    with serve_api(stack.runtime, port=0) as server:
+        code, text = _cli(server, "result", run_id)
+        assert code == 0 and f"output {MARK} of input {MARK}" in text
+        code, text = _cli(server, "inspect", run_id)
+        assert code == 0 and f"refused {MARK}" in text
+        code, text = _cli(server, "stream", run_id)
+        assert code == 0 and f"streamed {MARK}" in text
+
+
+@pytest.fixture
+def reader_without_decrypt(sealed_run: tuple[LocalStack, str, Any, list[bytes]]) -> Iterator[Runtime]:
+    """A process on the same stack whose credentials lack kms:Decrypt (KMS answers AccessDenied)."""
+    stack = sealed_run[0]
+    env = {k: v for k, v in stack.env.items() if k != "WORKFLOW_KMS_KEY_ID"}
+    config = AwsConfig.from_env(env)
+    clients = clients_for_endpoint(stack.endpoint_url or "", config.region)
+
+    def refuse(**_: Any) -> None:
+        error = {"Code": "AccessDeniedException", "Message": "not authorized to perform: kms:Decrypt"}
+        raise ClientError({"Error": error}, "Decrypt")
+
+    clients.kms.meta.events.register("before-call.kms.Decrypt", refuse)
+    world = create_aws_world(config, clients=clients)
+    runtime = Runtime(world, app)
+    try:
+        yield runtime
+    finally:
+        runtime.close()
+        world.close()
+        clients.close()
+
+
+def test_without_kms_decrypt_the_api_and_the_cli_show_encrypted(
+    sealed_run: tuple[LocalStack, str, Any, list[bytes]], reader_without_decrypt: Runtime
+) -> None:
+    run_id = sealed_run[1]
+    # GIVEN a reader whose KMS refuses Decrypt: the payloads stay sealed in what it reads
+    run = reader_without_decrypt.world.runs.get(run_id)
+    assert is_sealed(run.output) and is_sealed(run.input)
+    with pytest.raises(PayloadEncrypted, match="kms:Decrypt"):
+        reader_without_decrypt.app.serializer.loads(run.output or b"")
+    # WHEN its API and the CLI over it show the run
+    with serve_api(reader_without_decrypt, port=0) as server:
+        code, text = _cli(server, "result", run_id)
+        assert code == 0 and ENCRYPTED_MARKER in text and MARK not in text
+        code, text = _cli(server, "inspect", run_id)
+        assert code == 0 and ENCRYPTED_MARKER in text and MARK not in text
+        code, text = _cli(server, "stream", run_id)
+        assert code == 0 and ENCRYPTED_MARKER in text and MARK not in text
+        events = json.loads(urllib.request.urlopen(f"{server.url}/runs/{run_id}/events?payloads=true").read())
+    # THEN every payload shows as encrypted, nothing as plaintext, nothing crashed
+    assert MARK not in json.dumps(events) and ENCRYPTED_MARKER in json.dumps(events)
+
+
+def test_a_payload_moved_to_another_field_or_run_does_not_open(
+    sealed_run: tuple[LocalStack, str, Any, list[bytes]],
+) -> None:
+    stack, run_id, _result, _sent = sealed_run
+    sealer = stack.world.payloads
+    sealed = sealer.seal(run_id, "output", b"\xa0")
+    assert is_sealed(sealed)
+    assert sealer.open(run_id, "output", sealed) == b"\xa0"  # type: ignore[attr-defined]
+    with pytest.raises(BadInput, match="moved from another run or field"):
+        sealer.open(run_id, "input", sealed)  # type: ignore[attr-defined]
+    tampered = sealed[:-1] + bytes([sealed[-1] ^ 1])
+    with pytest.raises(BadInput, match="altered"):
+        sealer.open(run_id, "output", tampered)  # type: ignore[attr-defined]
+    with pytest.raises(BadInput):  # another run has another key: its id is not this run's
+        sealer.open("wrun_other", "output", sealed)  # type: ignore[attr-defined]

@@ -6,13 +6,13 @@ given and open what they return, so the runtime reads and writes plaintext as
 before. Two things the runtime itself sends outside the stores go through
 ``world.payloads`` first:
 
-* a new run's creation (:meth:`PayloadSeal.creation`): the run's wrapped data key
-  joins its attributes, and its input is sealed, before ``run_created`` and the
-  first message (which carries the same creation) are written in parallel;
+* a new run's creation (:meth:`PayloadSeal.creation`): the run gets its data key and
+  its input is sealed, carrying the wrapped key, before ``run_created`` and the first
+  message (which carries the same creation) are written in parallel;
 * a step message's ``step_input`` (:meth:`PayloadSeal.seal`), inline or in blob
   storage above 128 KiB (contract §5.2).
 
-A sealed payload is an envelope that starts with :data:`SEALED_MAGIC`; a store
+A sealed payload is an envelope that starts with :data:`SEALED_PREFIX`; a store
 given a payload already sealed for its run and field (a step input a consumer
 re-ensures from its message) stores it as it is. A payload a reader cannot open
 (no ``kms:Decrypt``) is returned sealed: the serializer then refuses it with
@@ -27,19 +27,18 @@ from world_aws.contract.records import RunCreation
 from world_aws.errors import PayloadEncrypted
 
 # 0xFF is CBOR's "break", never the first byte of a serialized value (runtime/serde.py):
-# a sealed payload cannot be mistaken for a plain one.
-SEALED_MAGIC = b"\xffWS\x01"
-# A sealed payload's size beyond its plaintext (magic, key id, nonce, GCM tag: sealing/envelope.py).
-SEALED_OVERHEAD_BYTES = 40
-# The run attribute (the reserved "$" prefix, contract §2.1) holding the run's wrapped data key.
-PAYLOAD_KEY_ATTRIBUTE = "$payload_key"
+# a sealed payload cannot be mistaken for a plain one. A version byte follows.
+SEALED_PREFIX = b"\xff"
+# A sealed payload's size beyond its plaintext (prefix, version, nonce, GCM tag:
+# sealing/envelope.py); a run's input also carries its wrapped data key.
+SEALED_OVERHEAD_BYTES = 30
 # What the API, the CLI and the UI show for a payload they cannot decrypt.
 ENCRYPTED_MARKER = "<encrypted>"
 
 
 def is_sealed(data: bytes | None) -> bool:
     """Whether ``data`` is a sealed envelope (not a plain serialized value)."""
-    return data is not None and bytes(data[: len(SEALED_MAGIC)]) == SEALED_MAGIC
+    return data is not None and bytes(data[: len(SEALED_PREFIX)]) == SEALED_PREFIX
 
 
 def refuse_sealed(data: bytes, context: str) -> None:

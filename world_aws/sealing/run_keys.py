@@ -1,28 +1,32 @@
 """The runs' data keys: made and unwrapped by a key service (KMS), cached per container.
 
 A run's key is made once, when the run is created (``GenerateDataKey``), and stored
-wrapped in the run attribute ``$payload_key`` (base64), so on the run item and its
-``run_created`` event as every attribute is. A container that meets a run it has
-not seen reads that attribute (``runs.get`` without payloads: the run it replays is
-read anyway) and unwraps it once (``Decrypt``); both stay cached, bounded by
-:data:`CACHE_RUNS`. KMS is thus asked about once per run per container.
+wrapped inside the sealed envelope of the run's input (``envelope``, v2): in its
+``run_created`` event, and in its first message. A container that meets a run it has
+not seen reads the run with its input (``runs.get``) and unwraps the key once
+(``Decrypt``); both stay cached, bounded by :data:`CACHE_RUNS`. KMS is thus asked
+about once per run per container.
 """
 
 from __future__ import annotations
 
-import base64
+import logging
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from world_aws.contract.records import ResolveData
-from world_aws.contract.sealing import PAYLOAD_KEY_ATTRIBUTE
+from world_aws.contract.sealing import is_sealed
 from world_aws.contract.world import RunStore
-from world_aws.errors import BadInput, Misconfigured, NotFound
-from world_aws.sealing.envelope import key_id
+from world_aws.errors import BadInput, Misconfigured, NotFound, Transient
+from world_aws.sealing.envelope import carried_key, key_id
 
+LOG = logging.getLogger("world_aws.sealing")
+# A refused unwrap is not asked again for this long: a reader without kms:Decrypt showing a
+# run of a thousand events would otherwise ask KMS (and be refused) a thousand times.
+DENIED_SECONDS = 60.0
 # A Lambda container serves a few hundred live runs at most; 32 bytes of key and ~200 of
 # wrapped key each.
 CACHE_RUNS = 4096
@@ -68,7 +72,7 @@ class RunKeys:
 
     Args:
         service: the key service.
-        runs: the World's run store (unsealed), to read a run's wrapped key.
+        runs: the World's run store (unsealed), to read a run's input, which carries its key.
         encrypting: whether new runs get a key (a customer key is configured). Without,
             this container still opens sealed payloads, and seals for runs it knows sealed.
     """
@@ -80,35 +84,27 @@ class RunKeys:
         self._lock = threading.Lock()
         self._wrapped: OrderedDict[str, bytes] = OrderedDict()  # run id -> wrapped key (_PLAIN: none)
         self._keys: OrderedDict[bytes, bytes] = OrderedDict()  # key id -> data key
+        self._denied: dict[bytes, tuple[float, KeyDenied]] = {}  # key id -> (until, the refusal)
 
-    def new_run(self, run_id: str) -> tuple[bytes, bytes, str]:
-        """A new key for a run being created: (key, key id, the attribute value to store)."""
+    def new_run(self, run_id: str) -> DataKey:
+        """A new key for a run being created (cached by its id; the run is noted once it exists)."""
         made = self.service.generate(run_id)
-        kid = key_id(made.wrapped)
-        self._remember(self._keys, kid, made.plaintext)
-        return made.plaintext, kid, base64.b64encode(made.wrapped).decode()
+        self._remember(self._keys, key_id(made.wrapped), made.plaintext)
+        return made
 
-    def adopt(self, run_id: str, attribute: str) -> tuple[bytes, bytes]:
-        """The key and key id of the wrapped key ``attribute`` (a creation that carries one)."""
-        wrapped = _decoded(run_id, attribute)
-        kid = key_id(wrapped)
-        return self._unwrapped(run_id, kid, wrapped), kid
+    def unwrapped(self, run_id: str, wrapped: bytes) -> bytes:
+        """The data key of ``wrapped`` (a creation that carries one), unwrapped once."""
+        return self._unwrapped(run_id, key_id(wrapped), wrapped)
 
-    def note_run(self, run_id: str, attributes: Mapping[str, str], *, whole: bool = False) -> None:
-        """Remember which key the run (as read or written) has; nothing is unwrapped now.
-
-        ``whole``: ``attributes`` are all the run's (a read of its item), so a run without
-        the key attribute is plain. A run returned by a write may be partial: only a key
-        it shows is remembered.
-        """
-        attribute = attributes.get(PAYLOAD_KEY_ATTRIBUTE)
-        if attribute is None and not whole:
+    def note_run(self, run_id: str, stored_input: bytes | None) -> None:
+        """Remember which key the run has from its input as stored (None: not read, nothing known)."""
+        if stored_input is None:
             return
-        wrapped = _PLAIN if attribute is None else _decoded(run_id, attribute)
-        self._remember(self._wrapped, run_id, wrapped)
+        wrapped = carried_key(stored_input) if is_sealed(stored_input) else None
+        self._remember(self._wrapped, run_id, wrapped or _PLAIN)
 
-    def for_write(self, run_id: str) -> tuple[bytes, bytes] | None:
-        """The key and key id to seal ``run_id``'s payloads with; None: write them plain.
+    def for_write(self, run_id: str) -> bytes | None:
+        """The key to seal ``run_id``'s payloads with; None: write them plain.
 
         A run this container does not know is read only when encrypting: a container
         without a customer key writes plain to runs it has not seen sealed.
@@ -119,47 +115,60 @@ class RunKeys:
             if not self.encrypting:
                 return None
             wrapped = self._lookup(run_id)
-        if wrapped is None or wrapped == _PLAIN:
+        if not wrapped:
             return None
-        kid = key_id(wrapped)
-        return self._unwrapped(run_id, kid, wrapped), kid
+        return self._unwrapped(run_id, key_id(wrapped), wrapped)
 
-    def for_read(self, run_id: str, kid: bytes, attributes: Mapping[str, str] | None = None) -> bytes:
-        """The key with id ``kid`` of ``run_id`` (read from the run when not cached).
+    def for_read(self, run_id: str, carried: bytes | None = None) -> bytes:
+        """The key a payload of ``run_id`` opens with: the one its envelope carries, else the run's.
 
         Raises:
             KeyDenied: the key service refuses to unwrap it.
-            BadInput: the run has no key of that id (a payload moved from another run).
-            Throttled, Transient: from the key service or the read.
+            BadInput: the run has no key (a payload moved from another run).
+            Throttled, Transient: from the key service or the run's read.
         """
-        with self._lock:
-            key = self._keys.get(kid)
-        if key is not None:
-            return key
-        if attributes is not None and PAYLOAD_KEY_ATTRIBUTE in attributes:
-            self.note_run(run_id, attributes)
-            wrapped: bytes | None = _decoded(run_id, attributes[PAYLOAD_KEY_ATTRIBUTE])
-        else:
-            wrapped = self._lookup(run_id)
-        if not wrapped or key_id(wrapped) != kid:
-            raise BadInput(f"a sealed payload of run {run_id} names a key the run does not have")
-        return self._unwrapped(run_id, kid, wrapped)
+        wrapped = carried
+        if wrapped is None:
+            with self._lock:
+                wrapped = self._wrapped.get(run_id)
+            if wrapped is None:
+                wrapped = self._lookup(run_id)
+        if not wrapped:
+            raise BadInput(
+                f"run {run_id} has a sealed payload but no data key: it was moved from another run"
+            )
+        return self._unwrapped(run_id, key_id(wrapped), wrapped)
 
     def _lookup(self, run_id: str) -> bytes | None:
+        """The run's wrapped key from its stored input (_PLAIN: none); None: no such run."""
         try:
-            run = self._runs_store.get(run_id, resolve_data=ResolveData.NONE)
+            run = self._runs_store.get(run_id, resolve_data=ResolveData.ALL)
         except NotFound:
             return None
-        self.note_run(run_id, run.attributes, whole=True)
+        if run.input is None:  # a read with payloads always has it: never guess "plain"
+            raise Transient(f"run {run_id} was read without its input: cannot tell its data key")
+        self.note_run(run_id, run.input)
         with self._lock:
             return self._wrapped.get(run_id)
 
     def _unwrapped(self, run_id: str, kid: bytes, wrapped: bytes) -> bytes:
         with self._lock:
             key = self._keys.get(kid)
-        if key is None:
+            denied = self._denied.get(kid)
+        if key is not None:
+            return key
+        if denied is not None and time.monotonic() < denied[0]:
+            raise denied[1]
+        try:
             key = self.service.unwrap(run_id, wrapped)
-            self._remember(self._keys, kid, key)
+        except KeyDenied as refusal:
+            LOG.warning("run %s's payloads stay encrypted here: %s", run_id, refusal)
+            with self._lock:
+                if len(self._denied) >= CACHE_RUNS:
+                    self._denied.clear()
+                self._denied[kid] = (time.monotonic() + DENIED_SECONDS, refusal)
+            raise
+        self._remember(self._keys, kid, key)
         return key
 
     def _remember(
@@ -170,10 +179,3 @@ class RunKeys:
             cache.move_to_end(k)  # type: ignore[arg-type]
             while len(cache) > CACHE_RUNS:
                 cache.popitem(last=False)
-
-
-def _decoded(run_id: str, attribute: str) -> bytes:
-    try:
-        return base64.b64decode(attribute, validate=True)
-    except ValueError:
-        raise BadInput(f"run {run_id}'s {PAYLOAD_KEY_ATTRIBUTE} attribute is not base64") from None

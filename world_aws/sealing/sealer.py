@@ -9,8 +9,6 @@ outside the stores.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -25,11 +23,9 @@ from world_aws.contract.records import (
     creation_of,
     payload_fields,
 )
-from world_aws.contract.sealing import PAYLOAD_KEY_ATTRIBUTE, is_sealed
+from world_aws.contract.sealing import is_sealed
 from world_aws.sealing import envelope
 from world_aws.sealing.run_keys import KeyDenied, RunKeys
-
-LOG = logging.getLogger("world_aws.sealing")
 
 D = TypeVar("D", bound=EventData)
 
@@ -54,22 +50,22 @@ class Sealer:
         key = self.keys.for_write(run_id)
         if key is None:
             return data
-        return envelope.seal(key[0], key[1], run_id, field, data)
+        return envelope.seal(key, run_id, field, data)
 
     def creation(self, run_id: str, creation: RunCreation) -> RunCreation:
-        """``creation`` with the run's data key (new when it has none) and its input sealed."""
-        attribute = creation.attributes.get(PAYLOAD_KEY_ATTRIBUTE)
-        if attribute is not None:
-            key, kid = self.keys.adopt(run_id, attribute)
-        elif self.keys.encrypting:
-            key, kid, attribute = self.keys.new_run(run_id)
-            creation = replace(creation, attributes={**creation.attributes, PAYLOAD_KEY_ATTRIBUTE: attribute})
-        else:
-            return creation
+        """``creation`` with its input sealed under a new data key for the run, which it carries.
+
+        A creation already sealed (the first message's, re-ensured by its consumer) is checked
+        to open for the run, and kept; a plain one stays plain when this World does not encrypt.
+        """
         if is_sealed(creation.input):
             self.open(run_id, "input", creation.input, strict=True)
             return creation
-        return replace(creation, input=envelope.seal(key, kid, run_id, "input", creation.input))
+        if not self.keys.encrypting:
+            return creation
+        made = self.keys.new_run(run_id)
+        sealed = envelope.seal(made.plaintext, run_id, "input", creation.input, carry=made.wrapped)
+        return replace(creation, input=sealed)
 
     # --- opening
 
@@ -78,7 +74,6 @@ class Sealer:
         run_id: str,
         field: str,
         data: bytes | None,
-        attributes: Mapping[str, str] | None = None,
         *,
         strict: bool = False,
     ) -> bytes | None:
@@ -95,11 +90,10 @@ class Sealer:
         if data is None or not is_sealed(data):
             return data
         try:
-            key = self.keys.for_read(run_id, envelope.sealed_key_id(data), attributes)
+            key = self.keys.for_read(run_id, envelope.carried_key(data))
         except KeyDenied:
             if strict:
                 raise
-            LOG.warning("cannot unwrap run %s's data key: its %s stays encrypted", run_id, field)
             return bytes(data)
         return envelope.open_sealed(key, run_id, field, data)
 
@@ -117,29 +111,25 @@ class Sealer:
                 changes[name] = self.seal(run_id, name, value)
         return replace(data, **changes) if changes else data
 
-    def open_data(self, run_id: str, data: D, attributes: Mapping[str, str] | None = None) -> D:
+    def open_data(self, run_id: str, data: D) -> D:
         changes: dict[str, Any] = {}
         creation = creation_of(data)
-        if creation is not None:
-            attributes = creation.attributes
-            if is_sealed(creation.input):
-                changes["creation"] = replace(
-                    creation, input=self.open(run_id, "input", creation.input, attributes) or b""
-                )
+        if creation is not None and is_sealed(creation.input):
+            changes["creation"] = replace(creation, input=self.open(run_id, "input", creation.input) or b"")
         for name in payload_fields(type(data)):  # type: ignore[arg-type]
             value = getattr(data, name)
             if is_sealed(value):
-                changes[name] = self.open(run_id, name, value, attributes)
+                changes[name] = self.open(run_id, name, value)
         return replace(data, **changes) if changes else data
 
-    def open_event(self, event: Event, attributes: Mapping[str, str] | None = None) -> Event:
-        opened = self.open_data(event.run_id, event.data, attributes)
+    def open_event(self, event: Event) -> Event:
+        opened = self.open_data(event.run_id, event.data)
         return event if opened is event.data else replace(event, data=opened)
 
     def open_run(self, run: Run) -> Run:
-        self.keys.note_run(run.run_id, run.attributes)
+        self.keys.note_run(run.run_id, run.input)
         changes: dict[str, Any] = {
-            name: self.open(run.run_id, name, value, run.attributes)
+            name: self.open(run.run_id, name, value)
             for name, value in (("input", run.input), ("output", run.output), ("error", run.error))
             if is_sealed(value)
         }
@@ -159,12 +149,10 @@ class Sealer:
         return replace(hook, metadata=self.open(hook.run_id, "metadata", hook.metadata))
 
     def open_result(self, run_id: str, result: EventResult) -> EventResult:
-        run = self.open_run(result.run) if result.run is not None else None
-        attributes = run.attributes if run is not None else None
         return replace(
             result,
-            event=self.open_event(result.event, attributes) if result.event is not None else None,
-            run=run,
+            event=self.open_event(result.event) if result.event is not None else None,
+            run=self.open_run(result.run) if result.run is not None else None,
             step=self.open_step(result.step) if result.step is not None else None,
             hook=self.open_hook(result.hook) if result.hook is not None else None,
         )

@@ -20,12 +20,14 @@ from world_aws.contract.records import (
     Event,
     EventRequest,
     EventResult,
+    EventType,
     Hook,
     ResolveData,
     Run,
     RunLog,
     RunStatus,
     Step,
+    creation_of,
 )
 from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, StreamStore
 from world_aws.contract.world import EventStore, HookStore, LiveRun, RunPage, RunStore, StepStore, Sweep
@@ -47,7 +49,13 @@ class SealedEventStore(_Wrapper):
         return replace(request, data=self._sealer.seal_data(run_id, request.data))
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
-        result: EventResult = self.inner.create(run_id, self._sealed(run_id, request))
+        sealed = self._sealed(run_id, request)
+        result: EventResult = self.inner.create(run_id, sealed)
+        creation = creation_of(sealed.data)
+        if request.type is EventType.RUN_CREATED and result.event is not None and creation is not None:
+            # This request made the run: its key is the one this input carries (a run_started
+            # that carries a creation may have met the run made already, with another).
+            self._sealer.keys.note_run(run_id, creation.input)
         return self._sealer.open_result(run_id, result)
 
     def append_after(
@@ -79,7 +87,7 @@ class SealedEventStore(_Wrapper):
         run = self._sealer.open_run(log.run)
         if log.events is None:
             return replace(log, run=run)
-        return RunLog(run=run, events=[self._sealer.open_event(e, run.attributes) for e in log.events])
+        return RunLog(run=run, events=[self._sealer.open_event(e) for e in log.events])
 
 
 class SealedRunStore(_Wrapper):
