@@ -37,6 +37,7 @@ from world_aws.runtime.runtime import Runtime
 from world_aws.runtime.serde_errors import decode_error
 from world_aws.sealing.envelope import carried_key
 
+from . import sealed_app
 from .sealed_app import BIG_INPUT_CHARS, MARK, TOKEN, app, scan
 
 MARK_BYTES = MARK.encode()
@@ -248,3 +249,16 @@ def test_a_payload_moved_to_another_field_or_run_does_not_open(
         sealer.open(run_id, "output", tampered)  # type: ignore[attr-defined]
     with pytest.raises(BadInput):  # another run has another key: its id is not this run's
         sealer.open("wrun_other", "output", sealed)  # type: ignore[attr-defined]
+
+
+def test_replay_decrypts_with_kms_decrypt_and_says_encrypted_without(
+    sealed_run: tuple[LocalStack, str, Any, list[bytes]], reader_without_decrypt: Runtime
+) -> None:
+    stack, run_id, _result, _sent = sealed_run
+    app_ref = f"{sealed_app.__name__}:app"  # the module name its steps were recorded under
+    with serve_api(stack.runtime, port=0) as server:
+        code, text = _cli(server, "replay", app_ref, "--workflow", "scan")
+    assert code == 0 and run_id in text and "ok" in text, text
+    with serve_api(reader_without_decrypt, port=0) as server:
+        code, text = _cli(server, "replay", app_ref, "--workflow", "scan")
+    assert code != 0 and "encrypted" in text and MARK not in text
