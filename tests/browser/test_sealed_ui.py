@@ -6,6 +6,7 @@ whose KMS refuses Decrypt shows ``<encrypted>`` in their place, and the page sti
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -64,6 +65,8 @@ def no_decrypt_server(sealed_dev: tuple[DevStack, str]) -> Iterator[ApiServer]:
     env = {k: v for k, v in dev.stack.env.items() if k != "WORKFLOW_KMS_KEY_ID"}
     config = AwsConfig.from_env(env)
     clients = clients_for_endpoint(dev.stack.endpoint_url or "", config.region)
+    assert clients.make_kms is not None
+    clients = dataclasses.replace(clients, kms=clients.make_kms())  # this reader's own KMS client
 
     def refuse(**_: Any) -> None:
         error = {"Code": "AccessDeniedException", "Message": "not authorized to perform: kms:Decrypt"}

@@ -10,6 +10,7 @@ inside zlib-compressed attributes). The run still reads back whole through the W
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
 import time
@@ -196,6 +197,8 @@ def reader_without_decrypt(sealed_run: tuple[LocalStack, str, Any, list[bytes]])
     env = {k: v for k, v in stack.env.items() if k != "WORKFLOW_KMS_KEY_ID"}
     config = AwsConfig.from_env(env)
     clients = clients_for_endpoint(stack.endpoint_url or "", config.region)
+    assert clients.make_kms is not None
+    clients = dataclasses.replace(clients, kms=clients.make_kms())  # this reader's own KMS client
 
     def refuse(**_: Any) -> None:
         error = {"Code": "AccessDeniedException", "Message": "not authorized to perform: kms:Decrypt"}

@@ -82,7 +82,7 @@ class AwsWorld:
             steps=self.steps,
             hooks=self.hooks,
             streams=self.streams,
-            service=KmsKeyService(clients.kms or self._kms_client, config.payload_key_id),
+            service=KmsKeyService(clients.kms or clients.make_kms or self._kms_client, config.payload_key_id),
             encrypting=config.payload_key_id is not None,
         )
         self.events, self.runs, self.steps = sealed.events, sealed.runs, sealed.steps
