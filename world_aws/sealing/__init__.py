@@ -10,7 +10,7 @@ what it sends outside the stores (a new run's creation, a step message's input).
 * :mod:`.envelope`: the sealed form of one payload (AES-GCM, bound to run and field);
 * :mod:`.run_keys`: the data keys, cached per container: KMS about once per run;
 * :mod:`.sealer`: seals and opens records (events, runs, steps, hooks, stream chunks);
-* :mod:`.stores`: the store wrappers.
+* :mod:`.stores`: the store wrappers; :mod:`.world`: ``SealedWorld``, any World sealed.
 """
 
 from __future__ import annotations
@@ -18,5 +18,15 @@ from __future__ import annotations
 from world_aws.sealing.run_keys import DataKey, KeyDenied, KeyService, RunKeys
 from world_aws.sealing.sealer import Sealer
 from world_aws.sealing.stores import SealedStores, seal_stores
+from world_aws.sealing.world import SealedWorld
 
-__all__ = ["DataKey", "KeyDenied", "KeyService", "RunKeys", "SealedStores", "Sealer", "seal_stores"]
+__all__ = [
+    "DataKey",
+    "KeyDenied",
+    "KeyService",
+    "RunKeys",
+    "SealedStores",
+    "SealedWorld",
+    "Sealer",
+    "seal_stores",
+]
