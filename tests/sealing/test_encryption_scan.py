@@ -247,6 +247,9 @@ def test_a_payload_moved_to_another_field_or_run_does_not_open(
     assert sealer.open(run_id, "output", sealed) == b"\xa0"  # type: ignore[attr-defined]
     with pytest.raises(BadInput, match="moved from another run or field"):
         sealer.open(run_id, "input", sealed)  # type: ignore[attr-defined]
+    step_input = sealer.seal(run_id, "input", b"\xa0")
+    with pytest.raises(BadInput, match="moved from another run or field"):
+        sealer.open(run_id, "run_input", step_input)  # type: ignore[attr-defined]
     tampered = sealed[:-1] + bytes([sealed[-1] ^ 1])
     with pytest.raises(BadInput, match="altered"):
         sealer.open(run_id, "output", tampered)  # type: ignore[attr-defined]

@@ -12,9 +12,9 @@ key, so the key is stored once, with the input (in its ``run_created`` event, an
 the first message), and never on the run item that each write of the run rewrites (a
 byte there is billed on every write). A v1 payload opens with its run's key.
 
-The associated data is the run id and the field's name (``input``, ``output``,
-``error``, ``metadata``, ``payload``, ``stream:<name>``): a payload moved to another
-run or another field does not open.
+The associated data is the run id and the field's name (``input`` for a step's,
+``run_input``, ``output``, ``error``, ``metadata``, ``payload``, ``stream:<name>``): a
+payload moved to another run or another field does not open.
 
 Nonces are random (96 bits): a run seals far fewer than the 2^32 payloads under which
 NIST SP 800-38D bounds the collision risk of random nonces with one key.

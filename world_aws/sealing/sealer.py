@@ -28,6 +28,8 @@ from world_aws.sealing import envelope
 from world_aws.sealing.run_keys import KeyDenied, RunKeys
 
 D = TypeVar("D", bound=EventData)
+# The field a run's input is sealed for: not "input", a step's, so neither opens in the other's place.
+RUN_INPUT = "run_input"
 
 
 class Sealer:
@@ -59,12 +61,12 @@ class Sealer:
         to open for the run, and kept; a plain one stays plain when this World does not encrypt.
         """
         if is_sealed(creation.input):
-            self.open(run_id, "input", creation.input, strict=True)
+            self.open(run_id, RUN_INPUT, creation.input, strict=True)
             return creation
         if not self.keys.encrypting:
             return creation
         made = self.keys.new_run(run_id)
-        sealed = envelope.seal(made.plaintext, run_id, "input", creation.input, carry=made.wrapped)
+        sealed = envelope.seal(made.plaintext, run_id, RUN_INPUT, creation.input, carry=made.wrapped)
         return replace(creation, input=sealed)
 
     # --- opening
@@ -115,7 +117,7 @@ class Sealer:
         changes: dict[str, Any] = {}
         creation = creation_of(data)
         if creation is not None and is_sealed(creation.input):
-            changes["creation"] = replace(creation, input=self.open(run_id, "input", creation.input) or b"")
+            changes["creation"] = replace(creation, input=self.open(run_id, RUN_INPUT, creation.input) or b"")
         for name in payload_fields(type(data)):  # type: ignore[arg-type]
             value = getattr(data, name)
             if is_sealed(value):
@@ -129,8 +131,8 @@ class Sealer:
     def open_run(self, run: Run) -> Run:
         self.keys.note_run(run.run_id, run.input)
         changes: dict[str, Any] = {
-            name: self.open(run.run_id, name, value)
-            for name, value in (("input", run.input), ("output", run.output), ("error", run.error))
+            "input" if name == RUN_INPUT else name: self.open(run.run_id, name, value)
+            for name, value in ((RUN_INPUT, run.input), ("output", run.output), ("error", run.error))
             if is_sealed(value)
         }
         return replace(run, **changes) if changes else run
