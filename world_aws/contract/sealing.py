@@ -36,9 +36,12 @@ SEALED_OVERHEAD_BYTES = 30
 ENCRYPTED_MARKER = "<encrypted>"
 
 
-def is_sealed(data: bytes | None) -> bool:
-    """Whether ``data`` is a sealed envelope (not a plain serialized value)."""
-    return data is not None and bytes(data[: len(SEALED_PREFIX)]) == SEALED_PREFIX
+def is_sealed(data: object) -> bool:
+    """Whether ``data`` is a sealed envelope (not a plain serialized value, nor anything but bytes)."""
+    return (
+        isinstance(data, bytes | bytearray | memoryview)
+        and bytes(data[: len(SEALED_PREFIX)]) == SEALED_PREFIX
+    )
 
 
 def refuse_sealed(data: bytes, context: str) -> None:

@@ -63,8 +63,8 @@ class Sealer:
         if is_sealed(creation.input):
             self.open(run_id, RUN_INPUT, creation.input, strict=True)
             return creation
-        if not self.keys.encrypting:
-            return creation
+        if not self.keys.encrypting or not isinstance(creation.input, bytes):
+            return creation  # a wrong type: the World's shape check names it (contract.shapes)
         made = self.keys.new_run(run_id)
         sealed = envelope.seal(made.plaintext, run_id, RUN_INPUT, creation.input, carry=made.wrapped)
         return replace(creation, input=sealed)
@@ -105,11 +105,11 @@ class Sealer:
         """Event data with its payloads sealed (a creation gets the run's key)."""
         changes: dict[str, Any] = {}
         creation = creation_of(data)
-        if creation is not None:
+        if isinstance(creation, RunCreation):
             changes["creation"] = self.creation(run_id, creation)
         for name in payload_fields(type(data)):  # type: ignore[arg-type]
             value = getattr(data, name)
-            if value is not None:
+            if isinstance(value, bytes):  # else the World's shape check names it
                 changes[name] = self.seal(run_id, name, value)
         return replace(data, **changes) if changes else data
 
