@@ -105,7 +105,13 @@ def as_list(value: Any) -> list[Any]:
 
 
 def statements(role: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [s for policy in role.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+    """The role's inline statements; a conditional one (``Fn::If``) as granted when its condition holds."""
+    out: list[dict[str, Any]] = []
+    for policy in role.get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            branches = statement["Fn::If"][1:] if "Fn::If" in statement else [statement]
+            out += [b for b in branches if "Effect" in b]  # AWS::NoValue grants nothing
+    return out
 
 
 def role_of(document: Mapping[str, Any], function: Mapping[str, Any]) -> dict[str, Any]:
@@ -656,3 +662,41 @@ def test_logs_carry_no_user_values_unless_the_parameter_says_so(transformed: dic
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         setting = function["Environment"]["Variables"]["WORKFLOW_LOG_USER_VALUES"]
         assert setting == {"Fn::If": ["LogsCarryUserValues", "1", "0"]}, lid
+
+
+def test_the_payload_key_is_granted_only_with_its_parameter_and_only_on_that_key(
+    template: dict[str, Any], transformed: dict[str, Any]
+) -> None:
+    # GIVEN the template's PayloadKmsKeyArn (empty by default: encryption off)
+    assert template["Parameters"]["PayloadKmsKeyArn"]["Default"] == ""
+    assert transformed["Conditions"]["EncryptsPayloads"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "PayloadKmsKeyArn"}, ""]}]
+    }
+    key = {"Ref": "PayloadKmsKeyArn"}
+    for lid, role in of_type(transformed, "AWS::IAM::Role").items():
+        if not lid.endswith("FunctionRole"):
+            continue
+        # THEN every function's KMS grant is one statement, conditioned on it, on the key alone
+        conditional = [
+            s["Fn::If"]
+            for policy in role.get("Policies", [])
+            for s in policy["PolicyDocument"]["Statement"]
+            if "Fn::If" in s
+        ]
+        assert conditional == [
+            [
+                "EncryptsPayloads",
+                {
+                    "Sid": "PayloadKey",
+                    "Effect": "Allow",
+                    "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
+                    "Resource": key,
+                },
+                {"Ref": "AWS::NoValue"},
+            ]
+        ], lid
+        kms = [s for s in statements(role) if any(str(a).startswith("kms:") for a in as_list(s["Action"]))]
+        assert [s["Resource"] for s in kms] == [key], lid
+    # and the functions are told the key (WORKFLOW_KMS_KEY_ID)
+    for function in of_type(transformed, "AWS::Lambda::Function").values():
+        assert function["Environment"]["Variables"]["WORKFLOW_KMS_KEY_ID"] == key

@@ -29,6 +29,7 @@ from world_aws.errors import PayloadEncrypted
 # 0xFF is CBOR's "break", never the first byte of a serialized value (runtime/serde.py):
 # a sealed payload cannot be mistaken for a plain one. A version byte follows.
 SEALED_PREFIX = b"\xff"
+SEALED_VERSIONS = (1, 2)  # sealing/envelope.py: v1 a payload, v2 a run's input carrying its key
 # A sealed payload's size beyond its plaintext (prefix, version, nonce, GCM tag:
 # sealing/envelope.py); a run's input also carries its wrapped data key.
 SEALED_OVERHEAD_BYTES = 30
@@ -38,10 +39,9 @@ ENCRYPTED_MARKER = "<encrypted>"
 
 def is_sealed(data: object) -> bool:
     """Whether ``data`` is a sealed envelope (not a plain serialized value, nor anything but bytes)."""
-    return (
-        isinstance(data, bytes | bytearray | memoryview)
-        and bytes(data[: len(SEALED_PREFIX)]) == SEALED_PREFIX
-    )
+    if not isinstance(data, bytes | bytearray | memoryview) or len(data) <= len(SEALED_PREFIX):
+        return False
+    return bytes(data[: len(SEALED_PREFIX)]) == SEALED_PREFIX and data[len(SEALED_PREFIX)] in SEALED_VERSIONS
 
 
 def refuse_sealed(data: bytes, context: str) -> None:
