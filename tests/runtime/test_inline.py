@@ -16,6 +16,8 @@ from datetime import timedelta
 
 import pytest
 
+from harness.harness import Harness
+from harness.harness import memory_harness as fresh_memory_harness
 from world_aws import Workflows, get_step_metadata
 from world_aws.contract.records import (
     EventRequest,
@@ -30,8 +32,6 @@ from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandle
 from world_aws.engine.replay import OwnedStep, StepRequest, Suspended
 from world_aws.errors import BadInput, Transient, WorkflowFailedError
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.harness import Harness
-from world_aws.testing.harness import memory_harness as fresh_memory_harness
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.inline import InlinePlan, InlineSteps, Owner
 
