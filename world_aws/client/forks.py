@@ -8,7 +8,7 @@ The original is only read: it stays ended, its fence untouched.
 Two writes, as ``start()`` makes (contract §6.1): ``run_created`` (attributes
 ``$forked_from`` and ``$fork_position`` name the original and the point) ∥ the
 fork's first workflow message. The copy of the prefix is the workflow consumer's
-(:meth:`Forks.prepare`, from ``Runtime._handle_workflow``), before the run starts:
+(:meth:`Forks.prepare`, from ``Worker._handle_workflow``), before the run starts:
 
 * the fork stays ``pending`` until its copy is whole; only a continuation writes
   ``run_started``, and every continuation of a pending fork finishes the copy first,
