@@ -45,7 +45,7 @@ from world_aws.aws.write.wait_events import WaitEvents
 from world_aws.contract import rules
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
-from world_aws.contract.world import BlobStore
+from world_aws.contract.world import BlobStore, RunEnds
 from world_aws.errors import NotFound, WorldAwsError
 
 # One event type's writer: (run id, request, now) -> the appended event and its entity.
@@ -56,9 +56,15 @@ class DynamoEventStore:
     """The event log of every run in one DynamoDB table, with the entity changes each event makes."""
 
     def __init__(
-        self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, repair: HoleRepairPolicy | None = None
+        self,
+        sequencer: Sequencer,
+        blobs: BlobStore,
+        clock: Clock,
+        repair: HoleRepairPolicy | None = None,
+        ends: RunEnds | None = None,
     ) -> None:
         self._clock = clock
+        self.ends = ends or RunEnds()
         policy = repair or HoleRepairPolicy()
         # Shared: a tail the reader keeps, the next append carries (on the readers' time source).
         landings = Landings(sequencer, policy.monotonic)
@@ -100,7 +106,10 @@ class DynamoEventStore:
         writer = self.writers.get(request.type)
         if writer is None:  # a type callers may write that no writer takes: a World bug, not a guess
             raise WorldAwsError(f"no DynamoDB writer for event type {request.type.value!r}")
-        return writer(run_id, request, self._clock.now())
+        result = writer(run_id, request, self._clock.now())
+        if request.type.ends_run:
+            self.ends.notify(run_id)
+        return result
 
     def append_after(
         self,
@@ -122,6 +131,7 @@ class DynamoEventStore:
         if appended is None:
             return None
         if rules.split_batch(requests).end is not None:
+            self.ends.notify(run_id)
             # As after a terminal transition one by one: from a tail's image, only if the run
             # made a hook (``keys.HOOKED``); after a transaction (no image), always.
             self._runs.release_hooks(run_id, at, appended.run_item)

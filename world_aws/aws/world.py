@@ -31,6 +31,7 @@ from world_aws.contract.world import (
     MessageHandler,
     Queue,
     QueueName,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
@@ -62,7 +63,8 @@ class AwsWorld:
         self.blobs: BlobStore = S3BlobStore(clients.s3, config.bucket_name)
         # Exposed for tests and tools that simulate a writer dying between reserve and commit.
         self.sequencer = Sequencer(self.table, self.blobs)
-        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self.ends = RunEnds()
+        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair, self.ends)
         self.events: EventStore = self._event_store
         self.runs: RunStore = DynamoRunStore(self.table, self.blobs)
         self.steps: StepStore = DynamoStepStore(self.table, self.blobs, self.sequencer)

@@ -60,9 +60,13 @@ class RunHandle:
                 status = RunStatus.PENDING  # its first message has not created it yet
             if status.terminal:
                 return self.run()
-            if deadline is not None and time.monotonic() >= deadline:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 raise ResultTimeout(f"run {self.run_id} is still {status.value} after {timeout}s")
-            time.sleep(interval)
+            # Woken the moment this process records the end (World.ends); a run ended by
+            # another process is seen by the next read, up to POLL_MAX_SECONDS later.
+            if self._world.ends.wait(self.run_id, interval if left is None else min(interval, left)):
+                continue
             interval = min(POLL_MAX_SECONDS, interval * 1.5)
 
     def result(self, timeout: float | None = None) -> Any:

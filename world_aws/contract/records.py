@@ -86,6 +86,11 @@ class EventType(StrEnum):
         return self.entity is Entity.RUN
 
     @property
+    def ends_run(self) -> bool:
+        """run_completed, run_failed or run_cancelled: the event that makes a run terminal."""
+        return self in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
+
+    @property
     def is_step_event(self) -> bool:
         return self.entity is Entity.STEP
 

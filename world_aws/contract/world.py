@@ -12,6 +12,8 @@ threads.
 from __future__ import annotations
 
 import builtins
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -474,6 +476,35 @@ class WorldCapabilities:
     precondition_guard: bool = False
 
 
+class RunEnds:
+    """Wakes this process's waiters on a run the moment this process records the run's end.
+
+    A World notifies it when one of its writes ends a run; ``RunHandle.wait`` waits on it
+    between reads instead of sleeping, so a run that ends in this process (the local
+    stack, the memory World, the test kit) is seen at once, without a poll interval. A run
+    ended by another process is still seen by the handle's next read. Keeps the last
+    ``keep`` ended ids (a waiter that comes later reads the end anyway).
+    """
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self._cond = threading.Condition()
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._keep = keep
+
+    def notify(self, run_id: str) -> None:
+        """``run_id`` ended: wake whoever waits on it."""
+        with self._cond:
+            self._ended[run_id] = None
+            while len(self._ended) > self._keep:
+                self._ended.popitem(last=False)
+            self._cond.notify_all()
+
+    def wait(self, run_id: str, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for this process to record ``run_id``'s end; whether it did."""
+        with self._cond:
+            return self._cond.wait_for(lambda: run_id in self._ended, timeout)
+
+
 class World(Protocol):
     events: EventStore
     runs: RunStore
@@ -485,6 +516,7 @@ class World(Protocol):
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    ends: RunEnds
 
     @property
     def capabilities(self) -> WorldCapabilities: ...
@@ -519,6 +551,7 @@ class ForwardingWorld:
         self.clock: Clock = inner.clock
         self.schedules: ScheduleStore = inner.schedules
         self.streams: StreamStore = inner.streams
+        self.ends: RunEnds = inner.ends
 
     @property
     def capabilities(self) -> WorldCapabilities:

@@ -24,6 +24,7 @@ from world_aws.contract.world import (
     HookStore,
     MessageHandler,
     Queue,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
@@ -53,6 +54,7 @@ class MemoryWorld:
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    ends: RunEnds
 
     def __init__(
         self,
@@ -67,7 +69,8 @@ class MemoryWorld:
         self.clock = clock
         self.stats = WorldStats()
         state = MemoryState()
-        self.events = MemoryEventStore(state, clock, self.stats)
+        self.ends = RunEnds()
+        self.events = MemoryEventStore(state, clock, self.stats, self.ends)
         self.runs = MemoryRunStore(state, self.stats)
         self.steps = MemoryStepStore(state, self.stats)
         self.hooks = MemoryHookStore(state, self.stats)
