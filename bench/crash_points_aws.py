@@ -23,10 +23,12 @@ import sys
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from bench.chaos import ChaosConfig, run_configuration
 from bench.crash_points import ATTEMPTS, KINDS, SEED, CrashPointPlan, Point, broken, config
+from bench.recovery import write_doc
 from world_aws.testing.fault_plan import Fault
 
 
@@ -102,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.crash_points_aws", description=__doc__.splitlines()[0]
     )
-    parser.parse_args(argv)
+    parser.add_argument("--doc", type=Path, help="write the table into this page (docs/benchmarks.md)")
+    args = parser.parse_args(argv)
     logging.disable(logging.ERROR)
     began = time.perf_counter()
     points, row = record()
@@ -124,6 +127,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {case_id(kind, point)}: {'fired' if hit else 'not reached'}, {'FAILED' if wrong else 'ok'}")
     summary = {**counts, "failed": len(failures), "seconds": round(time.perf_counter() - began, 1)}
     print(json.dumps(summary))
+    if args.doc is not None:
+        rows = [f"| `{case_id(kind, point)}` | {kind} |" for kind, point in cases]
+        table = "\n".join(
+            [
+                "| calls recorded | kinds in deliveries (cases) | fault fired | failed | reconciler wakes "
+                "| wall (1 process) |",
+                "|---:|---:|---:|---:|---:|---:|",
+                f"| {len(points)} | {summary['cases']} | {summary.get('fired', 0)} | {summary['failed']} "
+                f"| {summary.get('reconciled', 0)} | {summary['seconds']} s |",
+                "",
+                "| case | fault |",
+                "|---|---|",
+                *rows,
+                "",
+                "`python -m bench.crash_points_aws` (AWS World on moto, one case per kind of call).",
+            ]
+        )
+        write_doc(args.doc, "bench.crash_points_aws", table)
     for name, wrong in list(failures.items())[:10]:
         print(name, json.dumps(wrong)[:2000])
     return 1 if failures else 0
