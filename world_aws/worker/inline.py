@@ -12,7 +12,8 @@ costs two events (created, outcome) and no message, no claim, no marker.
 Ownership (who may start an inline step's body):
 * a continuation of another delivery (a wake, a hook's resume, a reconciler's
   pass, a step message's last completer) leaves an owned step alone while its
-  owner may still run it: for ``inline_lease_seconds`` after the owner's write;
+  owner may still run it: for ``inline_lease_seconds`` after the owner's write, or
+  after its last renewal (a live owner renews while its bodies run, ``runtime/leases.py``);
 * the owner's own message, delivered again (a higher receive count), means the
   invocation that ran the body is gone (its heartbeat hid the message for as long
   as it lived, ``aws/queue/heartbeat.py``; a redelivery comes only once it stopped): it starts the step again
