@@ -29,7 +29,7 @@ from typing import Any
 from bench.chaos import ChaosConfig, run_configuration
 from bench.crash_points import ATTEMPTS, KINDS, SEED, CrashPointPlan, Point, broken, config
 from bench.recovery import write_doc
-from world_aws.testing.fault_plan import Fault
+from harness.fault_plan import Fault
 
 
 class _Side(threading.local):
