@@ -105,6 +105,15 @@ def read_settings(root: Path) -> ProjectSettings:
     )
 
 
+def is_project(root: Path) -> bool:
+    """Whether ``root`` is a world-aws project (its ``pyproject.toml`` has ``[tool.world-aws]``)."""
+    try:
+        read_settings(root)
+    except ProjectError:
+        return False
+    return True
+
+
 def has_requirements(path: Path) -> bool:
     """Whether the requirements file at ``path`` names anything (not only comments and blank lines)."""
     lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
