@@ -30,8 +30,8 @@ requires = ["setuptools>=68"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "exclaimer"
-version = "1.0"
+name = "{name}"
+version = "{version}"
 """
 # Runs in an interpreter started with -I -S: the bundle is all it has beyond the standard library.
 DRIVER = """
@@ -57,6 +57,19 @@ import json, os, sys
 with open(os.environ["FAKE_SAM_LOG"], "a") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd()}}) + "\\n")
 """
+
+
+def _local_wheel(tmp_path: Path, wheels: Path, name: str, version: str, code: str) -> str:
+    """A wheel of a one-module package ``name``, built here offline; its file name."""
+    source = tmp_path / f"{name}-{version}-src"
+    (source / name).mkdir(parents=True)
+    (source / name / "__init__.py").write_text(code)
+    (source / "pyproject.toml").write_text(DEPENDENCY_PYPROJECT.format(name=name, version=version))
+    offline = ["--no-deps", "--no-build-isolation", "--no-index"]
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "-q", *offline]
+    subprocess.run([*pip_wheel, "-w", str(wheels), str(source)], check=True, capture_output=True)
+    (built,) = wheels.glob(f"{name}-{version}-*.whl")
+    return built.name
 
 
 def _init(installed: Path, where: Path) -> Path:  # noqa: F811
@@ -102,17 +115,15 @@ def test_init_refuses_a_name_that_is_no_module(installed: Path, tmp_path: Path) 
 def test_build_bundles_the_app_with_its_own_dependency(installed: Path, tmp_path: Path) -> None:  # noqa: F811
     # GIVEN a project whose app imports a dependency of its own, pinned in requirements.txt
     root = _init(installed, tmp_path)
-    source = tmp_path / "exclaimer-src"
-    (source / "exclaimer").mkdir(parents=True)
-    (source / "exclaimer" / "__init__.py").write_text(DEPENDENCY)
-    (source / "pyproject.toml").write_text(DEPENDENCY_PYPROJECT)
     wheels = root / "wheels"
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-    subprocess.run(
-        [*pip_wheel, "--no-index", "-w", str(wheels), str(source)], check=True, capture_output=True
-    )
-    (built_wheel,) = wheels.glob("exclaimer-*.whl")
-    (root / "requirements.txt").write_text(f"./wheels/{built_wheel.name}\n")
+    exclaimer = _local_wheel(tmp_path, wheels, "exclaimer", "1.0", DEPENDENCY)
+    # (a package world-aws pins, at another version, is refused in one line, exit 2)
+    moved = _local_wheel(tmp_path, wheels, "cbor2", "0.0.1", "")
+    (root / "requirements.txt").write_text(f"./wheels/{exclaimer}\n./wheels/{moved}\n")
+    refused = _in(root, str(installed / "world-aws"), "build", "--native")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "cbor2 0.0.1 (world-aws pins 6." in refused.stderr.splitlines()[-1], refused.stderr
+    (root / "requirements.txt").write_text(f"./wheels/{exclaimer}\n")
     app = (root / "demoapp.py").read_text()
     app = app.replace("from world_aws import", "from exclaimer import exclaim\nfrom world_aws import")
     app = app.replace("return name.upper()", "return exclaim(name.upper())")

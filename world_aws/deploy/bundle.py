@@ -12,7 +12,7 @@ What goes in, flat at the top of the directory (Lambda puts it first on ``sys.pa
   runtime: S3 conditional writes need a recent botocore, and the version is then the one tested;
 * the app's own dependencies (``requirements``): a pinned list of every package the app needs
   beyond world-aws (``pip freeze`` or ``pip-compile`` output), installed the same way with
-  ``--no-deps``, after the lock, so it cannot move a package world-aws pinned;
+  ``--no-deps``; one that the lock pins at another version is refused;
 * the package ``world_aws`` this module belongs to (the installed one, or a checkout's), and
   the Lambda handlers as the top-level package ``functions`` (``functions.step_handler.handler``
   in the template): in a checkout ``lambda-functions`` is a link to ``functions/``; the wheel
@@ -30,9 +30,11 @@ it by path in a clone where nothing is installed yet.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -89,14 +91,64 @@ def pip_command(out: Path, lock: Path = LOCK_FILE, *, native: bool) -> list[str]
 def app_pip_command(out: Path, requirements: Path, *, native: bool) -> list[str]:
     """The pip invocation that adds the app's pinned ``requirements`` to the bundle in ``out``.
 
-    ``--no-deps``: the file pins every package the app needs (pip resolves nothing, and a
-    package world-aws pinned is not replaced). Hashes are checked when the file has them.
+    ``--no-deps``: the file pins every package the app needs (pip resolves nothing). Hashes
+    are checked when the file has them.
     A path or a pure-Python sdist in the file is built here; for Lambda, the platform options
     take binary wheels for the rest.
     """
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)]
-    command += ["--no-warn-conflicts", "--no-deps", "--upgrade"]
+    command += ["--no-warn-conflicts", "--no-deps"]
     return [*command, *platform_options(native), "-r", str(requirements)]
+
+
+def pinned_versions(lock: Path = LOCK_FILE) -> dict[str, str]:
+    """The ``name==version`` pins of ``lock``, by normalised name (PEP 503)."""
+    pins: dict[str, str] = {}
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        requirement = line.split("#", 1)[0].split()
+        if requirement and "==" in requirement[0]:
+            name, version = requirement[0].split("==", 1)
+            pins[_normalised(name)] = version
+    return pins
+
+
+def add_app_requirements(out: Path, requirements: Path, *, native: bool) -> None:
+    """Install ``requirements`` beside the pinned dependencies in ``out``, refusing to move a pin.
+
+    They are installed into a directory of their own first; a distribution there that the lock
+    pins at another version is refused (the bundle would no longer be the tested one), and the
+    rest is merged into ``out``.
+
+    Raises:
+        BuildError: the requirements hold a package world-aws pins, at another version.
+        subprocess.CalledProcessError: pip failed.
+    """
+    pins = pinned_versions()
+    with tempfile.TemporaryDirectory(prefix="world-aws-app-deps-") as scratch:
+        staged = Path(scratch)
+        # Paths inside the file are the user's, relative to the file (as where they wrote it).
+        command = app_pip_command(staged, requirements, native=native)
+        subprocess.run(command, check=True, cwd=requirements.parent)
+        conflicts = []
+        for info in staged.glob("*.dist-info"):
+            name, _, version = info.name.removesuffix(".dist-info").rpartition("-")
+            pinned = pins.get(_normalised(name))
+            if pinned is not None and pinned != version:
+                conflicts.append(f"{name} {version} (world-aws pins {pinned})")
+        if conflicts:
+            raise BuildError(
+                f"{requirements}: world-aws's own dependencies are pinned and tested; "
+                f"use their versions or leave them out: {', '.join(sorted(conflicts))}"
+            )
+        for entry in staged.iterdir():
+            if entry.is_dir():
+                shutil.copytree(entry, out / entry.name, dirs_exist_ok=True)  # namespace packages merge
+            else:
+                shutil.copy2(entry, out / entry.name)
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def build(
@@ -118,7 +170,8 @@ def build(
         ``out``.
 
     Raises:
-        BuildError: ``out`` is a directory no build made, or an include or ``requirements`` is missing.
+        BuildError: ``out`` is a directory no build made, an include or ``requirements`` is
+            missing, or ``requirements`` moves a package world-aws pins.
         subprocess.CalledProcessError: pip failed.
     """
     for path in [*includes, *([requirements] if requirements is not None else [])]:
@@ -127,9 +180,7 @@ def build(
     _prepare(out)
     subprocess.run(pip_command(out, native=native), check=True)
     if requirements is not None:
-        # Paths inside the file are the user's, relative to the file (as where they wrote it).
-        requirements = requirements.resolve()
-        subprocess.run(app_pip_command(out, requirements, native=native), check=True, cwd=requirements.parent)
+        add_app_requirements(out, requirements.resolve(), native=native)
     # Console scripts of the dependencies, with this machine's interpreter in their shebang.
     shutil.rmtree(out / "bin", ignore_errors=True)
     shutil.copytree(PACKAGE, out / PACKAGE.name, ignore=_NOT_SHIPPED_IN_PACKAGE)
