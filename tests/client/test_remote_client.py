@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from examples.children import app as children_app
 from tests.cli.conftest import Dev, dev  # noqa: F401 (the module's dev stack)
 from world_aws.client import RemoteRun, connect
 from world_aws.errors import BadInput, NotFound, ResultTimeout, RetryLater, RunCancelledError
+from world_aws.local.dev import start_dev_stack
 
 
 def test_a_service_starts_a_run_resumes_its_hook_and_reads_the_result(dev: Dev) -> None:  # noqa: F811
@@ -66,6 +68,17 @@ def test_bad_requests_are_the_package_errors(dev: Dev) -> None:  # noqa: F811
         connect("http://127.0.0.1:9", timeout=2).get("wrun_x")  # the discard port: refused
     with pytest.raises(BadInput):
         connect("ftp://example.com")
+
+
+def test_result_follows_continue_as_new_to_the_last_run() -> None:
+    # GIVEN a dev stack (the in-memory World behind the same HTTP API) serving a workflow that
+    # continues as new every three numbers
+    with start_dev_stack(children_app, port=0, kind="memory") as running:
+        client = connect(running.url)
+        run = client.start("count_up", 10)
+        # THEN the first run's result is the last run's value, and the first run names its successor
+        assert run.result(timeout=30) == {"limit": 10, "total": 55}
+        assert client.get(run.run_id)["links"]["continued_as"]
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

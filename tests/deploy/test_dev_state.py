@@ -28,7 +28,8 @@ from world_aws.contract.records import RunStatus
 from world_aws.deploy.project import init
 from world_aws.errors import BadInput, NotFound
 from world_aws.local.dev import DevStack, start_dev_stack
-from world_aws.local.dev_state import SNAPSHOT_FILE
+from world_aws.local.dev_state import SNAPSHOT_FILE, StateDir
+from world_aws.local.moto_state import MotoState
 from world_aws.runtime.loading import load_app
 
 WAIT = 60.0
@@ -147,6 +148,36 @@ def test_a_reload_keeps_old_runs_on_their_code_and_the_state_survives(app_file: 
         assert client.get(old.run_id)["status"] == "completed"
         client.resume("review:cy", "ok")
         assert client.result(new.run_id, timeout=WAIT) == "checked cy: 3 ok"
+
+
+def test_a_failed_save_is_logged_and_the_next_one_saves(
+    app_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "state"
+    monkeypatch.setenv("WORLD_AWS_DEV_SAVE_SECONDS", "0.05")
+    saves: list[bool] = []
+    save = StateDir.save
+
+    def disk_full_once(self: StateDir, snapshot: MotoState) -> None:
+        saves.append(True)
+        if len(saves) == 1:
+            raise OSError(28, "No space left on device")
+        save(self, snapshot)
+
+    monkeypatch.setattr(StateDir, "save", disk_full_once)
+    # GIVEN a stack whose first periodic save fails (a full disk)
+    with _start(app_file, state) as dev:
+        run = connect(dev.url).start("review", "eve", "ab")
+        _hook(dev, "review:eve")
+        deadline = time.monotonic() + WAIT
+        while "review:eve" not in _snapshot_text(state):
+            assert time.monotonic() < deadline, "no later save"
+            time.sleep(0.05)
+        # THEN it kept serving, said why in the log, and a later save holds the run
+        assert connect(dev.url).get(run.run_id)["status"] == "running"
+    assert "could not save its state" in caplog.text and "No space left" in caplog.text
+    with _start(app_file, state) as dev:
+        assert connect(dev.url).get(run.run_id)["status"] == "running"
 
 
 def load_app_fresh(path: Path) -> object:

@@ -110,7 +110,7 @@ class ServiceClient:
         return RemoteRun(self, run_id)
 
     def result(self, run_id: str, *, timeout: float | None = None) -> Any:
-        """Wait for the run to end (polling); its value.
+        """Wait for the run to end (polling); its value (of the chain's last run, if it continued as new).
 
         Raises:
             WorkflowFailedError: the run failed (type, message and error code as recorded).
@@ -122,6 +122,10 @@ class ServiceClient:
         while True:
             run = self.get(run_id)
             status = run["status"]
+            continued_as = (run.get("links") or {}).get("continued_as")
+            if status == "completed" and continued_as:  # follow the chain to its last run
+                run_id = str(continued_as)
+                continue
             if status in _TERMINAL:
                 break
             if deadline is not None and time.monotonic() >= deadline:
