@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.distribution.test_wheel import _env, _in, installed, wheel  # noqa: F401 (fixtures)
+from tests.distribution.test_wheel import _env, _in, installed, plain, wheel  # noqa: F401 (fixtures)
 
 DEPENDENCY = """\
 def exclaim(text: str) -> str:
@@ -78,9 +78,13 @@ def _init(installed: Path, where: Path) -> Path:  # noqa: F811
     return where / "demoapp"
 
 
-def test_init_makes_a_project_whose_tests_pass(installed: Path, tmp_path: Path) -> None:  # noqa: F811
-    # WHEN a project is made from the installed wheel
-    root = _init(installed, tmp_path)
+@pytest.mark.parametrize("venv", ["installed", "plain"])
+def test_init_makes_a_project_whose_tests_pass(
+    venv: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # WHEN a project is made from the installed wheel (with the [local] extra's moto, and without)
+    bin_dir = request.getfixturevalue(venv)
+    root = _init(bin_dir, tmp_path)
     # THEN it holds the app, its test, the README, CI, the template and its parameters
     names = {str(path.relative_to(root)) for path in root.rglob("*") if path.is_file()}
     assert {
@@ -95,11 +99,11 @@ def test_init_makes_a_project_whose_tests_pass(installed: Path, tmp_path: Path) 
     } <= names
     assert 'parameter_overrides = "AppModule=demoapp:app"' in (root / "samconfig.toml").read_text()
     # AND its tests pass at once (the kit's fixture comes from the installed package)
-    tested = _in(root, str(installed / "python"), "-m", "pytest", "-p", "no:cacheprovider")
+    tested = _in(root, str(bin_dir / "python"), "-m", "pytest", "-p", "no:cacheprovider")
     assert tested.returncode == 0, tested.stdout + tested.stderr
     assert "1 passed" in tested.stdout
     # AND a second init of the same name refuses in one line, exit 2
-    again = _in(tmp_path, str(installed / "world-aws"), "init", "demoapp")
+    again = _in(tmp_path, str(bin_dir / "world-aws"), "init", "demoapp")
     assert again.returncode == 2 and "exists already" in again.stderr
 
 

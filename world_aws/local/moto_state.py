@@ -9,14 +9,16 @@ instead could not be atomic: a Scan is paged, and the server serves other client
 between pages. ``world_aws.local.dev_state`` writes the copy to disk and puts it back into
 a fresh stack through the AWS APIs.
 
-moto's internals read here (moto 5.x, ``moto_range``): ``Table.all_items()`` and
-``Item.to_json()``, a bucket's ``keys`` (the newest version of each), a queue's ``_messages``.
+moto's internals read here (moto 5.x, ``moto_range``): a table's ``items`` and
+``range_key_attr``, an item's ``attrs`` (``DynamoType``: ``type``, ``value``), a bucket's
+``keys`` (the newest version of each), a queue's ``_messages``.
 """
 
 from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +69,7 @@ def read_state(app: SerializedApp, resources: ProvisionedResources, region: str)
     """Copy the stack's table, bucket and queues out of moto, with no request running meanwhile."""
     with app.lock:
         table = dynamodb_backends[DEFAULT_ACCOUNT_ID][region].get_table(resources.table_name)
-        items = [_base64_binaries(item.to_json()["Attributes"]) for item in table.all_items()]
+        items = [{name: _wire(value) for name, value in item.attrs.items()} for item in _items(table)]
         bucket = s3_backends[DEFAULT_ACCOUNT_ID]["global"].get_bucket(resources.bucket_name)
         objects = {name: key.value for name, key in bucket.keys.items() if key is not None}
         sqs = sqs_backends[DEFAULT_ACCOUNT_ID][region]
@@ -79,15 +81,38 @@ def read_state(app: SerializedApp, resources: ProvisionedResources, region: str)
     return MotoState(items=items, objects=objects, messages=messages)
 
 
-def _base64_binaries(value: Any) -> Any:
-    """``value`` with every binary as base64 text: moto gives a top-level one so, a nested one as bytes."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {key: _base64_binaries(member) for key, member in value.items()}
-    if isinstance(value, list):
-        return [_base64_binaries(member) for member in value]
-    return value
+def _items(table: Any) -> Iterator[Any]:
+    """Every item of a moto table, unsorted (``all_items()`` sorts them all: most of a snapshot's time)."""
+    for stored in table.items.values():
+        if table.range_key_attr:
+            yield from stored.values()
+        else:
+            yield stored
+
+
+def _wire(value: Any) -> dict[str, Any]:
+    """A moto ``DynamoType`` as DynamoDB JSON, in new containers, binaries as base64 text.
+
+    ``Item.to_json()`` would do it through a deep copy of every value, several times slower,
+    and with nested binaries left as bytes.
+    """
+    kind, inner = value.type, value.value
+    if kind == "M":
+        return {"M": {name: _wire(member) for name, member in inner.items()}}
+    if kind == "L":
+        return {"L": [_wire(member) for member in inner]}
+    if kind == "B":
+        return {"B": _base64(inner)}
+    if kind == "BS":
+        return {"BS": [_base64(member) for member in inner]}
+    if isinstance(inner, list):  # SS, NS
+        return {kind: list(inner)}
+    return {kind: inner}
+
+
+def _base64(binary: bytes | str) -> str:
+    # moto holds a binary as the request's base64 text, or as bytes once decoded.
+    return base64.b64encode(binary).decode("ascii") if isinstance(binary, bytes) else binary
 
 
 def _message(message: Any, now_ms: float) -> QueuedMessage:
