@@ -261,12 +261,8 @@ def _entry(entry_id: str, message: QueuedMessage) -> dict[str, Any]:
 
 
 def _boto_attribute(value: dict[str, Any]) -> dict[str, Any]:
-    """A message attribute as moto holds it (the wire's, binaries base64) as boto3 takes it."""
-    out = {"DataType": value.get("DataType") or value.get("data_type")}
-    string = value.get("StringValue", value.get("string_value"))
-    binary = value.get("BinaryValue", value.get("binary_value"))
-    if string is not None:
-        out["StringValue"] = string
-    if binary is not None:
-        out["BinaryValue"] = base64.b64decode(binary) if isinstance(binary, str) else binary
+    """A message attribute as the snapshot holds it (binaries base64) as boto3 takes it."""
+    out = {key: member for key, member in value.items() if key in ("DataType", "StringValue")}
+    if value.get("BinaryValue") is not None:
+        out["BinaryValue"] = base64.b64decode(value["BinaryValue"])
     return out

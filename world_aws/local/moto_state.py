@@ -33,7 +33,7 @@ from world_aws.local.serial_wsgi import SerializedApp
 
 @dataclass(frozen=True)
 class QueuedMessage:
-    """One message of a queue: its body, attributes (SQS wire form) and the seconds left of its delay."""
+    """A queue message: body, attributes (SQS wire form, binaries base64), seconds left of its delay."""
 
     body: str
     attributes: dict[str, Any]
@@ -115,12 +115,20 @@ def _base64(binary: bytes | str) -> str:
     return base64.b64encode(binary).decode("ascii") if isinstance(binary, bytes) else binary
 
 
+def _attribute(value: dict[str, Any]) -> dict[str, Any]:
+    """A message attribute as on the wire (``DataType``, ``StringValue``/``BinaryValue`` in base64)."""
+    copied = {key: member for key, member in value.items() if key in ("DataType", "StringValue")}
+    if value.get("BinaryValue") is not None:
+        copied["BinaryValue"] = _base64(value["BinaryValue"])
+    return copied
+
+
 def _message(message: Any, now_ms: float) -> QueuedMessage:
     # A message in flight (received, not yet deleted) is taken as visible again: the consumer
     # that held it stops with the stack, as its visibility timeout would have run out.
     delayed_until = float(getattr(message, "delayed_until", 0.0) or 0.0)
     return QueuedMessage(
         body=str(message.body),
-        attributes=dict(message.message_attributes or {}),
+        attributes={name: _attribute(value) for name, value in (message.message_attributes or {}).items()},
         delay_seconds=max(0, min(900, int((delayed_until - now_ms) / 1000 + 0.999))),
     )
