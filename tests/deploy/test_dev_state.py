@@ -31,6 +31,7 @@ from world_aws.local.dev import DevStack, start_dev_stack
 from world_aws.local.dev_state import SNAPSHOT_FILE, StateDir
 from world_aws.local.moto_state import MotoState
 from world_aws.runtime.loading import load_app
+from world_aws.runtime.registry import Workflows
 
 WAIT = 60.0
 APP = """
@@ -180,7 +181,7 @@ def test_a_failed_save_is_logged_and_the_next_one_saves(
         assert connect(dev.url).get(run.run_id)["status"] == "running"
 
 
-def load_app_fresh(path: Path) -> object:
+def load_app_fresh(path: Path) -> Workflows:
     from world_aws.local.reload import fresh_app
 
     return fresh_app(f"{path}:app", [path.resolve()])
