@@ -107,12 +107,21 @@ def test_init_makes_a_project_whose_tests_pass(
     assert again.returncode == 2 and "exists already" in again.stderr
 
 
-def test_init_refuses_a_name_that_is_no_module(installed: Path, tmp_path: Path) -> None:  # noqa: F811
-    refused = _in(tmp_path, str(installed / "world-aws"), "init", "9lives")
+@pytest.mark.parametrize(
+    ("name", "why"),
+    [("9lives", "starting with a letter"), ("json", "would hide"), ("world-aws", "would hide")],
+)
+def test_init_refuses_a_name_that_is_no_module_of_its_own(
+    installed: Path,  # noqa: F811
+    tmp_path: Path,
+    name: str,
+    why: str,
+) -> None:
+    refused = _in(tmp_path, str(installed / "world-aws"), "init", name)
     assert refused.returncode == 2
     (line,) = refused.stderr.splitlines()
-    assert "9lives" in line and "starting with a letter" in line
-    assert not (tmp_path / "9lives").exists()
+    assert name in line and why in line
+    assert not (tmp_path / name).exists()
 
 
 @pytest.mark.slow

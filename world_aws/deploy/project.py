@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import shutil
 import string
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,8 @@ SETTINGS_FILE = "pyproject.toml"
 # A project name: a directory, a Python module (dashes become underscores) and a stack name
 # (CloudFormation: letters, digits and dashes, starting with a letter).
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+# Top-level modules the bundle or the tests import: an app module of that name would hide them.
+_TAKEN = frozenset({"world_aws", "functions", "boto3", "botocore", "pydantic", "pytest", "moto", "conftest"})
 
 
 class ProjectError(Exception):
@@ -44,16 +47,19 @@ def init(name: str, parent: Path) -> Path:
     """Write a new project ``name`` into ``parent / name``; returns its directory.
 
     Raises:
-        ProjectError: ``name`` is not a valid project name, or ``parent / name`` exists.
+        ProjectError: ``name`` is not a valid project name, its module would hide a standard or
+            bundled one, or ``parent / name`` exists.
     """
     if not _NAME.match(name):
         raise ProjectError(
             f"project name {name!r}: letters, digits, '-' and '_', starting with a letter (at most 64)"
         )
+    module = name.replace("-", "_").lower()
+    if module in sys.stdlib_module_names or module in _TAKEN:
+        raise ProjectError(f"project name {name!r}: its module {module}.py would hide the package {module!r}")
     root = parent / name
     if root.exists():
         raise ProjectError(f"{root} exists already: choose another name or directory")
-    module = name.replace("-", "_").lower()
     values = {"name": name, "module": module, "stack": name.replace("_", "-")}
     files = {
         f"{module}.py": "app.py.tmpl",
