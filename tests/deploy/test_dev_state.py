@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import fake_aws_environment
+from tests.cli.test_dev_command import dev_process
 from world_aws.cli import build_parser, main
 from world_aws.cli.dev import state_dir
 from world_aws.client import connect
@@ -258,6 +259,19 @@ def test_dev_keeps_state_by_default_in_a_project_only(tmp_path: Path) -> None:
     assert state_dir(plain, cwd=root) == root / ".world-aws"
     assert state_dir(parser.parse_args(["dev", "--no-state"]), cwd=root) is None
     assert state_dir(parser.parse_args(["dev", "--world", "memory"]), cwd=root) is None
+
+
+def test_dev_in_a_project_serves_its_app_and_keeps_its_state_inside_it(tmp_path: Path) -> None:
+    root = init("shop", tmp_path)
+    # WHEN `world-aws dev` starts in the project with no app named, then stops
+    with dev_process("--port", "0", cwd=root) as (proc, lines):
+        proc.send_signal(signal.SIGINT)
+    # THEN it served the project's app and saved its state in .world-aws/
+    assert proc.returncode == 0, lines
+    assert any(line.startswith("world-aws dev: starting shop:app on moto") for line in lines), lines
+    (state_line,) = [line for line in lines if line.strip().startswith("state ")]
+    assert state_line.endswith("/shop/.world-aws (kept across restarts)"), state_line
+    assert (root / ".world-aws" / SNAPSHOT_FILE).is_file()
 
 
 def test_state_on_the_memory_world_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from world_aws.client.schedule_view import describe_schedules
-from world_aws.deploy.project import is_project
+from world_aws.deploy.project import is_project, project_app
 from world_aws.errors import BadInput
 from world_aws.workflow.loading import load_app
 
@@ -53,7 +53,10 @@ def add_command(sub: Any) -> None:
     """Add ``dev`` to the ``world-aws`` parser's subparsers."""
     dev = sub.add_parser("dev", help="serve an app with its HTTP API on 127.0.0.1 until Ctrl-C")
     dev.add_argument(
-        "app", nargs="?", default=DEV_DEFAULT_APP, help=f"MODULE:APP to serve (default {DEV_DEFAULT_APP})"
+        "app",
+        nargs="?",
+        help="MODULE:APP to serve (default: a project's [tool.world-aws] app, else the demo "
+        f"{DEV_DEFAULT_APP})",
     )
     dev.add_argument(
         "--port",
@@ -94,6 +97,8 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve until SIGINT/SIGTERM. Must run on the main thread (it installs signal handlers)."""
     from world_aws.local.dev import start_dev_stack
 
+    if ns.app is None:
+        ns.app = project_app(Path.cwd()) or DEV_DEFAULT_APP
     try:
         app = load_app(ns.app)
     except BadInput as exc:

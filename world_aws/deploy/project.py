@@ -120,6 +120,14 @@ def is_project(root: Path) -> bool:
     return True
 
 
+def project_app(root: Path) -> str | None:
+    """The app (``MODULE:ATTR``) of the project in ``root``, or None if ``root`` is no project."""
+    try:
+        return read_settings(root).app
+    except ProjectError:
+        return None
+
+
 def has_requirements(path: Path) -> bool:
     """Whether the requirements file at ``path`` names anything (not only comments and blank lines)."""
     lines = (line.split("#", 1)[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
