@@ -15,7 +15,8 @@ raises ``WorkflowFailedError`` or ``RunCancelledError`` from ``result``.
 
 Every attempt of a step, and every replay of the workflow, runs inside one invocation of
 the stack's functions, so one attempt is bounded by their 150 s timeout (template.yaml
-``Timeout: 150``); a run itself may last as long as it likes (sleeps, hooks, retries).
+``Timeout: 150``, contract §10); a run itself may last as long as it likes (sleeps, hooks,
+retries).
 """
 
 from __future__ import annotations
