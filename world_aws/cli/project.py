@@ -53,10 +53,8 @@ def run_build(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         settings = project.read_settings(ns.project)
         requirements = ns.requirements if ns.requirements is not None else settings.requirements
-        if requirements is not None and ns.requirements is None and not requirements.exists():
-            requirements = None  # the settings' default file, not there: nothing to add
         if requirements is not None and requirements.exists() and not project.has_requirements(requirements):
-            requirements = None
+            requirements = None  # only comments: nothing to add (a missing file is refused by the build)
         built = bundle.build(
             ns.project / "build" / "lambda",
             includes=settings.includes,
