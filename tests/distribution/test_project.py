@@ -14,11 +14,12 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.distribution.test_wheel import _env, _in, installed, plain, wheel  # noqa: F401 (fixtures)
+from tests.distribution.test_wheel import REPO, _env, _in, installed, plain, wheel  # noqa: F401 (fixtures)
 
 DEPENDENCY = """\
 def exclaim(text: str) -> str:
@@ -57,6 +58,16 @@ import json, os, sys
 with open(os.environ["FAKE_SAM_LOG"], "a") as f:
     f.write(json.dumps({{"argv": sys.argv[1:], "cwd": os.getcwd()}}) + "\\n")
 """
+
+
+def test_the_wheel_ships_the_handlers_the_lock_and_the_project_files(wheel: Path) -> None:  # noqa: F811
+    names = set(zipfile.ZipFile(wheel).namelist())
+    handlers = REPO / "functions"
+    assert {f"world_aws/deploy/lambda-functions/{path.name}" for path in handlers.glob("*.py")} <= names
+    assert "world_aws/deploy/requirements-lambda.lock" in names
+    assert "world_aws/deploy/project-files/app.py.tmpl" in names
+    # the handlers are data: no second top-level package, no importable world_aws.deploy.lambda_functions
+    assert not any(name.startswith("functions/") for name in names)
 
 
 def _local_wheel(tmp_path: Path, wheels: Path, name: str, version: str, code: str) -> str:
