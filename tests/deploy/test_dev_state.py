@@ -148,6 +148,11 @@ def test_a_reload_keeps_old_runs_on_their_code_and_the_state_survives(app_file: 
     with _start(app_file, state) as dev:
         client = connect(dev.url)
         assert client.get(old.run_id)["status"] == "completed"
+        # THEN a deploy after the restart takes no id a live run is pinned to
+        pinned = dev.stack.world.runs.get(new.run_id).deployment_id
+        assert pinned != dev.stack.deployment_id
+        assert dev.stack.deploy(load_app_fresh(app_file)) not in (pinned, dev.stack.deployments.ids()[0])
+        # AND the run from before the restart finishes on the code there is
         client.resume("review:cy", "ok")
         assert client.result(new.run_id, timeout=WAIT) == "checked cy: 3 ok"
 
