@@ -22,8 +22,8 @@ import pytest
 
 from tests.cli.conftest import fake_aws_environment
 from tests.cli.test_dev_command import dev_process
-from world_aws.cli import build_parser, main
 from world_aws.cli.dev import state_dir
+from world_aws.cli.main import build_parser, main
 from world_aws.client import connect
 from world_aws.contract.records import RunStatus
 from world_aws.deploy.project import init
@@ -31,8 +31,8 @@ from world_aws.errors import BadInput, NotFound
 from world_aws.local.dev import DevStack, start_dev_stack
 from world_aws.local.dev_state import SNAPSHOT_FILE, StateDir
 from world_aws.local.moto_state import MotoState
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.registry import Workflows
+from world_aws.workflow.loading import load_app
+from world_aws.workflow.registry import Workflows
 
 WAIT = 60.0
 APP = """
@@ -196,7 +196,7 @@ def load_app_fresh(path: Path) -> Workflows:
 def _dev_process(app_file: Path, state: Path) -> tuple[subprocess.Popen[str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORLD_AWS_", "AWS_ENDPOINT"))}
     env["WORLD_AWS_DEV_SAVE_SECONDS"] = "0.2"
-    code = "import sys; from world_aws.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from world_aws.cli.main import main; sys.exit(main(sys.argv[1:]))"
     argv = [sys.executable, "-c", code, "dev", f"{app_file}:app", "--port", "0", "--state", str(state)]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str | None] = queue.Queue()

@@ -145,8 +145,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="client-never-imports-the-worker",
-        says="world_aws/client never imports the worker, the runtime façade or an outer layer",
+        says=(
+            "world_aws/client never imports the worker, the runtime façade or an outer layer "
+            "(but client/remote.py, a service's HTTP client of a deployed stack, stands on the CLI's)"
+        ),
         applies_to=("world_aws.client",),
+        exempt=("world_aws.client.remote",),
         forbids=("world_aws.worker", *ABOVE_THE_RUNTIME),
     ),
     Rule(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 # ``connect``: a service's client of a deployed stack over its HTTP API (``remote.py``), loaded
 # on first use: it stands on the CLI's HTTP client, which the runtime's client layer never loads.
 _REMOTE = ("RemoteRun", "ServiceClient", "connect")
-__all__ = list(_REMOTE)
+__all__ = ["RemoteRun", "ServiceClient", "connect"]
 
 
 def __getattr__(name: str) -> Any:
