@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from world_aws.cli import dev, operate, replay, ui
+from world_aws.cli import dev, operate, project, replay, ui
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.outcome import JsonErrors, Parser, UsageError, json_error, write_usage_error
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
@@ -43,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_command(sub)
     operate.add_commands(sub)
     replay.add_commands(sub)
+    project.add_commands(sub)
     return parser
 
 
@@ -81,7 +82,11 @@ def main(
     args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        ns = parser.parse_args(args)
+        ns, unknown = parser.parse_known_args(args)
+        if unknown and ns.command != "deploy":  # deploy passes what it does not know to sam deploy
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        if ns.command == "deploy":
+            ns.sam_args = [*ns.sam_args, *unknown]
     except UsageError as exc:
         return write_usage_error(exc, err, as_json="--json" in args)
     except SystemExit as exc:  # --help
