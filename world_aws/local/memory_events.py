@@ -64,6 +64,8 @@ class MemoryEventStore:
         with self._state.lock:
             now = self._clock.now()
             record = self._state.runs.get(run_id)
+            if run_id in self._state.erased:  # its tombstone: no message of it creates it again
+                raise NotFound(f"run {run_id} was erased")
             if etype.is_run_event:
                 return self._run_event(run_id, record, request, now)
             if record is None:
