@@ -338,7 +338,9 @@ class Table:
         for start in range(0, len(requests), BATCH_WRITE_MAX_ITEMS):
             pending: dict[str, Any] = {self.name: requests[start : start + BATCH_WRITE_MAX_ITEMS]}
             for attempt in range(_UNPROCESSED_RETRIES):
-                response = self._call("BatchWriteItem", self.client.batch_write_item, {"RequestItems": pending})
+                response = self._call(
+                    "BatchWriteItem", self.client.batch_write_item, {"RequestItems": pending}
+                )
                 pending = dict(response.get("UnprocessedItems") or {})
                 if not pending:
                     break

@@ -153,8 +153,11 @@ class DynamoErasure:
             raise translate(exc, operation="S3 GetObject", resource=f"bucket {self._blobs.bucket}") from exc
 
     def _s3(self, operation: str, **kwargs: Any) -> None:
-        call = {"DeleteObject": self._blobs.client.delete_object, "PutObject": self._blobs.client.put_object}
+        client: Any = self._blobs.client
+        call = {"DeleteObject": client.delete_object, "PutObject": client.put_object}
         try:
             call[operation](Bucket=self._blobs.bucket, **kwargs)
         except (ClientError, BotoCoreError) as exc:
-            raise translate(exc, operation=f"S3 {operation}", resource=f"bucket {self._blobs.bucket}") from exc
+            raise translate(
+                exc, operation=f"S3 {operation}", resource=f"bucket {self._blobs.bucket}"
+            ) from exc

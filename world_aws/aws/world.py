@@ -12,8 +12,8 @@ import threading
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.dynamo import Table
-from world_aws.aws.erasure import DynamoErasure
 from world_aws.aws.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
+from world_aws.aws.erasure import DynamoErasure
 from world_aws.aws.event_store import DynamoEventStore
 from world_aws.aws.log_reader import HoleRepairPolicy
 from world_aws.aws.s3 import S3BlobStore

@@ -32,8 +32,9 @@ class MemoryErasure:
             if record is None:
                 raise NotFound(f"run {run_id} not found")
             if not record.run.status.terminal:
+                status = record.run.status.value
                 raise Conflict(
-                    f"run {run_id} is {record.run.status.value}: only an ended run can be deleted (cancel it first)"
+                    f"run {run_id} is {status}: only an ended run can be deleted (cancel it first)"
                 )
             self._state.erased.add(run_id)
             del self._state.runs[run_id]

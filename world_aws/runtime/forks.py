@@ -43,6 +43,7 @@ from world_aws.contract.rules import RESERVED_ATTRIBUTE_PREFIX
 from world_aws.contract.world import SPEC_VERSION_CURRENT, World
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
+from world_aws.runtime.audit import FORKED_BY, LOCAL_ACTOR
 from world_aws.runtime.fork_plan import copied_count, copy_plan, fork_point
 from world_aws.runtime.handle import RunHandle
 from world_aws.runtime.registry import Workflows
@@ -69,7 +70,12 @@ class Forks:
         self._pool = pool
 
     def fork(
-        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> RunHandle:
         """Start a fork of the ended run ``run_id`` (module docstring).
 
@@ -101,7 +107,7 @@ class Forks:
         attributes = {
             k: v for k, v in source.attributes.items() if not k.startswith(RESERVED_ATTRIBUTE_PREFIX)
         }
-        attributes |= {FORKED_FROM: run_id, FORK_POSITION: str(point)}
+        attributes |= {FORKED_FROM: run_id, FORK_POSITION: str(point), FORKED_BY: actor}
         with tracing.start_span(fork_id, source.workflow_name):
             carrier = tracing.current_carrier()
             creation = RunCreation(
@@ -109,7 +115,11 @@ class Forks:
                 deployment_id=self._world.deployment_id(),
                 spec_version=SPEC_VERSION_CURRENT,
                 input=source.input,
-                attributes={**attributes, **tracing.run_attributes(carrier)},
+                attributes={
+                    **attributes,
+                    **self._app.retention_attributes(source.workflow_name),
+                    **tracing.run_attributes(carrier),
+                },
             )
             created = start_run(
                 self._world, self._pool, fork_id, creation, carrier, keyed=bool(idempotency_key)

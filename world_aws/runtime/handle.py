@@ -10,6 +10,7 @@ from world_aws.contract.records import Event, ResolveData, Run, RunStatus
 from world_aws.contract.streams import DEFAULT_STREAM
 from world_aws.contract.world import World
 from world_aws.errors import NotFound, ResultTimeout, RunCancelledError, WorkflowFailedError
+from world_aws.runtime.audit import LOCAL_ACTOR, check_actor
 from world_aws.runtime.chain import ContinuedAsNew
 from world_aws.runtime.lineage import Lineage
 from world_aws.runtime.serde import Serializer, decode_error
@@ -87,13 +88,16 @@ class RunHandle:
         info = decode_error(run.error or b"")
         raise WorkflowFailedError(self.run_id, info.type, info.message, run.error_code)
 
-    def cancel(self, reason: str | None = None) -> bool:
+    def cancel(self, reason: str | None = None, *, actor: str = LOCAL_ACTOR) -> bool:
         """Cancel the run and its child runs; False if it had already ended.
+
+        ``actor``: who cancels, recorded on ``run_cancelled`` (audit): the API passes the
+        caller's IAM ARN; in process it is ``"local"``.
 
         Raises:
             WorldAwsError: a write failed; call again (a retry finishes what is left).
         """
-        return Lineage(self._world, self._serializer).cancel(self.run_id, reason)
+        return Lineage(self._world, self._serializer).cancel(self.run_id, reason, actor=check_actor(actor))
 
     def readable(
         self,

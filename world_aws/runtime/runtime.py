@@ -14,6 +14,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from world_aws.contract.erasure import ErasedRun
 from world_aws.contract.payload import HealthCheck, InvokePayload, RunInput
 from world_aws.contract.records import (
     EventRequest,
@@ -38,6 +39,7 @@ from world_aws.contract.world import (
 )
 from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
 from world_aws.runtime import ids, tracing
+from world_aws.runtime.audit import LOCAL_ACTOR, check_actor
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
 from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.deployments import (
@@ -239,7 +241,11 @@ class Runtime:
             deployment_id=self.world.deployment_id(),
             spec_version=SPEC_VERSION_CURRENT,
             input=data,
-            attributes={**attributes, **tracing.run_attributes(carrier)},
+            attributes={
+                **attributes,
+                **self.app.retention_attributes(workflow_name),
+                **tracing.run_attributes(carrier),
+            },
         )
         created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
         if isinstance(created, Conflict) and idempotency_key and compare:
@@ -273,7 +279,12 @@ class Runtime:
             return False  # not even decodable by this app: not the same start
 
     def fork(
-        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> RunHandle:
         """Start a new run of an ended run's workflow and input, on this code, from a step.
 
@@ -281,7 +292,8 @@ class Runtime:
         call; ``"name#n"``, its n-th), or by default up to the step whose failure
         ended the run: the steps settled before that point are not run again, their
         recorded results are reused. The original stays as it ended. The fork's
-        ``$forked_from`` attribute names it. See ``runtime/forks.py``.
+        ``$forked_from`` attribute names it, ``$forked_by`` the ``actor`` (audit: the API's
+        caller's IAM ARN, in process ``"local"``). See ``runtime/forks.py``.
 
         A held run (running, its replay diverged on a deploy's code: README "Deploying
         changes") is cancelled first, then forked: the operator's way on for a run no
@@ -294,14 +306,30 @@ class Runtime:
             BadInput: a malformed ``from_step``, none for a completed run, or a
                 workflow this code does not have.
         """
+        check_actor(actor)
         if self.world.runs.get(run_id).held:
-            self.orchestrator.lineage.cancel(run_id, "forked while held")
-        return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key)
+            self.orchestrator.lineage.cancel(run_id, "forked while held", actor=actor)
+        return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key, actor=actor)
 
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
         self.world.runs.get(run_id)
         return RunHandle(self.world, self.app.serializer, run_id)
+
+    def delete_run(self, run_id: str) -> ErasedRun:
+        """Erase an ended run and all its data: an erasure request (README "Retention and erasure").
+
+        Its log, steps, hooks, waits, streams, hook tokens and index entries go, and the
+        blobs no other run refers to. A message of the run still queued meets its tombstone
+        and is acked. Its child runs and forks are runs of their own, kept.
+
+        Raises:
+            NotFound: no such run (or it was erased already).
+            Conflict: the run has not ended (cancel it first).
+        """
+        erased = self.world.erasure.delete(run_id)
+        self.logs.forget(run_id)
+        return erased
 
     def resume_hook(
         self,
@@ -310,6 +338,7 @@ class Runtime:
         *,
         resume_id: str | None = None,
         hook_type: type[TypedHookBase] | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> str:
         """Deliver ``payload`` to the live hook holding ``token`` and wake its run (contract §6.2).
 
@@ -326,6 +355,8 @@ class Runtime:
                 may deliver the payload twice.
             hook_type: the typed hook class the caller expects (``Hook.resume``), used
                 when this app does not know the hook's type by name.
+            actor: who resumes (audit), recorded on ``hook_received``: the API's caller's
+                IAM ARN; in process ``"local"``.
 
         Returns:
             The resume id.
@@ -340,6 +371,7 @@ class Runtime:
         """
         if resume_id is not None:
             _check_resume_id(resume_id)
+        check_actor(actor)
         refuse_reserved_token(token)
         try:
             hook = self.world.hooks.get_by_token(check_token(token))
@@ -357,7 +389,7 @@ class Runtime:
                 EventRequest(
                     EventType.HOOK_RECEIVED,
                     hook.hook_id,
-                    HookReceivedData(token=token, payload=data, resume_id=resume_id),
+                    HookReceivedData(token=token, payload=data, resume_id=resume_id, actor=actor),
                 ),
             )
         except RunExpired:
