@@ -48,7 +48,7 @@ from world_aws.contract.records import (
     field_kinds,
 )
 from world_aws.contract.world import LiveRun
-from world_aws.errors import NotFound
+from world_aws.errors import RunErased
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The run item's last sign of life: the time of its last reservation, epoch microseconds
@@ -170,7 +170,7 @@ def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None
     (``output`` and ``error`` are the run item's own, resolved as ``reader`` says).
     """
     if keys.ERASED_AT in item:  # a tombstone (erasure): the run is gone
-        raise NotFound(f"run {keys.run_id_of(item)} was erased")
+        raise RunErased(f"run {keys.run_id_of(item)} was erased")
     created_at = _run_created_at(item)
     return Run(
         run_id=keys.run_id_of(item),

@@ -37,7 +37,7 @@ from world_aws.contract.world import (
     Redeliver,
     World,
 )
-from world_aws.errors import BadInput, Conflict, NotFound, RunExpired
+from world_aws.errors import BadInput, Conflict, NotFound, RunErased, RunExpired
 from world_aws.runtime import ids, tracing
 from world_aws.runtime.audit import LOCAL_ACTOR, check_actor
 from world_aws.runtime.children import PARENT_RUN_ID, refuse_reserved_token
@@ -491,13 +491,18 @@ class Runtime:
 
     def _started(self, payload: InvokePayload, delivery: Delivery) -> Run | HandlerResult:
         """Write ``run_started`` (a missing run made from ``run_input``): the running run, or the answer."""
-        creation = self._creation(payload.run_input) if payload.run_input is not None else None
+        try:
+            creation = self._creation(payload.run_input) if payload.run_input is not None else None
+        except NotFound:  # its input's claim check is gone: an erased run's (contract §3.4)
+            creation = None
         try:
             result = self.world.events.create(
                 payload.run_id, EventRequest(EventType.RUN_STARTED, data=RunStartedData(creation=creation))
             )
         except Conflict:
             return Ack()  # terminal
+        except RunErased:
+            return Ack()  # its tombstone: the message outlived the run (contract §3.4)
         except NotFound:
             if delivery.attempt < MISSING_RUN_DELIVERIES:
                 return Redeliver(float(delivery.attempt))
