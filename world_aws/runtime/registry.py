@@ -383,6 +383,7 @@ class Workflows:
         copy._schedules = self._schedules
         copy.serializer = self.serializer
         copy._hook_types = self._hook_types
+        copy.retention_seconds = self.retention_seconds
         copy._steps = dict(self._steps)
         for key, fn in replacements.items():
             name = key if isinstance(key, str) else key.name
