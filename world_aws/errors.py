@@ -266,7 +266,7 @@ class StepTimeoutError(WorldAwsError):
 
     A failure of that attempt like any other: the step's retry policy applies, and the
     last one surfaces in the workflow as ``StepFailedError`` with this as its cause
-    (``runtime/step_timeout.py``). ``handed_on``: the bound was the invocation's end,
+    (``worker/step_timeout.py``). ``handed_on``: the bound was the invocation's end,
     not the step's own timeout.
     """
 

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from world_aws.cli import main
+from world_aws.cli.main import main
 
 from .conftest import Dev
 

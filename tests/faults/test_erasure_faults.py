@@ -12,16 +12,16 @@ from typing import Any, cast
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import Workflows, create_hook
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunStatus
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import NotFound
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.testing.harness import Harness
+from world_aws.worker.config import RuntimeConfig
 
 BIG = 150 * 1024  # the input goes by claim check (contract §4.2)
 

@@ -46,7 +46,7 @@ def test_a_version_answers_a_hand_over_with_the_deliverys_outcome(
     (run,) = world.runs.list().runs
     assert run.status is RunStatus.RUNNING
     # AND the same delivery again, before the first one's inline steps are done, is answered
-    # as SQS would be told: see it again later (the inline lease, runtime/inline.py)
+    # as SQS would be told: see it again later (the inline lease, worker/inline.py)
     assert workflow_handler.handler(handover_event(delivery), CONTEXT)["result"] == "redeliver"
     # AND the step handler takes a hand-over too (a step of a pinned run goes to its version)
     health = Delivery(

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from world_aws.aws import keys
-from world_aws.aws.heartbeat import HeartbeatConfig
+from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
+from world_aws.aws.queue.heartbeat import HeartbeatConfig
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 
 
@@ -73,7 +73,7 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
     # GIVEN the template's one table
     (table,) = resources(load_template(), "AWS::DynamoDB::Table").values()
     p = table.properties
-    # THEN it has the keys, index and TTL attribute world_aws.aws.keys writes,
+    # THEN it has the keys, index and TTL attribute world_aws.aws.codec.keys writes,
     assert p["KeySchema"] == [
         {"AttributeName": keys.PK, "KeyType": "HASH"},
         {"AttributeName": keys.SK, "KeyType": "RANGE"},

@@ -30,7 +30,7 @@ from samtranslator.translator.transform import transform
 
 from functions._container import Container, LambdaProcess
 from functions._metrics import MISCONFIGURATIONS, RUNS_HELD
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import load_template
 from world_aws.aws.s3 import KEY_PREFIX
 
@@ -58,7 +58,7 @@ NOT_FROM_TEMPLATE = frozenset(
 ENVIRONMENT_READERS = frozenset(
     {
         ("world_aws/aws/config.py", "from_env"),
-        ("world_aws/runtime/config.py", "from_env"),
+        ("world_aws/worker/config.py", "from_env"),
         ("functions/_container.py", "from_env"),
         ("functions/_container.py", "create"),
     }

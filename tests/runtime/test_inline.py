@@ -16,6 +16,8 @@ from datetime import timedelta
 
 import pytest
 
+from harness.harness import Harness
+from harness.harness import memory_harness as fresh_memory_harness
 from world_aws import Workflows, get_step_metadata
 from world_aws.contract.records import (
     EventRequest,
@@ -27,13 +29,11 @@ from world_aws.contract.records import (
     owner_of,
 )
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
+from world_aws.engine.replay import OwnedStep, StepRequest, Suspended
 from world_aws.errors import BadInput, Transient, WorkflowFailedError
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.inline import InlinePlan, InlineSteps, Owner
-from world_aws.runtime.replay import OwnedStep, StepRequest, Suspended
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.harness import Harness
-from world_aws.testing.harness import memory_harness as fresh_memory_harness
+from world_aws.worker.config import RuntimeConfig
+from world_aws.worker.inline import InlinePlan, InlineSteps, Owner
 
 from .failures import Crash, survive_crashes
 from .inline_support import AroundWorld, Write, chain_app, fan_app, inject_at_outcome, requests_of

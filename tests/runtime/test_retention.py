@@ -11,16 +11,16 @@ from typing import Any, cast
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import Workflows, create_hook
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.s3 import blob_key
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.erasure import RETENTION_ATTRIBUTE
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput, NotFound
-from world_aws.runtime.reconciler import Reconciler
-from world_aws.runtime.retention import retention_seconds
-from world_aws.testing.harness import Harness
+from world_aws.worker.reconciler import Reconciler
+from world_aws.workflow.retention import retention_seconds
 
 BIG = 200 * 1024  # over the 128 KiB inline limit: in blob storage (contract §7.3)
 HOUR = 3600

@@ -19,8 +19,8 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ValidationError
 
+from world_aws.client.audit import LOCAL_ACTOR
 from world_aws.errors import BadInput
-from world_aws.runtime.audit import LOCAL_ACTOR
 
 JSON_HEADERS = {"content-type": "application/json"}
 NDJSON_HEADERS = {"content-type": "application/x-ndjson"}

@@ -43,12 +43,12 @@ from world_aws.api.models import (
 )
 from world_aws.api.schedule_routes import list_schedules
 from world_aws.api.stream_route import read_stream
+from world_aws.client.audit import audit_trail
 from world_aws.contract.erasure import expires_at
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, UnknownWorkflow
-from world_aws.runtime.audit import audit_trail
+from world_aws.observe.telemetry import LOG
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.telemetry import LOG
 
 # Keyword names Runtime.start() takes for itself: a workflow argument of that name cannot pass.
 RESERVED_KWARGS = ("workflow", "idempotency_key", "attributes")
@@ -83,18 +83,23 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
 
 
 def list_runs(request: Request, _params: Params, runtime: Runtime) -> Response:
-    """``GET /runs?status=&workflow=&limit=&cursor=`` → 200 ``{runs, cursor}``."""
+    """``GET /runs?status=&workflow=&attribute=&created_after=&created_before=&limit=&cursor=`` → 200."""
     query = parse_query(ListRunsQuery, request.query)
     if query.blocked:
         if query.status not in (None, RunStatus.RUNNING) or query.cursor is not None:
             raise BadInput("blocked: held runs are running, listed at once (no other status, no cursor)")
         held = runtime.world.runs.list_blocked(limit=query.limit)
-        held = [run for run in held if query.workflow is None or run.workflow_name == query.workflow]
+        held = [
+            run
+            for run in held
+            if (query.workflow is None or run.workflow_name == query.workflow) and views.matches(run, query)
+        ]
         return json_response(200, _dump(RunList(runs=[views.run_summary(run) for run in held])))
     page = runtime.world.runs.list(
         status=query.status, workflow_name=query.workflow, limit=query.limit, cursor=query.cursor
     )
-    listed = RunList(runs=[views.run_summary(run) for run in page.runs], cursor=page.cursor)
+    runs = [views.run_summary(run) for run in page.runs if views.matches(run, query)]
+    listed = RunList(runs=runs, cursor=page.cursor)
     return json_response(200, _dump(listed))
 
 

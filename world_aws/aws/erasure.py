@@ -31,8 +31,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from world_aws.aws import items, keys
-from world_aws.aws.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
 from world_aws.aws.errors import NOT_FOUND_CODES, error_code, translate
 from world_aws.aws.s3 import S3BlobStore, blob_key
 from world_aws.contract.clock import Clock

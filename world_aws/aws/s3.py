@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from world_aws.aws import keys
-from world_aws.aws.dynamo import Table
+from world_aws.aws.codec import keys
+from world_aws.aws.codec.dynamo import Table
 from world_aws.aws.errors import NOT_FOUND_CODES, error_code, translate
 from world_aws.contract.world import BlobRef
 from world_aws.errors import BadInput, NotFound

@@ -23,9 +23,9 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TextIO
 
+from world_aws.client.schedule_view import describe_schedules
 from world_aws.errors import BadInput
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.schedule_view import describe_schedules
+from world_aws.workflow.loading import load_app
 
 if TYPE_CHECKING:
     from world_aws.local.dev import DevStack

@@ -22,7 +22,7 @@ from world_aws.cli.timeline_table import (
     timeline_line,
 )
 from world_aws.contract.records import Event, PatchAppliedData, StepFailedData, StepRetryingData, TokenData
-from world_aws.runtime.serde import decode_error
+from world_aws.serde.codec import decode_error
 
 __all__ = [
     "attempt_line",

@@ -13,8 +13,8 @@ from contextlib import ExitStack
 
 from world_aws.api.server import ApiServer, serve_api
 from world_aws.local.stack import LocalStack, local_stack
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
-from world_aws.runtime.registry import Workflows
+from world_aws.worker.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
+from world_aws.workflow.registry import Workflows
 
 API_ENV = "WORLD_AWS_API"
 

@@ -25,6 +25,7 @@ from world_aws.contract.world import (
     HookStore,
     MessageHandler,
     Queue,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
@@ -56,6 +57,7 @@ class MemoryWorld:
     schedules: ScheduleStore
     streams: StreamStore
     erasure: Erasure
+    ends: RunEnds
 
     def __init__(
         self,
@@ -70,7 +72,8 @@ class MemoryWorld:
         self.clock = clock
         self.stats = WorldStats()
         state = MemoryState()
-        self.events = MemoryEventStore(state, clock, self.stats)
+        self.ends = RunEnds()
+        self.events = MemoryEventStore(state, clock, self.stats, self.ends)
         self.runs = MemoryRunStore(state, self.stats)
         self.steps = MemoryStepStore(state, self.stats)
         self.hooks = MemoryHookStore(state, self.stats)

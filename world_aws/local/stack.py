@@ -25,11 +25,11 @@ from world_aws.contract.world import Consumers, World
 from world_aws.local.deployments import LocalDeployments
 from world_aws.local.failure_log import FailureLog
 from world_aws.local.reconcile_loop import ReconcilerLoop, TickLoop
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
-from world_aws.runtime.reconciler import Reconciler
-from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.scheduler import Scheduler
+from world_aws.worker.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
+from world_aws.worker.reconciler import Reconciler
+from world_aws.worker.scheduler import Scheduler
+from world_aws.workflow.registry import Workflows
 
 if TYPE_CHECKING:
     from world_aws.local.moto_process import MotoProcess
@@ -98,7 +98,7 @@ class LocalStack:
 
         New runs (and the schedules' ticks) start on it; runs started before keep
         replaying on the app that started them. Runs held on older code are released
-        onto it (``runtime/holding.py``).
+        onto it (``worker/holding.py``).
         """
         deployment_id = self.deployments.deploy(app)
         runtime = self.deployments.current
