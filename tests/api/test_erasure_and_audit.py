@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.contract.records import EventType, HookReceivedData, ResolveData, RunCancelledData, RunStatus
 
 from .conftest import Answer, Api, http_event

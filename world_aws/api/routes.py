@@ -10,6 +10,7 @@ path) and the local dev server.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
@@ -47,10 +48,10 @@ from world_aws.client.audit import audit_trail
 from world_aws.contract.erasure import expires_at
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, UnknownWorkflow
-from world_aws.observe.telemetry import LOG
 from world_aws.runtime.runtime import Runtime
 
 # Keyword names Runtime.start() takes for itself: a workflow argument of that name cannot pass.
+LOG = logging.getLogger("world_aws.api")
 RESERVED_KWARGS = ("workflow", "idempotency_key", "attributes")
 
 Params = dict[str, str]
@@ -231,7 +232,9 @@ def delete_run(request: Request, params: Params, runtime: Runtime) -> Response:
     request.require_json()
     parse_body(DeleteRunRequest, request.body, required=False)
     erased = runtime.delete_run(params["run_id"])
-    LOG.info("run deleted", extra={"run_id": erased.run_id, "actor": request.actor})
+    LOG.info(
+        "run deleted", extra={"run_id": erased.run_id, "actor": request.actor}
+    )  # the audit of an erasure
     deleted = DeletedRun(
         run_id=erased.run_id,
         records=erased.records,
