@@ -61,9 +61,9 @@ class ChaosConfig:
     # A fan-out's fast rounds (0: its steps past max_inline dispatched at once; tiny: every round
     # slow, so its held steps are dispatched beside the running bodies).
     inline_fast_seconds: float = RuntimeConfig().inline_fast_seconds
-    # An inline step's lease: no simulated handler outlives it (900 s, the default, is the
-    # whole simulation: a message held for it would come back after the run is judged).
-    inline_lease_seconds: int = 60
+    # An inline step's lease (the default, 30 s: renewed by a live owner's thread in real time,
+    # so a simulated handler that outlived it would be taken over; none does).
+    inline_lease_seconds: int = RuntimeConfig().inline_lease_seconds
     # Throttling storms (memory World): every call of a delivery throttled for this long, once
     # every ``storm_every_seconds`` of simulated time from a phase drawn from the seed (0: none).
     # A delivery that raises then waits out the template's visibility timeout (900 s) and the

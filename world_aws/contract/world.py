@@ -311,6 +311,18 @@ class StepStore(Protocol):
         """
         ...
 
+    def renew_lease(self, run_id: str, owner: str, *, at: datetime) -> None:
+        """Record that ``owner`` (an inline owner's tag) was still running steps of the run ``at``.
+
+        One small item per (run, owner), overwritten by each renewal (``worker/leases.py``);
+        it outlives nothing the run needs. An unknown run is not an error (nothing is kept).
+        """
+        ...
+
+    def lease(self, run_id: str, owner: str) -> datetime | None:
+        """When ``owner`` last renewed its lease on the run's steps (None: never). Strongly consistent."""
+        ...
+
 
 class HookStore(Protocol):
     def get_by_token(self, token: str) -> Hook:

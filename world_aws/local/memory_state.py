@@ -52,6 +52,8 @@ class RunRecord:
     mark: datetime | None = None
     # When the wait it created last is due (LiveRun.due_at).
     due_at: datetime | None = None
+    # Inline owners' lease renewals (steps.renew_lease): owner tag -> when.
+    leases: dict[str, datetime] = field(default_factory=dict)
 
 
 class MemoryState:

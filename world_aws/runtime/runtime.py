@@ -22,6 +22,7 @@ from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.deployments import Deployments, Handover, SingleDeployment
 from world_aws.worker.dispatch import StepDispatcher
 from world_aws.worker.executor import StepExecutor
+from world_aws.worker.leases import LeaseKeeper
 from world_aws.worker.orchestrator import Orchestrator
 from world_aws.worker.worker import Worker
 from world_aws.workflow.registry import WorkflowFunction, Workflows
@@ -75,6 +76,11 @@ class Runtime:
     @property
     def executor(self) -> StepExecutor:
         return self.worker.executor
+
+    @property
+    def leases(self) -> LeaseKeeper:
+        """Renews the leases of the inline bodies this runtime runs (``worker/leases.py``)."""
+        return self.worker.leases
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

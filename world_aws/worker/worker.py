@@ -63,6 +63,8 @@ class Worker:
         self.logs = LogCache(world, config.log_cache_runs)
         self.dispatcher = StepDispatcher(world, config, pool)
         inline = InlineSteps(world, app, self.dispatcher, config, pool)
+        # Renews the leases of the inline bodies this worker runs (``worker/leases.py``).
+        self.leases = inline.leases
         self.orchestrator = Orchestrator(
             world,
             app,

@@ -20,6 +20,7 @@ queue idempotency key   ``dedup#<key>``             ``dedup``
 schedule state          ``schedule#<name>``         ``schedule``
 reconciler sweep cursor ``reconciler``              ``sweep``
 stream chunk at p       ``run#<run_id>``            ``strm#<name>#<p zero-padded>``
+inline owner's lease    ``run#<run_id>``            ``lease#<owner tag>``
 ======================  ==========================  ================================
 
 A ``pend#`` marker is put in the transaction that creates its step and deleted
@@ -79,6 +80,7 @@ HOOK_PREFIX: Final = "hook#"
 WAIT_PREFIX: Final = "wait#"
 RESUME_PREFIX: Final = "resume#"
 STREAM_PREFIX: Final = "strm#"
+LEASE_PREFIX: Final = "lease#"
 TOKEN_SK: Final = "token"
 DEDUP_SK: Final = "dedup"
 SCHEDULE_SK: Final = "schedule"
@@ -145,6 +147,11 @@ def own_attribute(step_id: str) -> str:
 def pending_key(run_id: str, step_id: str) -> Key:
     """The marker of a step that has no outcome yet."""
     return {PK: run_pk(run_id), SK: f"{PENDING_PREFIX}{step_id}"}
+
+
+def lease_key(run_id: str, owner: str) -> Key:
+    """An inline owner's lease renewal on the run's steps (``steps.renew_lease``)."""
+    return {PK: run_pk(run_id), SK: f"{LEASE_PREFIX}{owner}"}
 
 
 def hook_key(run_id: str, hook_id: str) -> Key:
