@@ -50,6 +50,10 @@ class NotFound(WorldRejection):
     code = 404
 
 
+class RunErased(NotFound):
+    """The run was erased (contract §3.4): its tombstone refuses every write, for good (404)."""
+
+
 class Conflict(WorldRejection):
     """Already done: a duplicate create, or a transition out of a terminal state (409)."""
 

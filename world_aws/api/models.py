@@ -168,6 +168,15 @@ class RunLinks(BaseModel):
     continued_as: str | None = Field(default=None, description="the run that continues this one")
 
 
+class AuditView(BaseModel):
+    """One operator action on a run (``runtime/audit.py``): who cancelled, resumed or forked it."""
+
+    action: str = Field(description="cancel, resume or fork")
+    actor: str = Field(description="the caller's IAM ARN, or local")
+    at: datetime
+    detail: str | None = Field(default=None, description="the reason, the hook id, or the run forked from")
+
+
 class RunDetail(RunSummary):
     """``GET /runs/{run_id}``: ``result`` when completed, ``error`` when failed or cancelled."""
 
@@ -176,6 +185,8 @@ class RunDetail(RunSummary):
     result: Any = None
     error: ErrorView | None = None
     links: RunLinks | None = None
+    audit: list[AuditView] = Field(default_factory=list)
+    expires_at: datetime | None = Field(default=None, description="when retention erases it (ended runs)")
 
 
 class RunList(BaseModel):
@@ -366,6 +377,20 @@ class ForkedRun(BaseModel):
 class CancelledRun(BaseModel):
     run_id: str
     status: RunStatus
+
+
+class DeleteRunRequest(_Strict):
+    """``POST /runs/{run_id}/delete``: an empty JSON object (the run id is in the path)."""
+
+
+class DeletedRun(BaseModel):
+    """``POST /runs/{run_id}/delete``: the run and its data are erased."""
+
+    run_id: str
+    deleted: bool = True
+    records: int
+    blobs_deleted: int
+    blobs_kept: int
 
 
 class ResumedHook(BaseModel):

@@ -12,6 +12,7 @@ import threading
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.codec.dynamo import Table
 from world_aws.aws.config import AwsConfig
+from world_aws.aws.erasure import DynamoErasure
 from world_aws.aws.event_store import DynamoEventStore
 from world_aws.aws.queue.sqs import SqsQueue
 from world_aws.aws.read.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
@@ -21,6 +22,7 @@ from world_aws.aws.read.stream_store import DynamoStreamStore
 from world_aws.aws.s3 import S3BlobStore
 from world_aws.aws.write.sequencer import Sequencer
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
@@ -60,7 +62,8 @@ class AwsWorld:
         self._capabilities = capabilities
         self._owns_clients = owns_clients
         self.table = Table(clients.dynamodb, config.table_name)
-        self.blobs: BlobStore = S3BlobStore(clients.s3, config.bucket_name)
+        s3_blobs = S3BlobStore(clients.s3, config.bucket_name, self.table)
+        self.blobs: BlobStore = s3_blobs
         # Exposed for tests and tools that simulate a writer dying between reserve and commit.
         self.sequencer = Sequencer(self.table, self.blobs)
         self.ends = RunEnds()
@@ -72,6 +75,7 @@ class AwsWorld:
         self.waits: WaitStore = DynamoWaitStore(self.table, self.blobs)
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
         self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
+        self.erasure: Erasure = DynamoErasure(self.table, s3_blobs, clock)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),

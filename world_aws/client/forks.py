@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 
+from world_aws.client.audit import FORKED_BY, LOCAL_ACTOR
 from world_aws.client.fork_plan import copied_count, copy_plan, fork_point
 from world_aws.client.handle import RunHandle
 from world_aws.client.starting import start_run
@@ -70,7 +71,12 @@ class Forks:
         self._pool = pool
 
     def fork(
-        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> RunHandle:
         """Start a fork of the ended run ``run_id`` (module docstring).
 
@@ -102,7 +108,7 @@ class Forks:
         attributes = {
             k: v for k, v in source.attributes.items() if not k.startswith(RESERVED_ATTRIBUTE_PREFIX)
         }
-        attributes |= {FORKED_FROM: run_id, FORK_POSITION: str(point)}
+        attributes |= {FORKED_FROM: run_id, FORK_POSITION: str(point), FORKED_BY: actor}
         with tracing.start_span(fork_id, source.workflow_name):
             carrier = tracing.current_carrier()
             creation = RunCreation(
@@ -110,7 +116,11 @@ class Forks:
                 deployment_id=self._world.deployment_id(),
                 spec_version=SPEC_VERSION_CURRENT,
                 input=source.input,
-                attributes={**attributes, **tracing.run_attributes(carrier)},
+                attributes={
+                    **attributes,
+                    **self._app.retention_attributes(source.workflow_name),
+                    **tracing.run_attributes(carrier),
+                },
             )
             created = start_run(
                 self._world, self._pool, fork_id, creation, carrier, keyed=bool(idempotency_key)

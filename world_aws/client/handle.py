@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from world_aws.client.audit import LOCAL_ACTOR, check_actor
 from world_aws.client.lineage import Lineage
 from world_aws.client.stream_reader import StreamCursor, follow_async
 from world_aws.contract.records import Event, ResolveData, Run, RunStatus
@@ -91,13 +92,16 @@ class RunHandle:
         info = decode_error(run.error or b"")
         raise WorkflowFailedError(self.run_id, info.type, info.message, run.error_code)
 
-    def cancel(self, reason: str | None = None) -> bool:
+    def cancel(self, reason: str | None = None, *, actor: str = LOCAL_ACTOR) -> bool:
         """Cancel the run and its child runs; False if it had already ended.
+
+        ``actor``: who cancels, recorded on ``run_cancelled`` (audit): the API passes the
+        caller's IAM ARN; in process it is ``"local"``.
 
         Raises:
             WorldAwsError: a write failed; call again (a retry finishes what is left).
         """
-        return Lineage(self._world, self._serializer).cancel(self.run_id, reason)
+        return Lineage(self._world, self._serializer).cancel(self.run_id, reason, actor=check_actor(actor))
 
     def readable(
         self,

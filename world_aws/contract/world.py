@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from world_aws.contract.clock import Clock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import (
     Blocked,
@@ -364,8 +365,14 @@ class BlobRef:
 
 
 class BlobStore(Protocol):
-    def put(self, data: bytes) -> BlobRef:
-        """Store ``data`` under its content address; idempotent."""
+    def put(self, data: bytes, *, run_id: str | None = None) -> BlobRef:
+        """Store ``data`` under its content address; idempotent.
+
+        ``run_id``: a run that refers to the blob from its stored data. The blob is kept
+        while any run that referred to it is kept (``Erasure.delete``): the reference is
+        noted before the blob is stored, so an erasure never deletes a blob a run
+        writing it meanwhile needs (contract §3.4).
+        """
         ...
 
     def get(self, ref: BlobRef) -> bytes:
@@ -528,6 +535,7 @@ class World(Protocol):
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    erasure: Erasure
     ends: RunEnds
 
     @property
@@ -563,6 +571,7 @@ class ForwardingWorld:
         self.clock: Clock = inner.clock
         self.schedules: ScheduleStore = inner.schedules
         self.streams: StreamStore = inner.streams
+        self.erasure: Erasure = inner.erasure
         self.ends: RunEnds = inner.ends
 
     @property

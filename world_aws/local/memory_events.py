@@ -40,7 +40,7 @@ from world_aws.contract.records import (
     Step,
 )
 from world_aws.contract.world import RunEnds
-from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
+from world_aws.errors import BadInput, Conflict, NotFound, RunErased, RunExpired, TooEarly
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
 from world_aws.local.memory_stats import Stat, WorldStats
 
@@ -74,6 +74,8 @@ class MemoryEventStore:
         with self._state.lock:
             now = self._clock.now()
             record = self._state.runs.get(run_id)
+            if run_id in self._state.erased:  # its tombstone: no message of it creates it again
+                raise RunErased(f"run {run_id} was erased")
             if etype.is_run_event:
                 return self._run_event(run_id, record, request, now)
             if record is None:

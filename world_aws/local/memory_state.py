@@ -70,6 +70,8 @@ class MemoryState:
         self.last_holders: dict[str, tuple[str, str]] = {}
         # The last run a sweep read (runs.sweep_created): (created_at, run_id).
         self.sweep_cursor: tuple[datetime, str] | None = None
+        # Erased runs (their tombstones, contract §3.4): no event may create one again.
+        self.erased: set[str] = set()
 
 
 # ----------------------------------------------------------------------------- copies

@@ -101,6 +101,7 @@ _RECONCILE_MAX_RUNS = 100
 _RECONCILE_MAX_BACKOFF = 86_400
 _RECONCILE_SWEEP_LAG = 900
 _RECONCILE_SWEEP_MAX_RUNS = 10_000
+_RETENTION_MAX_RUNS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +130,9 @@ class ReconcilerConfig:
             correct skew), which leaves 5 minutes for the write and the index to land.
         max_sweep_runs: runs a tick's sweep reads at most (``WORKFLOW_RECONCILE_SWEEP_MAX_RUNS``,
             default 10000: 100 BatchGetItems); a sweep left behind goes on at the next tick.
+        max_expired_runs: ended runs past their retention a tick erases at most
+            (``runtime/retention.py``). ``WORKFLOW_RETENTION_MAX_RUNS_PER_TICK``, default 100;
+            0 turns retention's erasure off (runs then wait, in the index, to be erased).
     """
 
     period_seconds: float = _RECONCILE_PERIOD
@@ -137,6 +141,7 @@ class ReconcilerConfig:
     max_backoff_seconds: int = _RECONCILE_MAX_BACKOFF
     sweep_lag_seconds: int = _RECONCILE_SWEEP_LAG
     max_sweep_runs: int = _RECONCILE_SWEEP_MAX_RUNS
+    max_expired_runs: int = _RETENTION_MAX_RUNS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReconcilerConfig:
@@ -150,6 +155,9 @@ class ReconcilerConfig:
                 env, "WORKFLOW_RECONCILE_SWEEP_LAG_SECONDS", _RECONCILE_SWEEP_LAG, minimum=0
             ),
             max_sweep_runs=_int(env, "WORKFLOW_RECONCILE_SWEEP_MAX_RUNS", _RECONCILE_SWEEP_MAX_RUNS),
+            max_expired_runs=_int(
+                env, "WORKFLOW_RETENTION_MAX_RUNS_PER_TICK", _RETENTION_MAX_RUNS, minimum=0
+            ),
         )
 
 

@@ -194,7 +194,7 @@ class StepDispatcher:
             run_id=run.run_id,
             step_id=step.step_id,
             step_name=step.step_name,
-            step_input=self._step_input(step.input) if with_input else None,
+            step_input=self._step_input(run.run_id, step.input) if with_input else None,
             run_context=run_context_of(run),
             requested_at=self._world.clock.now(),
             deployment_mismatch_retry_count=reroutes,
@@ -218,10 +218,10 @@ class StepDispatcher:
             idempotency_key=idempotency_key,
         )
 
-    def _step_input(self, data: bytes) -> InlineStepInput | StepInputRef:
+    def _step_input(self, run_id: str, data: bytes) -> InlineStepInput | StepInputRef:
         if len(data) <= MAX_INLINE_PAYLOAD_BYTES:
             return InlineStepInput(input=data)
-        ref = self._world.blobs.put(data)
+        ref = self._world.blobs.put(data, run_id=run_id)
         return StepInputRef(ref=ref.key, size=ref.size, sha256=ref.sha256)
 
     def _create(self, run: Run, step: StepRequest) -> None:

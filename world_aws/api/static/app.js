@@ -7,6 +7,7 @@
 "use strict";
 (() => {
   const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+  const AUDIT_LABELS = { cancel: "cancelled by", resume: "resumed by", fork: "forked by" };
   const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
   const PAGE_SIZE = 20;
   const LONG_JSON_CHARS = 120;
@@ -276,7 +277,15 @@
         rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
           href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
       }
+      // who cancelled, resumed or forked it (README "Audit"): an IAM ARN, or "local"
+      for (const a of run.audit || []) rows.push([AUDIT_LABELS[a.action] || a.action, auditText(a)]);
+      if (run.expires_at) rows.push(["expires", h("span", { "data-testid": "expires", text: when(run.expires_at) })]);
       meta.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
+    }
+
+    function auditText(a) {
+      const detail = a.detail ? ` (${a.action === "resume" ? "hook " : ""}${a.detail})` : "";
+      return h("span", { "data-testid": `audit-${a.action}` }, h("span", { class: "mono", text: a.actor }), ` at ${when(a.at)}${detail}`);
     }
 
     // a held run: where its replay diverged on a deploy's code (README "Deploying changes")

@@ -60,7 +60,19 @@ DEPLOYMENT_INDEX: Final = "runs_by_deployment"
 DEP_PK: Final = "dep_pk"
 HELD_DEPLOYMENT: Final = "#held"
 
+# Sparse, keys only: ended runs with a retention by when they expire (``erasure``). A run
+# created with a retention carries XP_PK and RET_US (its retention, µs) from its creation;
+# its end sets XP_US = its end + RET_US, which puts it in the index.
+EXPIRING_INDEX: Final = "runs_expiring"
+XP_PK: Final = "xp_pk"
+XP_US: Final = "xp_us"
+RET_US: Final = "ret_us"
+EXPIRING_GSI_PK: Final = "expiring"
+# An erased run's item, stripped to its status (a tombstone, ``erasure``).
+ERASED_AT: Final = "erased_at"
+
 RUN_SK: Final = "run"
+BLOB_PREFIX: Final = "blob#"
 EVENT_PREFIX: Final = "evt#"
 STEP_PREFIX: Final = "step#"
 PENDING_PREFIX: Final = "pend#"
@@ -189,3 +201,13 @@ def stream_prefix(name: str) -> str:
 
 def stream_key(run_id: str, name: str, position: int) -> Key:
     return {PK: run_pk(run_id), SK: f"{stream_prefix(name)}{position:0{POSITION_DIGITS}d}"}
+
+
+def blob_referrer_key(digest: str, run_id: str) -> Key:
+    """A run's reference to a blob, under the blob (``erasure``: is any other run left?)."""
+    return {PK: f"{BLOB_PREFIX}{digest}", SK: run_pk(run_id)}
+
+
+def run_blob_key(run_id: str, digest: str) -> Key:
+    """The same reference under the run (an erasure finds the run's blobs in its partition)."""
+    return {PK: run_pk(run_id), SK: f"{BLOB_PREFIX}{digest}"}

@@ -203,7 +203,7 @@ class HookEvents:
         token = request.data_as(HookCreatedData).token
         data = HookConflictData(token=token, conflicting_run_id=str(holder["run_id"]))
         event = Event(run_id, position, EventType.HOOK_CONFLICT, request.correlation_id, now, data)
-        writer = PayloadWriter(self._blobs)
+        writer = PayloadWriter(self._blobs, run_id)
         tombstone = {**items.hook_item(hook, writer, position=position), "disposed_at": items.iso(now)}
         actions = [
             self._seq.item_put(items.event_item(event, writer)),

@@ -98,7 +98,7 @@ class EventCommit:
         self._request = request
         self._now = now
         self._entity_actions = entity_actions
-        self.writer = PayloadWriter(sequencer.blobs)
+        self.writer = PayloadWriter(sequencer.blobs, run_id)
         self.writer.prepare(request.data, entity_fields=entity_fields)
         self._event: Event | None = None
 
@@ -215,7 +215,8 @@ class Sequencer:
         Returns:
             The position and the run item as of that position (``ALL_NEW``).
         """
-        condition = "attribute_exists(pk)"
+        # seq, not pk: an erased run's tombstone has no seq, so nothing takes a position in it.
+        condition = "attribute_exists(seq)"
         values: dict[str, object] = {":one": 1, ":at": items.epoch_us(now)}
         names: dict[str, str] = {}
         if fenced:

@@ -528,7 +528,7 @@ class StepEvents:
         if found is None:
             return False
         step, position = found
-        item = items.step_item(step, PayloadWriter(self._blobs), position=position)
+        item = items.step_item(step, PayloadWriter(self._blobs, run_id), position=position)
         try:
             self._table.transact(
                 [
