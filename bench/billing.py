@@ -42,7 +42,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from world_aws.aws.sizes import WRITE_UNIT_BYTES, Attributes, item_size, number_size, value_size
+from world_aws.aws.codec.sizes import WRITE_UNIT_BYTES, Attributes, item_size, number_size, value_size
 
 # Item sizes by DynamoDB's rules (the first bullet above) and the write unit live in the
 # library, which sizes a run item's tail by them: one rule for the meter and the writer.

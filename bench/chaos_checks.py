@@ -14,6 +14,7 @@ from typing import Any
 
 from bench.chaos_children import check_children
 from bench.chaos_workload import FAIL_MESSAGE, PATCH, STREAM, WORKFLOW, expected_output, narrated
+from world_aws.client.stream_reader import StreamCursor
 from world_aws.contract.records import (
     Event,
     EventType,
@@ -25,8 +26,7 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.world import World
-from world_aws.runtime.serde import Serializer, decode_error
-from world_aws.runtime.stream_reader import StreamCursor
+from world_aws.serde.codec import Serializer, decode_error
 
 VIOLATIONS = (
     "stuck",  # not terminal once nothing is queued (or after the simulated-time bound)

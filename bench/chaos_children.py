@@ -1,7 +1,7 @@
 """The chaos checks of a run's child workflows (``chaos.child``, two per ``chaos.mix`` run).
 
 A parent's children are found from its run id (their ids are derived from it and the
-call ids, ``runtime/children.py``), so a child that was started but never recorded in
+call ids, ``engine/children.py``), so a child that was started but never recorded in
 the parent's log is checked too. Each child that exists must be terminal, with a sound
 log and steps (the parent's checks), and the outcome its parent's end implies: completed
 with its result when the parent completed or failed on purpose (after its children),
@@ -18,10 +18,10 @@ from typing import Any
 from bench.chaos_workload import child_inputs, expected_child_output
 from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
 from world_aws.contract.world import World
+from world_aws.engine import ids
+from world_aws.engine.children import child_run_id
 from world_aws.errors import NotFound
-from world_aws.runtime import ids
-from world_aws.runtime.children import child_run_id
-from world_aws.runtime.serde import Serializer
+from world_aws.serde.codec import Serializer
 
 Violations = list[tuple[str, str]]
 

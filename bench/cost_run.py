@@ -40,7 +40,7 @@ from bench.pump import QueuePump
 from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
 from world_aws import Runtime, RuntimeConfig, Workflows, patched
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import load_template, resources
 from world_aws.contract.records import ResolveData, RunStatus, StepStatus
 from world_aws.contract.world import QueueName

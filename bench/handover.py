@@ -24,14 +24,14 @@ import argparse
 from dataclasses import dataclass
 
 from bench.prices import PRICES
+from harness.harness import memory_harness
 from world_aws import Workflows, create_hook
 from world_aws.contract.world import Delivery, HandlerResult
 from world_aws.local.memory import MemoryWorld
 from world_aws.local.memory_stats import Stat
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.deployments import DeployedWorld
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.harness import memory_harness
+from world_aws.worker.config import RuntimeConfig
+from world_aws.worker.deployments import DeployedWorld
 
 MEMORY_GB = 1.0  # template.yaml: MemorySize 1024
 # DynamoDB units of the reads a receiver makes before handing over (on-demand, eventually

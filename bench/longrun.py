@@ -36,8 +36,8 @@ from world_aws import Workflows
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import create_memory_world
 from world_aws.local.memory_queue import DrainDidNotSettle
-from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
+from world_aws.worker.config import RuntimeConfig
 
 OUT = Path(__file__).resolve().parent / "out" / "longrun.json"
 

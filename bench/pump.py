@@ -40,9 +40,9 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from world_aws.aws.event_source import lambda_sqs_event
-from world_aws.aws.heartbeat import HeartbeatConfig
-from world_aws.aws.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.event_source import lambda_sqs_event
+from world_aws.aws.queue.heartbeat import HeartbeatConfig
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
 from world_aws.contract.clock import Clock
 from world_aws.contract.world import MessageHandler, QueueName
 
@@ -196,7 +196,7 @@ class QueuePump(PollingPump["MessageTypeDef"]):
         idle_pause: pause of a poller after an empty receive, in seconds.
         batch_sizes: records per invocation by queue (1 if absent).
         on_invoke: brackets each invocation's handler call (not its delete).
-        heartbeat: the consumer's visibility heartbeat (``world_aws/aws/heartbeat.py``), as a
+        heartbeat: the consumer's visibility heartbeat (``world_aws/aws/queue/heartbeat.py``), as a
             Lambda invocation keeps it.
     """
 

@@ -15,7 +15,7 @@ timeout, BatchSize 1 and the workflow queue's MaximumConcurrency), per round:
 
 The recovery is the heartbeat's: the killed invocation's messages are hidden for at
 most 1.5 periods after its last beat, then the owner's redelivered message takes the
-inline step over at once (``runtime/inline.py``) and the run completes. The target is
+inline step over at once (``worker/inline.py``) and the run completes. The target is
 p99 within 2 periods. ``--doc docs/benchmarks.md`` writes the table into the
 benchmark page between its ``bench.recovery`` markers.
 """
@@ -86,7 +86,7 @@ def _template_settings() -> dict[str, str]:
 
 
 def _event_source(world: Any, handler: Any, settings: dict[str, str]) -> Any:
-    from world_aws.aws.event_source import EventSourceOptions, LocalEventSource
+    from world_aws.aws.queue.event_source import EventSourceOptions, LocalEventSource
 
     options = EventSourceOptions(
         batch_size=int(settings["BATCH_SIZE"]), max_concurrency=int(settings["MAX_CONCURRENCY"])
@@ -99,8 +99,8 @@ def _event_source(world: Any, handler: Any, settings: dict[str, str]) -> Any:
 def _runtime(env: dict[str, str], clients: Any = None) -> tuple[Any, Any]:
     from world_aws.aws.config import AwsConfig
     from world_aws.aws.world import create_aws_world
-    from world_aws.runtime.config import RuntimeConfig
     from world_aws.runtime.runtime import Runtime
+    from world_aws.worker.config import RuntimeConfig
 
     world = create_aws_world(AwsConfig.from_env(env), clients=clients)
     return world, Runtime(world, app, replace(RuntimeConfig.from_env(env), replay_cache_runs=0))

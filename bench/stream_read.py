@@ -21,14 +21,14 @@ from contextlib import contextmanager
 from typing import Any
 
 from world_aws import Workflows
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
+from world_aws.client.stream_reader import StreamCursor
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.streams import StreamChunk
 from world_aws.contract.world import World
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.stream_reader import StreamCursor
-from world_aws.runtime.streams import FLUSH_VALUES
+from world_aws.workflow.streams import FLUSH_VALUES
 
 NAME = "numbers"
 

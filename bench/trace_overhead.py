@@ -21,8 +21,8 @@ from world_aws.contract.clock import ManualClock
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult
 from world_aws.local.memory import create_memory_world
-from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
+from world_aws.worker.config import RuntimeConfig
 
 
 def once(steps: int, *, dispatched: bool = False) -> tuple[float, int, int]:

@@ -14,7 +14,7 @@ the environment that ``template.yaml`` sets:
 Building lazily keeps a broken configuration out of the import (Lambda would
 report an init failure without the reason) and lets tests set the environment
 first. Nothing here decides anything about runs or steps: records go to
-``Runtime.handle``, HTTP events to ``world_aws.api.handle_http``, the reconciler's
+``Runtime.handle``, HTTP events to ``world_aws.api.app.handle_http``, the reconciler's
 rule to ``Reconciler.tick``, the scheduler's to ``Scheduler.tick``.
 """
 
@@ -42,6 +42,7 @@ from functions._metrics import (
     PROLOGUE_RUN_CONTEXT,
     PROLOGUE_RUNS_GET,
     RECONCILE_FAILURES,
+    RUNS_ERASED,
     RUNS_HELD,
     RUNS_RECONCILED,
     RUNS_RELEASED,
@@ -54,7 +55,7 @@ from functions._metrics import (
 )
 from functions._redact import RedactingFormatter
 from world_aws.aws.config import AwsConfig
-from world_aws.aws.lambda_sqs import PartialBatchResponse, process_sqs_event
+from world_aws.aws.queue.lambda_sqs import PartialBatchResponse, process_sqs_event
 from world_aws.aws.versions import (
     LambdaDeployments,
     LambdaHandover,
@@ -65,14 +66,13 @@ from world_aws.aws.versions import (
 )
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.payload import InvokePayload
-from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.errors import BadInput, ErrorKind, Misconfigured
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.reconciler import Reconciler, TickReport
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.scheduler import Scheduler, SchedulerReport, TickOutcome
+from world_aws.worker.config import ReconcilerConfig, RuntimeConfig, SchedulerConfig
+from world_aws.worker.reconciler import Reconciler, TickReport
+from world_aws.worker.scheduler import Scheduler, SchedulerReport, TickOutcome
+from world_aws.workflow.loading import load_app
 
 APP_VARIABLE = "WORKFLOW_APP"
 LOG_USER_VALUES_VARIABLE = "WORKFLOW_LOG_USER_VALUES"
@@ -188,6 +188,7 @@ class Container:
             self.counts.add(RECONCILE_FAILURES, report.failed)
             self.counts.add(RUNS_HELD, report.held)
             self.counts.add(RUNS_RELEASED, len(report.released))
+            self.counts.add(RUNS_ERASED, len(report.erased))
             return report
 
     def schedule(self) -> SchedulerReport:
@@ -216,7 +217,7 @@ class Container:
         self.world.close()
 
     def _handle(self, delivery: Delivery) -> HandlerResult:
-        payload = decode_payload(delivery.body)  # already validated by process_sqs_event
+        payload = delivery.parsed()  # decoded once, by process_sqs_event
         keys: dict[str, str] = {}
         if isinstance(payload, InvokePayload):
             keys["run_id"] = payload.run_id

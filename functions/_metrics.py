@@ -73,10 +73,12 @@ API_SERVER_ERRORS = "ApiServerErrors"
 RUNS_RECONCILED = "RunsReconciled"
 RECONCILE_FAILURES = "ReconcileFailures"
 # The reconciler, per tick: the held runs it saw (their replay diverged on newer code and no
-# deploy has released them yet, runtime/holding.py), and those it released onto its deployment.
+# deploy has released them yet, worker/holding.py), and those it released onto its deployment.
 # template.yaml alarms on any held run.
 RUNS_HELD = "RunsHeld"
 RUNS_RELEASED = "RunsReleased"
+# The reconciler, per tick: ended runs erased because their retention passed (runtime/retention.py).
+RUNS_ERASED = "RunsErased"
 # The scheduler, per pass: ticks started, skipped (overlap="skip"), dropped by the catch-up bound,
 # and schedules it could not handle (the next pass retries them).
 SCHEDULED_RUNS_STARTED = "ScheduledRunsStarted"

@@ -2,7 +2,7 @@
 
 ``template.yaml``: ``Handler: functions.api_handler.handler`` behind an
 ``AWS::Serverless::HttpApi`` with IAM authorization. Routing, validation and
-the mapping of errors to statuses are ``world_aws.api.handle_http``'s.
+the mapping of errors to statuses are ``world_aws.api.app.handle_http``'s.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions._container import PROCESS
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 
 
 @PROCESS.metrics.log_metrics

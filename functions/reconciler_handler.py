@@ -2,7 +2,7 @@
 
 ``template.yaml``: ``Handler: functions.reconciler_handler.handler``, a ``Schedule``
 event every ``ReconcilePeriodMinutes``. One tick per invocation
-(``world_aws.runtime.reconciler``); the counts go out as EMF (``RunsReconciled``,
+(``world_aws.worker.reconciler``); the counts go out as EMF (``RunsReconciled``,
 ``ReconcileFailures``), each repair is also a log line.
 """
 

@@ -1,7 +1,7 @@
 """Lambda entry point of the scheduler: starts the due ticks of the app's scheduled workflows.
 
 ``template.yaml``: ``Handler: functions.scheduler_handler.handler``, a ``Schedule``
-event every minute. One pass per invocation (``world_aws.runtime.scheduler``);
+event every minute. One pass per invocation (``world_aws.worker.scheduler``);
 the counts go out as EMF (``ScheduledRunsStarted``, ``ScheduledTicksSkipped``,
 ``ScheduledTicksMissed``, ``ScheduleFailures``).
 """
@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from functions._container import PROCESS
-from world_aws.runtime.scheduler import TickOutcome
+from world_aws.worker.scheduler import TickOutcome
 
 
 @PROCESS.metrics.log_metrics

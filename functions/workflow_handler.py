@@ -2,7 +2,7 @@
 
 ``template.yaml``: ``Handler: functions.workflow_handler.handler``, an SQS event on
 the workflow queue with ``FunctionResponseTypes: [ReportBatchItemFailures]``. Each
-record goes to ``Runtime.handle`` (``world_aws.aws.lambda_sqs``: one failing or
+record goes to ``Runtime.handle`` (``world_aws.aws.queue.lambda_sqs``: one failing or
 malformed record never fails its neighbours); metrics are flushed as EMF at the end.
 """
 

@@ -22,6 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from world_aws.client.handle import RunHandle
     from world_aws.errors import (
         BadInput,
         Conflict,
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
         WorkflowFailedError,
         WorldAwsError,
     )
-    from world_aws.runtime.chain import ContinuedAsNew, continue_as_new
-    from world_aws.runtime.config import RuntimeConfig
-    from world_aws.runtime.context import (
+    from world_aws.runtime.runtime import Runtime
+    from world_aws.serde.limits import PayloadLimits
+    from world_aws.worker.config import RuntimeConfig
+    from world_aws.workflow.chain import ContinuedAsNew, continue_as_new
+    from world_aws.workflow.context import (
         StepMetadata,
         WorkflowMetadata,
         create_hook,
@@ -53,59 +56,56 @@ if TYPE_CHECKING:
         sleep,
         uuid4,
     )
-    from world_aws.runtime.handle import RunHandle
-    from world_aws.runtime.patching import deprecated_patch, patched
-    from world_aws.runtime.registry import Workflows
-    from world_aws.runtime.retry import Backoff
-    from world_aws.runtime.runtime import Runtime
-    from world_aws.runtime.schedules import Overlap
-    from world_aws.runtime.serde_limits import PayloadLimits
-    from world_aws.runtime.streams import StreamWriter, get_writable
-    from world_aws.runtime.typed_hooks import Hook, TypedHook
+    from world_aws.workflow.patching import deprecated_patch, patched
+    from world_aws.workflow.registry import Workflows
+    from world_aws.workflow.retry import Backoff
+    from world_aws.workflow.schedules import Overlap
+    from world_aws.workflow.streams import StreamWriter, get_writable
+    from world_aws.workflow.typed_hooks import Hook, TypedHook
 
 # Each public name and the module it comes from, imported on first use (PEP 562): the
 # ``world-aws`` command starts its local stack before the runtime is imported (cli/).
 _EXPORTS: dict[str, str] = {
-    "Backoff": "world_aws.runtime.retry",
+    "Backoff": "world_aws.workflow.retry",
     "BadInput": "world_aws.errors",
     "Conflict": "world_aws.errors",
-    "ContinuedAsNew": "world_aws.runtime.chain",
+    "ContinuedAsNew": "world_aws.workflow.chain",
     "FatalError": "world_aws.errors",
-    "Hook": "world_aws.runtime.typed_hooks",
+    "Hook": "world_aws.workflow.typed_hooks",
     "HookConflictError": "world_aws.errors",
     "HookDisposedError": "world_aws.errors",
     "Misconfigured": "world_aws.errors",
     "NonDeterminismError": "world_aws.errors",
     "NotFound": "world_aws.errors",
-    "Overlap": "world_aws.runtime.schedules",
-    "PayloadLimits": "world_aws.runtime.serde_limits",
+    "Overlap": "world_aws.workflow.schedules",
+    "PayloadLimits": "world_aws.serde.limits",
     "RetryableError": "world_aws.errors",
     "RunCancelledError": "world_aws.errors",
     "RunExpired": "world_aws.errors",
-    "RunHandle": "world_aws.runtime.handle",
+    "RunHandle": "world_aws.client.handle",
     "Runtime": "world_aws.runtime.runtime",
-    "RuntimeConfig": "world_aws.runtime.config",
+    "RuntimeConfig": "world_aws.worker.config",
     "SerializationError": "world_aws.errors",
     "StepFailedError": "world_aws.errors",
-    "StepMetadata": "world_aws.runtime.context",
+    "StepMetadata": "world_aws.workflow.context",
     "StepTimeoutError": "world_aws.errors",
-    "StreamWriter": "world_aws.runtime.streams",
-    "TypedHook": "world_aws.runtime.typed_hooks",
+    "StreamWriter": "world_aws.workflow.streams",
+    "TypedHook": "world_aws.workflow.typed_hooks",
     "WorkflowFailedError": "world_aws.errors",
-    "WorkflowMetadata": "world_aws.runtime.context",
-    "Workflows": "world_aws.runtime.registry",
+    "WorkflowMetadata": "world_aws.workflow.context",
+    "Workflows": "world_aws.workflow.registry",
     "WorldAwsError": "world_aws.errors",
-    "continue_as_new": "world_aws.runtime.chain",
-    "create_hook": "world_aws.runtime.context",
-    "deprecated_patch": "world_aws.runtime.patching",
-    "get_step_metadata": "world_aws.runtime.context",
-    "get_workflow_metadata": "world_aws.runtime.context",
-    "get_writable": "world_aws.runtime.streams",
-    "now": "world_aws.runtime.context",
-    "patched": "world_aws.runtime.patching",
-    "random": "world_aws.runtime.context",
-    "sleep": "world_aws.runtime.context",
-    "uuid4": "world_aws.runtime.context",
+    "continue_as_new": "world_aws.workflow.chain",
+    "create_hook": "world_aws.workflow.context",
+    "deprecated_patch": "world_aws.workflow.patching",
+    "get_step_metadata": "world_aws.workflow.context",
+    "get_workflow_metadata": "world_aws.workflow.context",
+    "get_writable": "world_aws.workflow.streams",
+    "now": "world_aws.workflow.context",
+    "patched": "world_aws.workflow.patching",
+    "random": "world_aws.workflow.context",
+    "sleep": "world_aws.workflow.context",
+    "uuid4": "world_aws.workflow.context",
 }
 
 

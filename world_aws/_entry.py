@@ -27,7 +27,7 @@ def main() -> None:
         if fork_available() and moto_installed():
             process = MotoProcess()
     try:
-        from world_aws.cli import main as cli_main
+        from world_aws.cli.main import main as cli_main
 
         code = cli_main(argv, prestarted=process)
     except BrokenPipeError:  # `world-aws ls | head`: the reader is gone, nothing left to say

@@ -50,6 +50,10 @@ class NotFound(WorldRejection):
     code = 404
 
 
+class RunErased(NotFound):
+    """The run was erased (contract §3.4): its tombstone refuses every write, for good (404)."""
+
+
 class Conflict(WorldRejection):
     """Already done: a duplicate create, or a transition out of a terminal state (409)."""
 
@@ -269,7 +273,7 @@ class StepTimeoutError(WorldAwsError):
 
     A failure of that attempt like any other: the step's retry policy applies, and the
     last one surfaces in the workflow as ``StepFailedError`` with this as its cause
-    (``runtime/step_timeout.py``). ``handed_on``: the bound was the invocation's end,
+    (``worker/step_timeout.py``). ``handed_on``: the bound was the invocation's end,
     not the step's own timeout.
     """
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from world_aws import Workflows
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.runtime.runtime import Runtime

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.aws.world import create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.runtime.runtime import Runtime

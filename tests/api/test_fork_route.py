@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.runtime.test_fork import order_app
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.runtime import Runtime

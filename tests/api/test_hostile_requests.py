@@ -10,12 +10,12 @@ import pytest
 
 from world_aws import Workflows, create_hook
 from world_aws.api import app as api_app
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.api.http import Response
 from world_aws.api.jsonable import to_jsonable
 from world_aws.errors import BadInput
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.serde_limits import PayloadLimits
+from world_aws.serde.limits import PayloadLimits
 
 from .conftest import Api, http_event
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.errors import Throttled, Transient
 
 from .conftest import Api, http_event

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from world_aws import Workflows, get_writable
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld
 from world_aws.runtime.runtime import Runtime

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from world_aws.aws import items
-from world_aws.aws.payloads import EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
+from world_aws.aws.codec import items
+from world_aws.aws.codec.payloads import EVENT_INLINE_LIMIT, PayloadReader, PayloadWriter
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     DATA_RECORDS,

@@ -22,9 +22,9 @@ from bench.invocations import InvocationMeter
 from bench.meter import BillingMeter
 from bench.usage import Usage
 from bench.world_ops import CallCounter, Cost, cost_of, scenarios
-from world_aws.aws import plans
-from world_aws.aws.dynamo import Cancelled, CancelReason
+from world_aws.aws.codec.dynamo import Cancelled, CancelReason
 from world_aws.aws.world import AwsWorld
+from world_aws.aws.write import plans
 from world_aws.contract.clock import SystemClock
 from world_aws.contract.records import EventRequest, EventType, RunStartedData, StepCreatedData
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import EventType, HookConflictData, RunStatus
 from world_aws.errors import NotFound, RunExpired

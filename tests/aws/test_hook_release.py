@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from world_aws.aws import items, keys
+from world_aws.aws.codec import items, keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import EventRequest, EventType, RunCompletedData
 from world_aws.errors import Conflict, RunExpired

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from world_aws.aws import items, keys
-from world_aws.aws.dynamo import to_item
-from world_aws.aws.payloads import PayloadWriter
+from world_aws.aws.codec import items, keys
+from world_aws.aws.codec.dynamo import to_item
+from world_aws.aws.codec.payloads import PayloadWriter
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     Event,

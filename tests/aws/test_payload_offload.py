@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from world_aws.aws import keys
-from world_aws.aws.payloads import COMPRESS_MIN_BYTES, RUN_INPUT_INLINE_LIMIT, PayloadReader
+from world_aws.aws.codec import keys
+from world_aws.aws.codec.payloads import COMPRESS_MIN_BYTES, RUN_INPUT_INLINE_LIMIT, PayloadReader
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import (

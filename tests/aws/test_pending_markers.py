@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     EventType,

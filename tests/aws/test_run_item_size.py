@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bench.billing import item_size
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     EventRequest,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import EventType, StepStartedData, StepStatus
 from world_aws.errors import Conflict

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import EndpointConnectionError
 
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.records import (
     EventType,

@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from world_aws.aws import keys, step_events
+from world_aws.aws.codec import keys
 from world_aws.aws.world import AwsWorld, create_aws_world
+from world_aws.aws.write import step_events
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, StepCompletedData, StepStartedData, StepStatus
 from world_aws.testing.conformance.appended import (

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from world_aws.aws import items, keys
-from world_aws.aws.wait_events import WaitEvents
+from world_aws.aws.codec import items, keys
 from world_aws.aws.world import AwsWorld
+from world_aws.aws.write.wait_events import WaitEvents
 from world_aws.testing.conformance.support import create_run, create_wait
 
 

@@ -25,10 +25,10 @@ from bench.measure import wait_idle
 from bench.meter import BillingMeter
 from bench.prices import PRICES
 from bench.pump import QueuePump
+from world_aws.client.parallel import run_parallel
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, QueueName
-from world_aws.runtime.dispatch import run_parallel
 
 # Modelled round trips, large enough that CPU (well under a second here) cannot blur them.
 ROUND_TRIP = {"dynamodb": 1.0, "sqs": 2.0, "s3": 2.0}
@@ -64,7 +64,7 @@ def test_one_step_run_is_one_invocation_per_delivered_batch_and_priced_from_its_
     workflow_usage = sample.functions[workflow_fn.name]
     assert workflow_usage.invocations == workflow_usage.records == 1
     # AND the event source received and deleted each delivered record: one request each, plus at
-    # most the invocation's first visibility beat (aws/heartbeat.py: made at once on its own
+    # most the invocation's first visibility beat (aws/queue/heartbeat.py: made at once on its own
     # thread, so a short invocation may end before it is sent)
     records = workflow_usage.records
     received_and_deleted = 2 * records

@@ -25,9 +25,9 @@ from playwright.sync_api import expect
 from world_aws.api.server import serve_backend
 from world_aws.cli.client import ApiClient
 from world_aws.cli.ui import proxy_backend
+from world_aws.engine import ids
 from world_aws.errors import NotFound
 from world_aws.local.dev import DevStack
-from world_aws.runtime import ids
 
 from .apps import release
 

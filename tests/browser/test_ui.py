@@ -15,7 +15,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from world_aws.local.dev import DevStack
-from world_aws.runtime.holding import blocked_mark
+from world_aws.worker.holding import blocked_mark
 
 from .apps import BODIES, FIXED, charge_card, release
 from .conftest import OUT

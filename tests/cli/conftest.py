@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from examples.approval import app
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.local.dev import DevStack, start_dev_stack
 
 DEADLINE_SECONDS = 30.0

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from world_aws.aws.sigv4 import execute_api_region, sigv4_headers
-from world_aws.cli import main
 from world_aws.cli.client import signs_by_default
+from world_aws.cli.main import main
 from world_aws.errors import BadInput
 
 API_GATEWAY_URL = "https://abc123def4.execute-api.eu-west-1.amazonaws.com"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from world_aws.cli import main
+from world_aws.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 START_DEADLINE_SECONDS = 60.0
@@ -40,7 +40,7 @@ def dev_process(
     ``python`` is the interpreter that runs it (another venv's, for the wheel test), in ``cwd``.
     """
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WORLD_AWS_"))} | FAKE_AWS_ENV
-    code = "import sys; from world_aws.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from world_aws.cli.main import main; sys.exit(main(sys.argv[1:]))"
     proc = subprocess.Popen(
         [python, "-c", code, "dev", *argv],
         cwd=cwd,

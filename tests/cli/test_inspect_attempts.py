@@ -14,7 +14,7 @@ import pytest
 
 from tests.api.apps import app
 from world_aws.api.server import ApiServer, serve_api
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.runtime import Runtime

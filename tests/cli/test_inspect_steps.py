@@ -17,7 +17,7 @@ import pytest
 
 from examples.approval import app
 from world_aws.api.server import ApiServer, serve_api
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, StepCompletedData, StepRetryingData
 from world_aws.contract.world import World

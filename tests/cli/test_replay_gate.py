@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from examples.approval import app
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract import log_export
 
 from .conftest import Dev, Result

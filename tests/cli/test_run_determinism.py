@@ -17,9 +17,9 @@ import pytest
 
 from tests.kit import apps
 from world_aws import WorkflowFailedError, Workflows
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.local.stack import local_stack
-from world_aws.runtime.serde import decode_error
+from world_aws.serde.codec import decode_error
 
 
 def test_run_fails_a_workflow_that_branches_on_module_state_naming_both_steps(

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from world_aws.cli import main
+from world_aws.cli.main import main
 
 
 def test_completed_in_is_the_runs_duration_as_its_timeline_shows(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from world_aws.cli import main
 from world_aws.cli import run as run_command
+from world_aws.cli.main import main
 
 MEMORY = ["--world", "memory", "--timeout", "30"]
 

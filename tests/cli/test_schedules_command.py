@@ -18,11 +18,11 @@ from datetime import timedelta
 import pytest
 
 from examples.scheduled import app
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract.schedules import ScheduleState
 from world_aws.local.dev import start_dev_stack
-from world_aws.runtime.config import SchedulerConfig
-from world_aws.runtime.scheduler import TickOutcome
+from world_aws.worker.config import SchedulerConfig
+from world_aws.worker.scheduler import TickOutcome
 
 from .conftest import DEADLINE_SECONDS, Dev, fake_aws_environment
 

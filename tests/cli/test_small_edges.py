@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from world_aws.cli import main
+from world_aws.cli.main import main
 
 from .conftest import Dev
 

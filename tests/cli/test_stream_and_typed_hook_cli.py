@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from world_aws import Hook, Workflows, get_writable
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.local.dev import DevStack, start_dev_stack
 
 DEADLINE_SECONDS = 30.0

@@ -100,7 +100,7 @@ def test_an_unreachable_api_is_a_502_naming_it() -> None:
 def test_world_aws_ui_serves_until_sigint(deployed: tuple[ApiServer, Runtime, MemoryWorld]) -> None:
     server, _, _ = deployed
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WORLD_AWS_"))} | FAKE_AWS_ENV
-    code = "import sys; from world_aws.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from world_aws.cli.main import main; sys.exit(main(sys.argv[1:]))"
     argv = [sys.executable, "-c", code, "ui", "--api", server.url, "--port", "0"]
     proc = subprocess.Popen(
         argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

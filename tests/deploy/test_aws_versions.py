@@ -33,9 +33,9 @@ from world_aws.aws.world import create_aws_world
 from world_aws.contract.world import World
 from world_aws.errors import DeploymentGone, DeploymentInUse, NotFound
 from world_aws.local.embedded import EmbeddedAws
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.deployments import DeployedWorld
 from world_aws.runtime.runtime import Runtime
+from world_aws.worker.config import RuntimeConfig
+from world_aws.worker.deployments import DeployedWorld
 
 FUNCTION = "t-dpl-workflow"
 WAIT = 60.0

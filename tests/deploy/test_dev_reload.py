@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract.records import RunStatus
 from world_aws.errors import NotFound
 from world_aws.local.dev import DevStack, start_dev_stack
 from world_aws.local.reload import AppReloader
-from world_aws.runtime.loading import load_app
+from world_aws.workflow.loading import load_app
 
 WAIT = 60.0
 
@@ -183,7 +183,7 @@ def test_world_aws_dev_reload_deploys_an_edited_app_file(tmp_path: Path) -> None
     path = tmp_path / "edited.py"
     _write(path, "hello", "hello")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "WORLD_AWS_"))}
-    code = "import sys; from world_aws.cli import main; sys.exit(main(sys.argv[1:]))"
+    code = "import sys; from world_aws.cli.main import main; sys.exit(main(sys.argv[1:]))"
     argv = [sys.executable, "-c", code, "dev", f"{path}:app", "--world", "memory", "--port", "0", "--reload"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str | None] = queue.Queue()

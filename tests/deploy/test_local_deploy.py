@@ -16,10 +16,10 @@ from collections.abc import Iterator
 import pytest
 
 from tests.deploy.apps import repaired_app, version_app
+from world_aws.client.handle import RunHandle
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput, DeploymentInUse, NotFound
 from world_aws.local.stack import LocalStack, local_stack
-from world_aws.runtime.handle import RunHandle
 
 RUNS = 3
 WAIT = 60.0

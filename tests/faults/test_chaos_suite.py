@@ -18,7 +18,7 @@ import pytest
 
 from bench.chaos import ChaosConfig, run_configuration
 from bench.chaos_driver import AFTER_DEPLOY_RUNS
-from world_aws.runtime.config import RuntimeConfig
+from world_aws.worker.config import RuntimeConfig
 
 MEMORY_GROUPS = ("transient", "lost", "delivery", "crash", "reorder", "all")
 SEED = 11

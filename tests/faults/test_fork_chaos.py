@@ -1,4 +1,4 @@
-"""Forks under every fault at once: seeded, each fork checked (``runtime/forks.py``).
+"""Forks under every fault at once: seeded, each fork checked (``client/forks.py``).
 
 Runs of a three-step order fail in their third step on a World without faults.
 Then, on the same World behind a ``FaultyWorld`` (transient and lost calls,
@@ -19,19 +19,19 @@ from datetime import timedelta
 
 import pytest
 
+from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
+from harness.faulty_world import FaultyWorld
+from harness.harness import Harness, MemoryPump
 from tests.runtime.test_fork import order_app
+from world_aws.client.handle import RunHandle
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.errors import NotFound, RetryLater, WorldAwsError
 from world_aws.local.memory import MemoryWorld, create_memory_world
-from world_aws.runtime.config import ReconcilerConfig
-from world_aws.runtime.handle import RunHandle
-from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
-from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.harness import Harness, MemoryPump
+from world_aws.worker.config import ReconcilerConfig
+from world_aws.worker.reconciler import Reconciler
 
 RUNS = 12
 VISIBILITY = 2.0

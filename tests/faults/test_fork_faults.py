@@ -1,7 +1,7 @@
 """A fork's new crash windows: its copied prefix written in part, its ``run_created`` lost.
 
 A fork's log is a copy of its original's, written by the fork's first workflow
-delivery before the run starts (``runtime/forks.py``). A handler that dies midway
+delivery before the run starts (``client/forks.py``). A handler that dies midway
 leaves the fork pending with part of its copy; whatever continues it next (the
 redelivered message, a reconciler's wake) writes the rest first, so no replay of
 the fork reads a part of its prefix, no copied step runs again, and no copied
@@ -15,15 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from tests.runtime.test_fork import order_app
+from world_aws.client.forks import FORKED_FROM, Forks
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
-from world_aws.runtime.config import ReconcilerConfig
-from world_aws.runtime.forks import FORKED_FROM, Forks
-from world_aws.runtime.reconciler import Reconciler
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
+from world_aws.worker.config import ReconcilerConfig
+from world_aws.worker.reconciler import Reconciler
 
 AFTER = 600
 RECONCILE = ReconcilerConfig(after_seconds=AFTER, max_runs_per_tick=10, sweep_lag_seconds=AFTER)

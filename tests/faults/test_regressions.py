@@ -10,7 +10,7 @@ step read shows pending at attempt 2, not 1, which the executor took for "anothe
 delivery claimed it since" and acked without handing the retry on. Attempt 2 then
 succeeds, but its ``step_completed`` is refused (the step is pending, not
 running) and it acks too: a pending step with no message, a run stranded. Fixed
-in ``StepExecutor._retry`` (``world_aws/runtime/executor.py``): a pending step
+in ``StepExecutor._retry`` (``world_aws/worker/executor.py``): a pending step
 after a refused ``step_retrying`` gets its retry message whatever its attempt.
 """
 
@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
-from world_aws.runtime.retry import Backoff
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
+from world_aws.workflow.retry import Backoff
 
 WAIT = 30.0  # real seconds a thread waits for the other (only reached if the runtime hangs)
 

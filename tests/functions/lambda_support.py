@@ -9,8 +9,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from world_aws.aws.event_source import lambda_sqs_event
 from world_aws.aws.infra.provision import ProvisionedResources
+from world_aws.aws.queue.event_source import lambda_sqs_event
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_body
 from world_aws.contract.world import QueueName

@@ -30,7 +30,7 @@ from world_aws.contract.transport import decode_body, encode_body
 from world_aws.contract.world import QueueName
 from world_aws.errors import BadInput, NotFound
 from world_aws.local.embedded import EmbeddedAws
-from world_aws.runtime.runtime import MISSING_RUN_DELIVERIES
+from world_aws.worker.worker import MISSING_RUN_DELIVERIES
 
 SampleEvent = Callable[[str], dict[str, Any]]
 Deploy = Callable[..., None]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import SEMANTIC_TAGS, encode_payload
-from world_aws.runtime.serde_tags import Tag
+from world_aws.serde.tags import Tag
 
 # Every standard tag cbor2 decodes itself, every world-aws tag, and a few unknown ones.
 TAGS = sorted({*SEMANTIC_TAGS, *(int(t) for t in Tag), 6, 4242, 2**32 + 1})

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from world_aws.contract.transport import decode_body, decode_payload
 from world_aws.errors import BadInput, SerializationError
-from world_aws.runtime.serde import Serializer, decode_error
+from world_aws.serde.codec import Serializer, decode_error
 
 from .strategies import cbor_bytes, message_maps
 

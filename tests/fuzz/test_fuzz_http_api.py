@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from world_aws import Workflows, create_hook
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.runtime import Runtime

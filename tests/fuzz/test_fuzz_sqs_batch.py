@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from world_aws.aws.infra.provision import ProvisionedResources
-from world_aws.aws.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult
 from world_aws.local.embedded import EmbeddedAws

@@ -18,8 +18,8 @@ from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import World
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.scheduler import Scheduler, TickOutcome
 from world_aws.testing.aws_factory import aws_world
+from world_aws.worker.scheduler import Scheduler, TickOutcome
 
 # IAM authorises each action of a transaction as its own item action.
 _TRANSACTION_ACTIONS = {

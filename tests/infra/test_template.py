@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from world_aws.aws import keys
-from world_aws.aws.heartbeat import HeartbeatConfig
+from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import DEFAULT_TEMPLATE, TemplateError, load_template, resources
+from world_aws.aws.queue.heartbeat import HeartbeatConfig
 from world_aws.contract.limits import DEFAULT_MAX_QUEUE_DELIVERIES
 
 
@@ -73,12 +73,12 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
     # GIVEN the template's one table
     (table,) = resources(load_template(), "AWS::DynamoDB::Table").values()
     p = table.properties
-    # THEN it has the keys, index and TTL attribute world_aws.aws.keys writes,
+    # THEN it has the keys, index and TTL attribute world_aws.aws.codec.keys writes,
     assert p["KeySchema"] == [
         {"AttributeName": keys.PK, "KeyType": "HASH"},
         {"AttributeName": keys.SK, "KeyType": "RANGE"},
     ]
-    gsi, live, deployments = p["GlobalSecondaryIndexes"]
+    gsi, live, deployments, expiring = p["GlobalSecondaryIndexes"]
     assert gsi["IndexName"] == keys.RUNS_INDEX
     assert gsi["KeySchema"] == [
         {"AttributeName": keys.GSI1_PK, "KeyType": "HASH"},
@@ -97,6 +97,13 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
     assert deployments["IndexName"] == keys.DEPLOYMENT_INDEX
     assert deployments["KeySchema"] == [{"AttributeName": keys.DEP_PK, "KeyType": "HASH"}]
     assert deployments["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    # The expiring index: ended runs with a retention by expiry (a number: end + retention, µs).
+    assert expiring["IndexName"] == keys.EXPIRING_INDEX
+    assert expiring["KeySchema"] == [
+        {"AttributeName": keys.XP_PK, "KeyType": "HASH"},
+        {"AttributeName": keys.XP_US, "KeyType": "RANGE"},
+    ]
+    assert expiring["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     types = {d["AttributeName"]: d["AttributeType"] for d in p["AttributeDefinitions"]}
     assert types == {
         keys.PK: "S",
@@ -106,6 +113,8 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         keys.LIVE_PK: "S",
         keys.LIVE_SK: "S",
         keys.DEP_PK: "S",
+        keys.XP_PK: "S",
+        keys.XP_US: "N",
     }
     assert p["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTRIBUTE, "Enabled": True}
     # AND the operational settings contract §7.1 asks for

@@ -30,7 +30,7 @@ from samtranslator.translator.transform import transform
 
 from functions._container import Container, LambdaProcess
 from functions._metrics import MISCONFIGURATIONS, RUNS_HELD
-from world_aws.aws import keys
+from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import load_template
 from world_aws.aws.s3 import KEY_PREFIX
 
@@ -58,7 +58,7 @@ NOT_FROM_TEMPLATE = frozenset(
 ENVIRONMENT_READERS = frozenset(
     {
         ("world_aws/aws/config.py", "from_env"),
-        ("world_aws/runtime/config.py", "from_env"),
+        ("world_aws/worker/config.py", "from_env"),
         ("functions/_container.py", "from_env"),
         ("functions/_container.py", "create"),
     }
@@ -420,11 +420,21 @@ def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed
     expected = {"Fn::Sub": "${PayloadBucket.Arn}/" + KEY_PREFIX + "*"}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         role = role_of(transformed, function)
-        # The reconciler never reads or writes a payload: it reads run items and publishes run ids;
-        # nor does the scheduler: scheduled arguments are capped below the inline limit.
-        blobs = [] if lid in ("ReconcilerFunction", "SchedulerFunction") else [expected]
+        # The scheduler never reads or writes a payload: scheduled arguments are capped below
+        # the inline limit. The reconciler only erases what retention expired (and may put back).
+        blobs = [] if lid == "SchedulerFunction" else [expected]
         assert allowed(role, "s3:GetObject") == blobs == allowed(role, "s3:PutObject"), lid
         assert allowed(role, "dynamodb:PutItem") == [{"Fn::GetAtt": ["WorkflowTable", "Arn"]}], lid
+        # Deleting a payload: only an erasure (POST /runs/{id}/delete, the retention sweep).
+        erasing = lid in ("ApiFunction", "ReconcilerFunction")
+        assert allowed(role, "s3:DeleteObject") == ([expected] if erasing else []), lid
+
+
+def test_only_the_reconciler_may_query_the_expiring_index(transformed: dict[str, Any]) -> None:
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.EXPIRING_INDEX}
+    for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
+        queries = index in allowed(role_of(transformed, function), "dynamodb:Query")
+        assert queries is (lid == "ReconcilerFunction"), lid
 
 
 def test_only_the_api_and_the_reconciler_may_query_the_runs_index(transformed: dict[str, Any]) -> None:
@@ -491,9 +501,10 @@ def test_the_reconciler_only_publishes_wake_ups_and_consumes_no_queue(transforme
     assert not any(allowed(role, action) for action in CONSUME_ACTIONS)
     table = {"Fn::GetAtt": ["WorkflowTable", "Arn"]}
     # Reads its sweep cursor and run items in batches, moves marks and the cursor, and
-    # claims/records/releases idempotency keys.
+    # claims/records/releases idempotency keys; erases the runs whose retention passed
+    # (reads and deletes their partitions).
     granted = {a for s in statements(role) for a in as_list(s["Action"]) if table in as_list(s["Resource"])}
-    actions = ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem")
+    actions = ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem")
     assert granted == {f"dynamodb:{a}" for a in actions}
 
 
@@ -619,7 +630,7 @@ def test_list_bucket_is_granted_only_for_the_blob_prefix(transformed: dict[str, 
         listings += len(listing)
         for statement in listing:
             assert statement["Condition"] == {"StringLike": {"s3:prefix": KEY_PREFIX + "*"}}, lid
-    assert listings == 3  # the roles of the functions that read payloads
+    assert listings == 4  # the roles of the functions that read payloads (the reconciler's: erasures)
 
 
 def test_the_bundle_dependencies_are_installed_from_the_hashed_lock(template: dict[str, Any]) -> None:

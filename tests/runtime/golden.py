@@ -28,8 +28,8 @@ from world_aws.contract.records import (
     RunStatus,
     empty_data,
 )
-from world_aws.runtime.registry import Workflows
-from world_aws.runtime.replay import Outcome, Replay
+from world_aws.engine.replay import Outcome, Replay
+from world_aws.workflow.registry import Workflows
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 

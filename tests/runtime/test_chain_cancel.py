@@ -5,8 +5,8 @@ from __future__ import annotations
 from tests.runtime.harness import Harness
 from world_aws import Workflows, continue_as_new, create_hook
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.runtime.chain import next_run_id
-from world_aws.runtime.children import CHILD_TOKEN_PREFIX
+from world_aws.engine.chain_links import next_run_id
+from world_aws.engine.children import CHILD_TOKEN_PREFIX
 
 
 def chain_app() -> Workflows:
@@ -78,8 +78,8 @@ def test_a_chain_run_cancelled_by_a_caller_that_died_is_found_by_the_reconciler(
 
     from tests.runtime.test_child_durability import writes
     from tests.runtime.test_stranding import Crash
-    from world_aws.runtime.config import ReconcilerConfig
-    from world_aws.runtime.reconciler import Reconciler
+    from world_aws.worker.config import ReconcilerConfig
+    from world_aws.worker.reconciler import Reconciler
 
     # GIVEN a parent waiting on a child whose chain's second run waits on a hook, and a
     # caller whose cancel of that run died right after run_cancelled landed

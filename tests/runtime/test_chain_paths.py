@@ -7,7 +7,7 @@ import pytest
 from tests.runtime.harness import Harness
 from world_aws import Workflows, continue_as_new
 from world_aws.contract.records import RunStatus
-from world_aws.runtime.config import RuntimeConfig
+from world_aws.worker.config import RuntimeConfig
 
 
 def app_with_stepped_chain() -> Workflows:

@@ -18,10 +18,10 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Redeliver
+from world_aws.engine.children import CHILD_TOKEN_PREFIX
 from world_aws.errors import Transient
-from world_aws.runtime.children import CHILD_TOKEN_PREFIX
-from world_aws.runtime.config import ReconcilerConfig
-from world_aws.runtime.reconciler import Reconciler
+from world_aws.worker.config import ReconcilerConfig
+from world_aws.worker.reconciler import Reconciler
 
 from .harness import Harness
 from .spy import Call

@@ -1,4 +1,4 @@
-"""Issue 16 item 1: child workflows, on every World (``runtime/children.py``, ``runtime/lineage.py``)."""
+"""Issue 16 item 1: child workflows, on every World (``engine/children.py``, ``client/lineage.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import (
     FatalError,
     RunCancelledError,
@@ -16,9 +17,8 @@ from world_aws import (
     create_hook,
 )
 from world_aws.contract.records import EventType, RunStatus
+from world_aws.engine.children import CHILD_TOKEN_PREFIX, PARENT_CALL_ID, PARENT_RUN_ID, ROOT_RUN_ID
 from world_aws.errors import BadInput
-from world_aws.runtime.children import CHILD_TOKEN_PREFIX, PARENT_CALL_ID, PARENT_RUN_ID, ROOT_RUN_ID
-from world_aws.testing.harness import Harness
 
 
 def family_app(bodies: list[str]) -> Workflows:

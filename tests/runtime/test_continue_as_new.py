@@ -1,4 +1,4 @@
-"""Issue 16 item 5: continue-as-new and the events-per-run bound, on every World (``runtime/chain.py``)."""
+"""Issue 16 item 5: continue-as-new and the events-per-run bound, on every World (``workflow/chain.py``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Redeliver
+from world_aws.engine.chain_links import next_run_id
+from world_aws.engine.children import ROOT_RUN_ID
 from world_aws.errors import Transient
-from world_aws.runtime.chain import CONTINUED_FROM, ERROR_CODE_EVENT_LIMIT, next_run_id
-from world_aws.runtime.children import ROOT_RUN_ID
-from world_aws.runtime.config import RuntimeConfig
+from world_aws.worker.config import RuntimeConfig
+from world_aws.workflow.chain import CONTINUED_FROM, ERROR_CODE_EVENT_LIMIT
 
 from .failures import failure_of
 from .harness import Harness

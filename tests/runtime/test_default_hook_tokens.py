@@ -8,7 +8,7 @@ import pytest
 
 from world_aws import Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.runtime import hooks
+from world_aws.workflow import hooks
 
 from .harness import Harness
 

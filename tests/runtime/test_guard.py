@@ -1,4 +1,4 @@
-"""Workflow code may not read the clock, randomness or the network, nor start threads (runtime/guard.py).
+"""Workflow code may not read the clock, randomness or the network, nor start threads (engine/guard.py).
 
 Each refused call fails the run with ``NON_DETERMINISM`` and a message naming the
 replacement; the same call in a step, the standard library's own calls (logging

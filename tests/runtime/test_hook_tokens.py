@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import BadInput, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.runtime.hooks import MAX_TOKEN_BYTES
-from world_aws.testing.harness import Harness
 from world_aws.testing.kit import WorkflowKit
+from world_aws.workflow.hooks import MAX_TOKEN_BYTES
 
 app = Workflows()
 KitFactory = Callable[..., WorkflowKit]

@@ -7,8 +7,8 @@ import pytest
 from world_aws import StepFailedError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.errors import SerializationError
-from world_aws.runtime.serde import Serializer
-from world_aws.runtime.serde_limits import Payload, PayloadLimits
+from world_aws.serde.codec import Serializer
+from world_aws.serde.limits import Payload, PayloadLimits
 
 from .failures import failure_of
 from .harness import Harness

@@ -34,9 +34,9 @@ from world_aws.errors import Transient
 from world_aws.local.memory import create_memory_world
 from world_aws.local.reconcile_loop import ReconcilerLoop
 from world_aws.local.stack import local_stack
-from world_aws.runtime.config import ReconcilerConfig, RuntimeConfig
-from world_aws.runtime.reconciler import Reconciler, bucket_of
 from world_aws.testing.conformance.support import create_run
+from world_aws.worker.config import ReconcilerConfig, RuntimeConfig
+from world_aws.worker.reconciler import Reconciler, bucket_of
 
 from .harness import Harness, Intercept
 

@@ -16,23 +16,23 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.spy import Call, Publish
 from tests.api.conftest import http_event
 from world_aws import WorkflowFailedError, Workflows, create_hook
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
+from world_aws.client.lineage import NOTIFY_ATTEMPTS
+from world_aws.client.starting import start_run
 from world_aws.contract.records import EventType, HookReceivedData, RunCreation, RunStatus
 from world_aws.contract.world import SPEC_VERSION_CURRENT
+from world_aws.engine import ids
+from world_aws.engine.chain_links import next_run_id
+from world_aws.engine.children import CHILD_RUN_ID_TAKEN, child_run_id
 from world_aws.errors import Transient
-from world_aws.runtime import ids
-from world_aws.runtime.chain import next_run_id
-from world_aws.runtime.children import CHILD_RUN_ID_TAKEN, child_run_id
-from world_aws.runtime.config import ReconcilerConfig
-from world_aws.runtime.lineage import NOTIFY_ATTEMPTS
-from world_aws.runtime.reconciler import Reconciler
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.schedule_expr import iso_tick
-from world_aws.runtime.scheduler import Scheduler, TickOutcome
-from world_aws.runtime.starting import start_run
-from world_aws.testing.spy import Call, Publish
+from world_aws.worker.config import ReconcilerConfig
+from world_aws.worker.reconciler import Reconciler
+from world_aws.worker.scheduler import Scheduler, TickOutcome
+from world_aws.workflow.schedule_expr import iso_tick
 
 from .harness import Harness
 

@@ -8,7 +8,7 @@ from tests.runtime.test_schedules import at_start, report_app, scheduled_runs
 from world_aws.contract.records import ResolveData, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
-from world_aws.runtime.scheduler import Scheduler, TickOutcome
+from world_aws.worker.scheduler import Scheduler, TickOutcome
 
 
 def first_message(call: Call) -> bool:

@@ -16,10 +16,10 @@ from world_aws import BadInput, Workflows, create_hook
 from world_aws.contract.records import ResolveData, RunStatus
 from world_aws.contract.schedules import ScheduleState, ScheduleStore
 from world_aws.contract.world import ForwardingWorld, World
+from world_aws.engine import ids
 from world_aws.errors import Transient
-from world_aws.runtime import ids
-from world_aws.runtime.schedule_expr import iso_tick
-from world_aws.runtime.scheduler import HandledTick, Scheduler, TickOutcome
+from world_aws.worker.scheduler import HandledTick, Scheduler, TickOutcome
+from world_aws.workflow.schedule_expr import iso_tick
 
 from .harness import Harness
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 
 from tests.api.conftest import Api
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.testing.kit import KitRun, WorkflowKit
 
 from . import typed_apps

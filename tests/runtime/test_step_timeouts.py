@@ -18,7 +18,7 @@ import pytest
 from world_aws import BadInput, StepFailedError, StepTimeoutError, Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler
-from world_aws.runtime.serde_errors import decode_error
+from world_aws.serde.errors import decode_error
 
 from .harness import Harness
 

@@ -20,8 +20,8 @@ from world_aws import RetryableError, StepFailedError, Workflows, get_step_metad
 from world_aws.contract.records import EventType, RunStatus, StepRetryingData
 from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.retry import Backoff
+from world_aws.worker.config import RuntimeConfig
+from world_aws.workflow.retry import Backoff
 
 from .failures import Crash, survive_crashes
 from .harness import Harness

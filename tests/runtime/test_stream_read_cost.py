@@ -16,12 +16,12 @@ import pytest
 
 from tests.api.conftest import http_event
 from world_aws import Workflows
-from world_aws.api import handle_http
+from world_aws.api.app import handle_http
+from world_aws.client.stream_reader import StreamCursor
 from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, StreamStore
 from world_aws.contract.world import ForwardingWorld, World
 from world_aws.errors import BadInput
-from world_aws.runtime.serde import Serializer
-from world_aws.runtime.stream_reader import StreamCursor
+from world_aws.serde.codec import Serializer
 
 from .harness import Harness
 

@@ -19,8 +19,8 @@ from world_aws import RetryableError, Workflows, create_hook, get_step_metadata,
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunStatus
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
-from world_aws.runtime import telemetry, tracing
-from world_aws.runtime.reconciler import Reconciler
+from world_aws.observe import telemetry, tracing
+from world_aws.worker.reconciler import Reconciler
 
 from .harness import Harness
 from .test_reconciler import AFTER, CONFIG, stranded_run

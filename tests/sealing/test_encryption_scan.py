@@ -35,8 +35,8 @@ from world_aws.contract.transport import decode_body
 from world_aws.errors import BadInput, NotFound, PayloadEncrypted
 from world_aws.local.stack import LocalStack, local_config, local_stack
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.serde_errors import decode_error
 from world_aws.sealing.envelope import carried_key
+from world_aws.serde.errors import decode_error
 
 from . import sealed_app
 from .sealed_app import BIG_INPUT_CHARS, MARK, TOKEN, app, scan

@@ -20,9 +20,9 @@ from world_aws.contract.records import creation_of, payload_fields
 from world_aws.contract.sealing import is_sealed
 from world_aws.contract.world import Queue, QueueName
 from world_aws.local.memory import create_memory_world
-from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
 from world_aws.sealing import DataKey, SealedWorld
+from world_aws.worker.config import RuntimeConfig
 
 from .sealed_app import BIG_INPUT_CHARS, MARK, TOKEN, app, scan
 

@@ -15,9 +15,9 @@ import pytest
 
 from world_aws.contract.transport import SEMANTIC_TAGS, TRANSPORT_TAGS, decode_body, strict_cbor_loads
 from world_aws.errors import BadInput, SerializationError
-from world_aws.runtime import serde_decode
-from world_aws.runtime.serde import Serializer, decode_error
-from world_aws.runtime.serde_tags import Tag
+from world_aws.serde import decode as serde_decode
+from world_aws.serde.codec import Serializer, decode_error
+from world_aws.serde.tags import Tag
 
 
 def doubling_shared_refs(levels: int) -> bytes:

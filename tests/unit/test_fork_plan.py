@@ -1,4 +1,4 @@
-"""The fork point and the copied events, as pure functions of a log (``runtime/fork_plan.py``)."""
+"""The fork point and the copied events, as pure functions of a log (``client/fork_plan.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from world_aws.client.fork_plan import copied_count, copy_plan, fork_point
 from world_aws.contract.records import (
     Event,
     EventData,
@@ -22,9 +23,8 @@ from world_aws.contract.records import (
     StepRetryingData,
     StepStartedData,
 )
+from world_aws.engine.children import child_run_id, child_token
 from world_aws.errors import BadInput, Conflict, NotFound
-from world_aws.runtime.children import child_run_id, child_token
-from world_aws.runtime.fork_plan import copied_count, copy_plan, fork_point
 
 SOURCE, FORK = "wrun_SRC", "wrun_FRK"
 AT = datetime(2026, 1, 1, tzinfo=UTC)

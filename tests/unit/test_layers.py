@@ -22,6 +22,26 @@ REPO = Path(__file__).resolve().parents[2]
 SCANNED_PACKAGES = ("world_aws", "functions", "infra")
 
 BOTO = ("boto3", "botocore", "mypy_boto3_*")  # the stub packages are boto3 too
+# The runtime, by role (ARCHITECTURE.md "Layers"): each package's charter is its __init__ docstring.
+RUNTIME_PACKAGES = (
+    "world_aws.serde",
+    "world_aws.workflow",
+    "world_aws.engine",
+    "world_aws.observe",
+    "world_aws.client",
+    "world_aws.worker",
+    "world_aws.runtime",
+)
+# What no runtime package imports: the façade and the layers built on the runtime.
+ABOVE_THE_RUNTIME = (
+    "world_aws.runtime",
+    "world_aws.api",
+    "world_aws.cli",
+    "world_aws.testing",
+    "world_aws.local",
+    "world_aws.aws",
+    "functions",
+)
 
 
 @dataclass(frozen=True)
@@ -71,21 +91,89 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="runtime-receives-a-world",
-        says="world_aws/runtime never imports boto3, botocore, moto, world_aws.aws or world_aws.local",
-        applies_to=("world_aws.runtime",),
+        says=(
+            "the runtime's packages (serde, workflow, engine, observe, client, worker, runtime) never "
+            "import boto3, botocore, moto, world_aws.aws or world_aws.local"
+        ),
+        applies_to=RUNTIME_PACKAGES,
         forbids=(*BOTO, "moto", "world_aws.aws", "world_aws.local"),
+    ),
+    Rule(
+        name="serde-is-low",
+        says=(
+            "world_aws/serde imports only the stdlib, pydantic, cbor2, world_aws.errors, "
+            "world_aws.contract and itself"
+        ),
+        applies_to=("world_aws.serde",),
+        allows_only=(
+            "pydantic",
+            "pydantic_core",
+            "cbor2",
+            "world_aws.errors",
+            "world_aws.contract",
+            "world_aws.serde",
+        ),
+    ),
+    Rule(
+        name="workflow-never-imports-the-engine",
+        says=(
+            "world_aws/workflow (the authoring API) imports only the stdlib, pydantic, "
+            "world_aws.errors, world_aws.contract, world_aws.serde and itself: never the engine, "
+            "the worker, the client or a World"
+        ),
+        applies_to=("world_aws.workflow",),
+        allows_only=(
+            "pydantic",
+            "pydantic_core",
+            "world_aws.errors",
+            "world_aws.contract",
+            "world_aws.serde",
+            "world_aws.workflow",
+        ),
+    ),
+    Rule(
+        name="observe-is-low",
+        says="world_aws/observe imports only the stdlib, OpenTelemetry, world_aws.contract and itself",
+        applies_to=("world_aws.observe",),
+        allows_only=("opentelemetry", "world_aws.contract", "world_aws.observe"),
+    ),
+    Rule(
+        name="engine-is-pure-replay",
+        says="world_aws/engine never imports the client, the worker, the runtime façade or an outer layer",
+        applies_to=("world_aws.engine",),
+        forbids=("world_aws.client", "world_aws.worker", *ABOVE_THE_RUNTIME),
+    ),
+    Rule(
+        name="client-never-imports-the-worker",
+        says=(
+            "world_aws/client never imports the worker, the runtime façade or an outer layer "
+            "(but client/remote.py, a service's HTTP client of a deployed stack, stands on the CLI's)"
+        ),
+        applies_to=("world_aws.client",),
+        exempt=("world_aws.client.remote",),
+        forbids=("world_aws.worker", *ABOVE_THE_RUNTIME),
+    ),
+    Rule(
+        name="worker-below-the-facade",
+        says="world_aws/worker never imports the runtime façade or an outer layer",
+        applies_to=("world_aws.worker",),
+        forbids=ABOVE_THE_RUNTIME,
     ),
     Rule(
         name="api-over-the-runtime",
         says=(
             "world_aws/api imports only the stdlib, pydantic, world_aws.errors, world_aws.contract, "
-            "world_aws.runtime and itself (no backend, no web framework)"
+            "the runtime's packages but the worker, and itself (no backend, no web framework)"
         ),
         applies_to=("world_aws.api",),
         allows_only=(
             "pydantic",
             "world_aws.errors",
             "world_aws.contract",
+            "world_aws.serde",
+            "world_aws.workflow",
+            "world_aws.engine",
+            "world_aws.client",
             "world_aws.runtime",
             "world_aws.api",
         ),
@@ -106,6 +194,49 @@ RULES: tuple[Rule, ...] = (
         forbids=("world_aws.runtime", "world_aws.local", "world_aws.cli", "functions"),
     ),
     Rule(
+        name="aws-codec-knows-the-layout-only",
+        says=(
+            "world_aws/aws/codec imports only boto3's types, world_aws.errors, world_aws.contract, "
+            "world_aws.aws.errors and itself"
+        ),
+        applies_to=("world_aws.aws.codec",),
+        allows_only=(
+            *BOTO,
+            "world_aws.errors",
+            "world_aws.contract",
+            "world_aws.aws.errors",
+            "world_aws.aws.codec",
+        ),
+    ),
+    Rule(
+        name="aws-write-never-reads-or-queues",
+        says="world_aws/aws/write never imports world_aws/aws/read or world_aws/aws/queue",
+        applies_to=("world_aws.aws.write",),
+        forbids=(
+            "world_aws.aws.read",
+            "world_aws.aws.queue",
+            "world_aws.aws.world",
+            "world_aws.aws.event_store",
+        ),
+    ),
+    Rule(
+        name="aws-read-never-queues",
+        says="world_aws/aws/read never imports world_aws/aws/queue",
+        applies_to=("world_aws.aws.read",),
+        forbids=("world_aws.aws.queue", "world_aws.aws.world", "world_aws.aws.event_store"),
+    ),
+    Rule(
+        name="aws-queue-apart-from-the-table",
+        says="world_aws/aws/queue never imports world_aws/aws/write or world_aws/aws/read",
+        applies_to=("world_aws.aws.queue",),
+        forbids=(
+            "world_aws.aws.write",
+            "world_aws.aws.read",
+            "world_aws.aws.world",
+            "world_aws.aws.event_store",
+        ),
+    ),
+    Rule(
         name="boto3-only-in-aws",
         says="only world_aws/aws (its infra/ provisions template.yaml's resources) may import boto3/botocore",
         applies_to=("*",),
@@ -115,8 +246,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="moto-only-in-local-and-testing",
         says=(
-            "only the embedded default (world_aws/local/embedded.py, its moto_server and its "
-            "moto_speedups/moto_fast_json) and world_aws/testing may import moto"
+            "only the embedded default (world_aws/local/embedded.py, its moto_server, its "
+            "moto_speedups/moto_fast_json and its moto_state) and world_aws/testing may import moto"
         ),
         applies_to=("*",),
         exempt=(
@@ -124,6 +255,7 @@ RULES: tuple[Rule, ...] = (
             "world_aws.local.moto_server",
             "world_aws.local.moto_speedups",
             "world_aws.local.moto_fast_json",
+            "world_aws.local.moto_state",
             "world_aws.testing",
         ),
         forbids=("moto",),
@@ -311,18 +443,18 @@ def test_checker_allows_only_the_listed_dependencies_in_the_contract() -> None:
         "world_aws.contract",
         "world_aws.contract.records",
         "world_aws.errors",
-        "world_aws.runtime.serde",
+        "world_aws.serde.codec",
     }
     clean = (
         "import json\nfrom pydantic import BaseModel\nimport cbor2\n"
         "from . import records\nfrom ..errors import BadInput\n"
     )
     assert _check("world_aws.contract.thing", "thing.py", clean, local) == []
-    dirty = "from world_aws.runtime.serde import Serializer\nimport yaml\n"
+    dirty = "from world_aws.serde.codec import Serializer\nimport yaml\n"
     found = _check("world_aws.contract.thing", "thing.py", dirty, local)
     assert len(found) == 2
     assert all("[contract-is-pure]" in f for f in found)
-    assert "imports 'world_aws.runtime.serde'" in found[0] and "imports 'yaml'" in found[1]
+    assert "imports 'world_aws.serde.codec'" in found[0] and "imports 'yaml'" in found[1]
 
 
 def test_checker_keeps_errors_on_the_standard_library() -> None:

@@ -6,9 +6,9 @@ import pytest
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType
+from world_aws.engine.logcache import READ_ATTEMPTS, LogCache
 from world_aws.errors import Transient
 from world_aws.local.memory import create_memory_world
-from world_aws.runtime.logcache import READ_ATTEMPTS, LogCache
 from world_aws.testing.conformance.support import create_run, create_step
 
 

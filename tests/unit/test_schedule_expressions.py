@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from world_aws.errors import BadInput
-from world_aws.runtime.schedule_expr import iso_tick, parse_schedule, ticks_between
+from world_aws.workflow.schedule_expr import iso_tick, parse_schedule, ticks_between
 
 
 def at(text: str) -> datetime:

@@ -28,9 +28,9 @@ from world_aws.errors import (
     SerializationError,
     Throttled,
 )
-from world_aws.runtime.serde import ErrorInfo, Serializer, decode_error, encode_error
-from world_aws.runtime.serde_errors import MAX_STACK_CHARS
-from world_aws.runtime.serde_tags import Tag
+from world_aws.serde.codec import ErrorInfo, Serializer, decode_error, encode_error
+from world_aws.serde.errors import MAX_STACK_CHARS
+from world_aws.serde.tags import Tag
 
 # --- registered sample types -------------------------------------------------------------
 
@@ -220,7 +220,7 @@ def test_same_value_always_gives_same_bytes(value: Any) -> None:
 def test_set_bytes_do_not_depend_on_the_hash_seed() -> None:
     # GIVEN a set of strings, whose iteration order depends on PYTHONHASHSEED
     code = (
-        "import sys; from world_aws.runtime.serde import Serializer; "
+        "import sys; from world_aws.serde.codec import Serializer; "
         "sys.stdout.write(Serializer().dumps({'s': {f'item-{i}' for i in range(50)}}).hex())"
     )
 

@@ -10,7 +10,7 @@ Framework-free: the request and response schemas are pydantic models
 route                                       answer
 ==========================================  ======================================
 ``POST /runs``                              201 ``{run_id, status}``
-``GET /runs?status=&workflow=&limit=``      200 ``{runs, cursor}``
+``GET /runs?status=&workflow=&attribute=``  200 ``{runs, cursor}`` (and created_after/before)
 ``GET /runs/{run_id}``                      200 the run, its result or error
 ``GET /runs/{run_id}/events?after=``        200 ``{run_id, events, next_after}``
 ``GET /runs/{run_id}/events/{position}``    200 the event, its payloads decoded
@@ -26,9 +26,3 @@ field), 404 (unknown run, token or route), 405, 409, 410, 429/503 (retry
 later, with ``Retry-After``) or 500 (logged; the response names only the
 request id).
 """
-
-from __future__ import annotations
-
-from world_aws.api.app import handle_http
-
-__all__ = ["handle_http"]

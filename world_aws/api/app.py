@@ -140,7 +140,7 @@ def _not_found_message(params: dict[str, str], exc: NotFound) -> str:
     """A stable message for a 404, whichever World produced it."""
     if "position" in params and "no event" in str(exc):
         return str(exc)
-    if " has no step " in str(exc):  # a fork's from_step (runtime/fork_plan.py), not the run
+    if " has no step " in str(exc):  # a fork's from_step (client/fork_plan.py), not the run
         return str(exc)
     if "run_id" in params:
         return f"run {params['run_id']!r} not found"

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from world_aws.api.models import RunLinks
+from world_aws.client.fork_plan import reused_child
+from world_aws.client.forks import forked_from
 from world_aws.contract.records import Event, EventType, HookCreatedData, Run
+from world_aws.engine.children import PARENT_RUN_ID, child_of_token
 from world_aws.errors import BadInput
-from world_aws.runtime.chain import CONTINUED_FROM, ContinuedAsNew
-from world_aws.runtime.children import PARENT_RUN_ID, child_of_token
-from world_aws.runtime.fork_plan import reused_child
-from world_aws.runtime.forks import forked_from
-from world_aws.runtime.serde import Serializer
+from world_aws.serde.codec import Serializer
+from world_aws.workflow.chain import CONTINUED_FROM, ContinuedAsNew
 
 
 def run_links(run: Run, events: list[Event], serializer: Serializer) -> RunLinks | None:
     """The links of ``run`` (read with payloads) from its attributes, output and log; None if it has none.
 
     A fork's child calls copied from its original (before its ``run_started``) name the
-    original's child, whose outcome the fork reuses (``runtime/fork_plan.py``).
+    original's child, whose outcome the fork reuses (``client/fork_plan.py``).
     """
     source = forked_from(run)
     started = next((e.position for e in events if e.type is EventType.RUN_STARTED), None)

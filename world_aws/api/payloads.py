@@ -18,7 +18,7 @@ from world_aws.contract import records
 from world_aws.contract.records import Event, creation_of
 from world_aws.contract.sealing import ENCRYPTED_MARKER
 from world_aws.errors import PayloadEncrypted, SerializationError
-from world_aws.runtime.serde import ErrorInfo, Serializer, decode_error
+from world_aws.serde.codec import ErrorInfo, Serializer, decode_error
 
 LOG = logging.getLogger("world_aws.api")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from world_aws.api.http import Request, Response, json_response
+from world_aws.client.schedule_view import describe_schedules
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.schedule_view import describe_schedules
 
 
 def list_schedules(_request: Request, _params: dict[str, str], runtime: Runtime) -> Response:

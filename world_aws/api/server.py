@@ -3,7 +3,7 @@
 ``serve_api(runtime, port=...)`` starts a stdlib ``ThreadingHTTPServer`` on the
 loopback interface only (nothing outside this machine may reach a dev stack)
 in a background thread. Each request becomes the event API Gateway would send
-(payload format 2.0) and goes through :func:`world_aws.api.handle_http`, so the
+(payload format 2.0) and goes through :func:`world_aws.api.app.handle_http`, so the
 local API and the deployed one run the same code.
 
 Every request first passes :mod:`world_aws.api.web_guard` (loopback Host, same

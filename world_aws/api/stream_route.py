@@ -15,9 +15,9 @@ import json
 from world_aws.api.http import NdjsonBody, Request, Response, parse_query
 from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import ReadStreamQuery
+from world_aws.client.stream_reader import POLL_SECONDS, StreamCursor
 from world_aws.contract.records import ResolveData
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.stream_reader import POLL_SECONDS, StreamCursor
 
 # Values stop short of this many bytes of NDJSON (the API answers at most 5 MiB); the
 # cursor line says where to go on. A single larger value is still sent (and refused as 413).

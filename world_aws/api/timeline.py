@@ -32,7 +32,7 @@ from world_aws.contract.records import (
     WaitCreatedData,
     owner_of,
 )
-from world_aws.runtime.children import child_of_token
+from world_aws.engine.children import child_of_token
 
 _STEP_ENDS = {
     EventType.STEP_COMPLETED: "completed",

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from types import CodeType
 from typing import Any
 
-from world_aws.runtime.registry import WorkflowFunction, Workflows
+from world_aws.workflow.registry import WorkflowFunction, Workflows
 
 
 def callers(app: Workflows) -> dict[str, list[str]]:

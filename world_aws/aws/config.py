@@ -36,7 +36,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from world_aws.aws.heartbeat import HeartbeatConfig
+from world_aws.aws.queue.heartbeat import HeartbeatConfig
 from world_aws.errors import BadInput
 
 DEFAULT_DEPLOYMENT_ID = "dpl_local"

@@ -155,7 +155,7 @@ def _result_of(answer: Mapping[str, Any]) -> HandlerResult:
 
 
 class LambdaHandover:
-    """The runtime's :class:`~world_aws.runtime.deployments.Handover` on AWS: deployments are versions."""
+    """The runtime's :class:`~world_aws.worker.deployments.Handover` on AWS: deployments are versions."""
 
     def __init__(self, invoker: Invoker, function: str) -> None:
         self._invoker = invoker

@@ -10,18 +10,20 @@ from __future__ import annotations
 import threading
 
 from world_aws.aws.clients import AwsClients
+from world_aws.aws.codec.dynamo import Table
 from world_aws.aws.config import AwsConfig
-from world_aws.aws.dynamo import Table
-from world_aws.aws.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
+from world_aws.aws.erasure import DynamoErasure
 from world_aws.aws.event_store import DynamoEventStore
 from world_aws.aws.kms import KmsKeyService
-from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.queue.sqs import SqsQueue
+from world_aws.aws.read.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
+from world_aws.aws.read.log_reader import HoleRepairPolicy
+from world_aws.aws.read.schedule_store import DynamoScheduleStore
+from world_aws.aws.read.stream_store import DynamoStreamStore
 from world_aws.aws.s3 import S3BlobStore
-from world_aws.aws.schedule_store import DynamoScheduleStore
-from world_aws.aws.sequencer import Sequencer
-from world_aws.aws.sqs import SqsQueue
-from world_aws.aws.stream_store import DynamoStreamStore
+from world_aws.aws.write.sequencer import Sequencer
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.sealing import PayloadSeal
 from world_aws.contract.streams import StreamStore
@@ -33,6 +35,7 @@ from world_aws.contract.world import (
     MessageHandler,
     Queue,
     QueueName,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
@@ -62,10 +65,12 @@ class AwsWorld:
         self._capabilities = capabilities
         self._owns_clients = owns_clients
         self.table = Table(clients.dynamodb, config.table_name)
-        self.blobs: BlobStore = S3BlobStore(clients.s3, config.bucket_name)
+        s3_blobs = S3BlobStore(clients.s3, config.bucket_name, self.table)
+        self.blobs: BlobStore = s3_blobs
         # Exposed for tests and tools that simulate a writer dying between reserve and commit.
         self.sequencer = Sequencer(self.table, self.blobs)
-        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self.ends = RunEnds()
+        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair, self.ends)
         self.events: EventStore = self._event_store
         self.runs: RunStore = DynamoRunStore(self.table, self.blobs)
         self.steps: StepStore = DynamoStepStore(self.table, self.blobs, self.sequencer)
@@ -88,6 +93,7 @@ class AwsWorld:
         self.events, self.runs, self.steps = sealed.events, sealed.runs, sealed.steps
         self.hooks, self.streams = sealed.hooks, sealed.streams
         self.payloads: PayloadSeal = sealed.payloads
+        self.erasure: Erasure = DynamoErasure(self.table, s3_blobs, clock)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),
@@ -122,7 +128,7 @@ class AwsWorld:
     def start_consumers(self, handler: MessageHandler) -> Consumers:
         """Poll both queues in background threads and deliver to ``handler`` (local runs and tests)."""
         # Imported here: the event source is only for local use, Lambda brings its own.
-        from world_aws.aws.event_source import LocalEventSource
+        from world_aws.aws.queue.event_source import LocalEventSource
 
         source = LocalEventSource(
             self.clients.sqs, self.queue_urls(), handler, clock=self.clock, heartbeat=self.config.heartbeat

@@ -27,10 +27,10 @@ from world_aws.cli.operate import add_api_options
 from world_aws.contract import log_export
 from world_aws.contract.log_export import ExportedRun
 from world_aws.contract.records import RunStatus
+from world_aws.engine.replay_gate import RunVerdict, replay_runs
 from world_aws.errors import BadInput
-from world_aws.runtime.context import parse_duration
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.replay_gate import RunVerdict, replay_runs
+from world_aws.workflow.context import parse_duration
+from world_aws.workflow.loading import load_app
 
 COMMANDS = ("export", "replay")
 EXIT_DIVERGED = 1

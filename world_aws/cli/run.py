@@ -19,11 +19,11 @@ from world_aws.api.payloads import error_view
 from world_aws.api.timeline import timeline
 from world_aws.cli import render
 from world_aws.cli.timeline_table import HEADER, TimelineTable, gap_note, timeline_line
+from world_aws.client.handle import RunHandle
 from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
 from world_aws.errors import BadInput
-from world_aws.runtime.handle import RunHandle
-from world_aws.runtime.registry import Workflows
-from world_aws.runtime.serde import decode_error
+from world_aws.serde.codec import decode_error
+from world_aws.workflow.registry import Workflows
 
 if TYPE_CHECKING:
     from world_aws.local.moto_process import MotoProcess

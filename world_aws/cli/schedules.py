@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from world_aws.cli.client import ApiClient
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.schedule_view import describe_schedules
+from world_aws.client.schedule_view import describe_schedules
+from world_aws.workflow.loading import load_app
 
 
 def list_schedules(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:

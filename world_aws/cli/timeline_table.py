@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from world_aws.contract.records import EventType
-from world_aws.runtime.children import CHILD_TOKEN_PREFIX
+from world_aws.engine.children import CHILD_TOKEN_PREFIX
 
 HEADER = f"  {'pos':>4}  {'event':<15} {'step':<24} {'attempt':>7} {'duration':>10}"
 

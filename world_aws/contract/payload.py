@@ -129,15 +129,15 @@ class InvokePayload(_Model):
     trace_carrier: StrictStrMap = Field(default_factory=dict)
     requested_at: Annotated[AwareDatetime, Strict()] | None = None
     deployment_mismatch_retry_count: StrictInt = Field(default=0, ge=0)
-    # A reconciler's wake (runtime/reconciler.py): the continuation re-publishes the steps
+    # A reconciler's wake (worker/reconciler.py): the continuation re-publishes the steps
     # created but never started under "<step key>:<reconcile_tag>", not their own key, whose
     # retention would absorb the publish if their first message was lost after it was sent.
     reconcile_tag: NonEmptyStr | None = None
-    # A hand-on (runtime/orchestrator.py): "<message id>#<receive count>" of the delivery
+    # A hand-on (worker/orchestrator.py): "<message id>#<receive count>" of the delivery
     # whose continuation failed after progress; the inline steps it owned are this one's
-    # to take over at once (runtime/inline.py, ``Owner.succeeds``).
+    # to take over at once (worker/inline.py, ``Owner.succeeds``).
     succeeds: NonEmptyStr | None = None
-    # A sleep's wake-up (runtime/orchestrator.py): the wait it was published for. Handled
+    # A sleep's wake-up (worker/orchestrator.py): the wait it was published for. Handled
     # before that wait is due (the consumer's clock behind the producer's), the pass
     # publishes the rest under a key of this message's own, not the wait's, whose
     # retention would absorb it.

@@ -66,7 +66,7 @@ class EventType(StrEnum):
     HOOK_DISPOSED = "hook_disposed"
     WAIT_CREATED = "wait_created"
     WAIT_COMPLETED = "wait_completed"
-    # The run took the patched branch of a change (``world_aws.patched``, runtime/patching.py).
+    # The run took the patched branch of a change (``world_aws.patched``, workflow/patching.py).
     PATCH_APPLIED = "patch_applied"
     # Written only by a World to seal a reserved position whose writer lost its
     # entity condition or died before committing (contract §3.2).
@@ -84,6 +84,11 @@ class EventType(StrEnum):
     @property
     def is_run_event(self) -> bool:
         return self.entity is Entity.RUN
+
+    @property
+    def ends_run(self) -> bool:
+        """run_completed, run_failed or run_cancelled: the event that makes a run terminal."""
+        return self in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
 
     @property
     def is_step_event(self) -> bool:
@@ -133,7 +138,7 @@ class RunCreation:
 #   default is required (``contract.shapes`` refuses a request without it); payload
 #   fields are typed ``bytes | None`` because a read with ``ResolveData.NONE`` leaves
 #   them out. ``owner`` on a step event is the delivery that runs an inline step's
-#   body ("<message id>#<receive count>#<handling>", runtime/inline.py): an owned
+#   body ("<message id>#<receive count>#<handling>", worker/inline.py): an owned
 #   ``step_created`` also starts the step (attempt 1) and, having no message of its
 #   own, never counts for the last completer; an owned outcome has no marker to clear;
 # * what the type is (``_Definition``): its ``TYPE`` (``DATA_RECORDS`` maps each type
@@ -144,11 +149,11 @@ class RunCreation:
 #   image of a refused conditional write names it) and returns, or raises the contract §3
 #   rejection; ``apply`` gives the entity after it. ``contract.rules`` dispatches on
 #   the record. The memory World runs the rules under its lock; the DynamoDB World
-#   encodes them as conditions (its plan of each type: ``aws/plans.py``, which takes
+#   encodes them as conditions (its plan of each type: ``aws/write/plans.py``, which takes
 #   the fence from ``FENCED``) and judges a refused write's images with them.
 #
 # A new event type is its ``EventType`` member and its record here, its plan in
-# ``aws/plans.py`` (a test fails without it) and its conformance tests.
+# ``aws/write/plans.py`` (a test fails without it) and its conformance tests.
 
 
 class Entity(StrEnum):
@@ -278,6 +283,7 @@ class RunCancelledData(_RunRule):
     STATUS: ClassVar[RunStatus] = RunStatus.CANCELLED
     ENDS_RUN: ClassVar[bool] = True
     reason: str | None = None
+    actor: str | None = None  # who cancelled (audit): the caller's IAM ARN, or "local"
 
     def apply(self, run: Run, now: datetime) -> Run:
         return replace(run, status=self.STATUS, completed_at=now, updated_at=now)
@@ -382,7 +388,7 @@ class StepStartedData(_StepRule):
     FENCED: ClassVar[bool] = True
     step_name: str | None = None  # the step the start is for: a stale message's start is refused
     owner: str | None = None
-    # A takeover of an owned step from a gone owner (``runtime/inline.py``): the attempt the
+    # A takeover of an owned step from a gone owner (``worker/inline.py``): the attempt the
     # taker saw it running at. Refused unless it still is, so of two takers (two consumers of
     # one redelivery, say) one starts a new attempt (contract §5.5: at most one).
     takes_over: int | None = None
@@ -513,6 +519,7 @@ class HookReceivedData(_HookRule):
     payload: bytes | None
     resume_id: str | None = None  # a resume with an id is recorded once (contract §5.2)
     token: str | None = None  # the runtime names the hook it resumes by it (the World keys by hook id)
+    actor: str | None = None  # who resumed it from outside (audit): an IAM ARN, or "local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,7 +561,7 @@ class WaitCompletedData(_Definition):
 
 @dataclass(frozen=True, slots=True)
 class PatchAppliedData(_Definition):
-    """The run reached ``patched(change_id)`` on code that has the change (runtime/patching.py).
+    """The run reached ``patched(change_id)`` on code that has the change (workflow/patching.py).
 
     It changes nothing but the log: every replay of the run reads its decision from
     it. Fenced like a create (a terminal run takes no new decision), but not kept as an
@@ -870,7 +877,7 @@ class Run:
     attributes: dict[str, str] = field(default_factory=dict)
     started_at: datetime | None = None
     completed_at: datetime | None = None
-    # Set once the run's replay diverged on another deployment's code (runtime/holding.py).
+    # Set once the run's replay diverged on another deployment's code (worker/holding.py).
     blocked: Blocked | None = None
 
     @property

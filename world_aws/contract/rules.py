@@ -57,7 +57,7 @@ RESERVED_ATTRIBUTE_PREFIX = "$"
 # Event types an ``events.append_after`` batch may hold: owned step writes, first maybe
 # the run's start (a run's first step and its start in one write), or last maybe the
 # run's end (the single writer's final outcome and the run's end in one write).
-# A patch marker may go with them (runtime/pipeline.py): it changes the log alone.
+# A patch marker may go with them (worker/pipeline.py): it changes the log alone.
 BATCH_EVENT_TYPES = frozenset(
     {EventType.STEP_CREATED, EventType.STEP_COMPLETED, EventType.STEP_FAILED, EventType.PATCH_APPLIED}
 )

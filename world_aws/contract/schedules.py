@@ -4,7 +4,7 @@ One small record per schedule (``ScheduleState``), replaced only by a
 compare-and-set on its ``last_tick`` (``advance``), so that two scheduler passes
 that overlap cannot move a schedule backwards. The runs a tick starts are not
 kept here: a tick's run id is derived from the schedule and the tick
-(``world_aws.runtime.scheduler``), which is what makes a tick start one run even
+(``world_aws.worker.scheduler``), which is what makes a tick start one run even
 when two passes handle it.
 """
 

@@ -8,7 +8,7 @@ optimistically: a writer appends at the tail it knows; a taken position is a
 ``Conflict`` and the writer asks for the tail again. So the chunks of a stream
 are always a gap-free prefix, and a later read extends an earlier one.
 
-Which values a reader sees is decided above the World (``runtime/stream_reader``):
+Which values a reader sees is decided above the World (``client/stream_reader.py``):
 a value is identified by (writer, seq), and the first chunk holding it wins, so a
 retried attempt's (or a duplicate delivery's) rewrite of values an earlier attempt
 already appended is not read twice. The World does not interpret chunks.

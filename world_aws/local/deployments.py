@@ -2,7 +2,7 @@
 
 The first deployment keeps the World's own id (``dpl_local`` unless configured); each
 ``deploy`` adds ``<first>-2``, ``<first>-3``... with its own ``Runtime`` over a
-:class:`~world_aws.runtime.deployments.DeployedWorld` that serves that id. The
+:class:`~world_aws.worker.deployments.DeployedWorld` that serves that id. The
 stack's consumers hand every delivery to the newest deployment, which starts new
 runs and hands a delivery for a run pinned to an older one to that deployment's
 ``Runtime`` (``hand_over``), in this thread: so a run keeps replaying on the code
@@ -10,7 +10,7 @@ that started it, as on AWS, where the hand-over is a synchronous invoke of the
 run's Lambda version (``aws/versions.py``).
 
 A deployment is kept while the stack runs (``retire`` drops one no live run is
-pinned to). Each deploy releases the held runs (``runtime/holding.py``) onto the
+pinned to). Each deploy releases the held runs (``worker/holding.py``) onto the
 new code.
 """
 
@@ -22,11 +22,11 @@ from collections.abc import Callable
 
 from world_aws.contract.world import Delivery, Deployment, HandlerResult, World
 from world_aws.errors import BadInput, DeploymentGone, DeploymentInUse, NotFound
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.deployments import DeployedWorld
-from world_aws.runtime.holding import release_held
-from world_aws.runtime.registry import Workflows
 from world_aws.runtime.runtime import Runtime
+from world_aws.worker.config import RuntimeConfig
+from world_aws.worker.deployments import DeployedWorld
+from world_aws.worker.holding import release_held
+from world_aws.workflow.registry import Workflows
 
 
 class LocalDeployments:
@@ -77,12 +77,15 @@ class LocalDeployments:
         """Start a new deployment of ``app``: new runs start on it; returns its id.
 
         Runs started before keep replaying on the deployment that started them. The held
-        runs (``runtime/holding.py``) are released onto the new one.
+        runs (``worker/holding.py``) are released onto the new one.
         """
         with self._lock:
             deployment_id = f"{self._base}-{len(self._order) + 1}"
-            while deployment_id in self._runtimes:  # after a retire
-                deployment_id += "+"
+        # Not an id of this stack's (after a retire), nor one live runs are pinned to: a stack
+        # restarted on kept state (`world-aws dev --state`) numbers afresh, and its new code
+        # must not take the id of runs from before the restart.
+        while deployment_id in self.ids() or self._world.runs.count_live(deployment_id):
+            deployment_id += "+"
         runtime = self._add(deployment_id, app)
         if self._on_deploy is not None:
             self._on_deploy(runtime)
@@ -93,7 +96,7 @@ class LocalDeployments:
         """Drop an older deployment no live run is pinned to.
 
         ``force``: drop it even so. Its runs then replay on the newest code; those whose
-        replay diverges are held (``runtime/holding.py``).
+        replay diverges are held (``worker/holding.py``).
 
         Raises:
             NotFound: no such deployment.

@@ -22,7 +22,7 @@ from world_aws.contract.records import (
 )
 from world_aws.contract.world import EventStore, ForwardingWorld, World
 from world_aws.errors import SerializationError
-from world_aws.runtime.serde import decode_error
+from world_aws.serde.codec import decode_error
 
 LOG = logging.getLogger("world_aws.failures")
 

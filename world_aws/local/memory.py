@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.sealing import PLAIN_PAYLOADS, PayloadSeal
 from world_aws.contract.streams import StreamStore
@@ -25,6 +26,7 @@ from world_aws.contract.world import (
     HookStore,
     MessageHandler,
     Queue,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
@@ -32,6 +34,7 @@ from world_aws.contract.world import (
 )
 from world_aws.local.memory_blobs import MemoryBlobStore
 from world_aws.local.memory_consumers import DEFAULT_WORKERS_PER_QUEUE, MemoryConsumers
+from world_aws.local.memory_erasure import MemoryErasure
 from world_aws.local.memory_events import MemoryEventStore
 from world_aws.local.memory_queue import DEFAULT_MAX_RECEIVE_COUNT, MemoryQueue
 from world_aws.local.memory_reads import MemoryHookStore, MemoryRunStore, MemoryStepStore, MemoryWaitStore
@@ -54,6 +57,8 @@ class MemoryWorld:
     clock: Clock
     schedules: ScheduleStore
     streams: StreamStore
+    erasure: Erasure
+    ends: RunEnds
 
     def __init__(
         self,
@@ -68,16 +73,21 @@ class MemoryWorld:
         self.clock = clock
         self.stats = WorldStats()
         state = MemoryState()
-        self.events = MemoryEventStore(state, clock, self.stats)
+        self.ends = RunEnds()
+        self.events = MemoryEventStore(state, clock, self.stats, self.ends)
         self.runs = MemoryRunStore(state, self.stats)
         self.steps = MemoryStepStore(state, self.stats)
         self.hooks = MemoryHookStore(state, self.stats)
         self.waits = MemoryWaitStore(state, self.stats)
-        self.blobs = MemoryBlobStore(self.stats)
+        blobs = MemoryBlobStore(self.stats)
+        streams = MemoryStreamStore()
+        self.blobs = blobs
         self.schedules = MemoryScheduleStore(clock)
         self.streams = MemoryStreamStore()
         # A memory World does not encrypt (README "Security": the AWS World does).
         self.payloads: PayloadSeal = PLAIN_PAYLOADS
+        self.streams = streams
+        self.erasure = MemoryErasure(state, streams, blobs)
         self.memory_queue = MemoryQueue(
             clock,
             stats=self.stats,

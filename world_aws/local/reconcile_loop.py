@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Protocol
 
-from world_aws.runtime.reconciler import Reconciler
-from world_aws.runtime.telemetry import LOG
+from world_aws.observe.telemetry import LOG
+from world_aws.worker.reconciler import Reconciler
 
 
 class Ticker(Protocol):

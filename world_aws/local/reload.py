@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from world_aws.runtime.loading import load_app
-from world_aws.runtime.registry import Workflows
+from world_aws.workflow.loading import load_app
+from world_aws.workflow.registry import Workflows
 
 LOG = logging.getLogger("world_aws.reload")
 POLL_SECONDS = 0.5

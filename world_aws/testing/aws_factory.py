@@ -22,7 +22,7 @@ from moto import mock_aws
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.infra.provision import provision
-from world_aws.aws.log_reader import HoleRepairPolicy
+from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock
 from world_aws.testing.moto_patches import serialised_moto

@@ -31,13 +31,7 @@ import pytest
 from world_aws.contract import log_export
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import ResolveData, RunStatus
-from world_aws.errors import NonDeterminismError
-from world_aws.local.memory import MemoryWorld, create_memory_world
-from world_aws.runtime.chain import ContinuedAsNew
-from world_aws.runtime.config import RuntimeConfig
-from world_aws.runtime.context import parse_duration
-from world_aws.runtime.registry import StepFunction, WorkflowFunction, Workflows
-from world_aws.runtime.replay import (
+from world_aws.engine.replay import (
     ERROR_CODE_NON_DETERMINISM,
     Completed,
     Continued,
@@ -45,11 +39,17 @@ from world_aws.runtime.replay import (
     Replay,
     Suspended,
 )
-from world_aws.runtime.replay_gate import RunVerdict, replay_runs
+from world_aws.engine.replay_gate import RunVerdict, replay_runs
+from world_aws.errors import NonDeterminismError
+from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.serde import decode_error
+from world_aws.serde.codec import decode_error
 from world_aws.testing.kit_runs import KitRun, StepCall, open_hooks
 from world_aws.testing.pump import MemoryPump, Stalled, settle
+from world_aws.worker.config import RuntimeConfig
+from world_aws.workflow.chain import ContinuedAsNew
+from world_aws.workflow.context import parse_duration
+from world_aws.workflow.registry import StepFunction, WorkflowFunction, Workflows
 
 __all__ = [
     "KitRun",

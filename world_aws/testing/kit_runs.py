@@ -8,8 +8,9 @@ not on what the code happened to return.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from world_aws.client.stream_reader import StreamCursor
 from world_aws.contract.records import (
     STEP_RECORDS,
     Event,
@@ -26,14 +27,25 @@ from world_aws.contract.records import (
     StepStatus,
 )
 from world_aws.contract.streams import DEFAULT_STREAM
-from world_aws.runtime.children import child_of_token
-from world_aws.runtime.registry import StepFunction
-from world_aws.runtime.serde import Serializer
-from world_aws.runtime.serde_errors import ErrorInfo, decode_error
-from world_aws.runtime.stream_reader import StreamCursor
+from world_aws.contract.world import World
+from world_aws.engine.children import child_of_token
+from world_aws.runtime.runtime import Runtime
+from world_aws.serde.codec import Serializer
+from world_aws.serde.errors import ErrorInfo, decode_error
+from world_aws.workflow.registry import StepFunction, Workflows
 
-if TYPE_CHECKING:
-    from world_aws.testing.kit import WorkflowKit
+
+class KitView(Protocol):
+    """What a run reads of its kit (a ``WorkflowKit``): its World, runtime and app."""
+
+    @property
+    def world(self) -> World: ...
+
+    @property
+    def runtime(self) -> Runtime: ...
+
+    @property
+    def app(self) -> Workflows: ...
 
 
 @dataclass
@@ -68,7 +80,7 @@ class StepCall:
 class KitRun:
     """A run started by a :class:`~world_aws.testing.kit.WorkflowKit`: status, result, steps, events."""
 
-    def __init__(self, kit: WorkflowKit, run_id: str) -> None:
+    def __init__(self, kit: KitView, run_id: str) -> None:
         self._kit = kit
         self.run_id = run_id
 

@@ -18,8 +18,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.utils import unix_time_millis
 from moto.sqs.models import sqs_backends
 
-from world_aws.aws.event_source import lambda_sqs_event
 from world_aws.aws.infra.provision import ProvisionedResources
+from world_aws.aws.queue.event_source import lambda_sqs_event
 from world_aws.contract.world import QueueName
 from world_aws.local.embedded import EmbeddedAws
 

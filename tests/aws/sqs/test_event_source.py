@@ -11,9 +11,9 @@ from typing import Any
 import cbor2
 import pytest
 
-from world_aws.aws.event_source import EventSourceOptions, LocalEventSource
 from world_aws.aws.infra.provision import ProvisionedResources
-from world_aws.aws.sqs import SqsQueue
+from world_aws.aws.queue.event_source import EventSourceOptions, LocalEventSource
+from world_aws.aws.queue.sqs import SqsQueue
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName, Redeliver

@@ -16,9 +16,9 @@ from moto.sqs.models import sqs_backends
 
 from tests.aws.sqs.conftest import ReceiveEvent
 from world_aws.aws.config import AwsConfig
-from world_aws.aws.heartbeat import HeartbeatConfig
 from world_aws.aws.infra.provision import ProvisionedResources
-from world_aws.aws.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.heartbeat import HeartbeatConfig
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import encode_body
 from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName, Redeliver

@@ -12,10 +12,10 @@ import cbor2
 import pytest
 
 from infra.events.make_events import EVENTS_DIR, QUEUE_NAMES, build_events, render
-from world_aws.aws import sqs_wire
 from world_aws.aws.infra.provision import ProvisionedResources
-from world_aws.aws.lambda_sqs import process_sqs_event
-from world_aws.aws.sqs import SqsQueue
+from world_aws.aws.queue import sqs_wire
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.sqs import SqsQueue
 from world_aws.contract.clock import ManualClock, epoch_ms, from_epoch_ms
 from world_aws.contract.limits import MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from world_aws.aws.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import encode_body
 from world_aws.contract.world import Ack, Delivery, HandlerResult, QueueName

@@ -21,10 +21,10 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.core.utils import unix_time_millis
 from moto.sqs.models import sqs_backends
 
-from world_aws.aws.event_source import lambda_sqs_event
 from world_aws.aws.infra.provision import ProvisionedResources
-from world_aws.aws.lambda_sqs import process_sqs_event
-from world_aws.aws.sqs import SqsQueue
+from world_aws.aws.queue.event_source import lambda_sqs_event
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.sqs import SqsQueue
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.transport import encode_payload

@@ -14,15 +14,15 @@ import sys
 from typing import Any
 
 from world_aws import StepFailedError, Workflows
-from world_aws.aws.lambda_sqs import process_sqs_event
+from world_aws.aws.queue.lambda_sqs import process_sqs_event
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, RunStatus, StepFailedData
 from world_aws.contract.transport import encode_body_bytes
 from world_aws.contract.world import QueueName
 from world_aws.local.memory import create_memory_world
-from world_aws.runtime.config import RuntimeConfig
 from world_aws.runtime.runtime import Runtime
-from world_aws.runtime.serde_errors import decode_error
+from world_aws.serde.errors import decode_error
+from world_aws.worker.config import RuntimeConfig
 
 ARNS = {
     QueueName.WORKFLOW: "arn:aws:sqs:us-east-1:123456789012:wf-workflows",

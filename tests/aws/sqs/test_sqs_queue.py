@@ -11,9 +11,10 @@ from typing import Any
 import cbor2
 import pytest
 
-from world_aws.aws import keys, sqs_wire
+from world_aws.aws.codec import keys
 from world_aws.aws.infra.provision import ProvisionedResources
-from world_aws.aws.sqs import CLAIM_LEASE_SECONDS, SqsQueue
+from world_aws.aws.queue import sqs_wire
+from world_aws.aws.queue.sqs import CLAIM_LEASE_SECONDS, SqsQueue
 from world_aws.contract.clock import ManualClock, SystemClock, epoch_ms
 from world_aws.contract.limits import IDEMPOTENCY_RETENTION_SECONDS
 from world_aws.contract.world import QueueName

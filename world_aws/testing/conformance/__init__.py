@@ -33,6 +33,7 @@ AREAS = (
     "schedules",
     "streams",
     "shapes",
+    "erasure",
 )
 
 

@@ -122,7 +122,7 @@ def test_run_started_with_creation_data_on_pending_run_only_starts_it(world: Wor
 
 
 def test_a_pending_run_takes_a_whole_prefix_before_it_starts(world: World, clock: ManualClock) -> None:
-    # A fork's copied log (runtime/forks.py) is written while the fork is pending: a step's
+    # A fork's copied log (client/forks.py) is written while the fork is pending: a step's
     # whole life, a hook with a payload, its disposal, a wait and its completion.
     run_id = create_run(world, started=False)
     step_id = create_step(world, run_id)
