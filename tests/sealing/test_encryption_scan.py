@@ -27,7 +27,7 @@ from world_aws.api.server import ApiServer, serve_api
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.local_clients import clients_for_endpoint
 from world_aws.aws.world import create_aws_world
-from world_aws.cli import main
+from world_aws.cli.main import main
 from world_aws.contract.payload import InlineStepInput, InvokePayload, StepInputRef
 from world_aws.contract.records import EventType, StepCompletedData, StepFailedData
 from world_aws.contract.sealing import ENCRYPTED_MARKER, is_sealed
