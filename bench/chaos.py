@@ -3,7 +3,7 @@
     python -m bench.chaos --runs 1000 --faults all
     python -m bench.chaos --runs 200 --faults lost --seed 7 --world aws
 
-``--faults`` takes a group of ``world_aws.testing.fault_plan.GROUPS`` (or
+``--faults`` takes a group of ``harness.fault_plan.GROUPS`` (or
 ``all``, or ``each``: every group alone, then all together). Each configuration
 runs ``--runs`` runs of ``chaos.mix`` (``bench.chaos_workload``) on a fresh
 World with a ``ManualClock``: the in-memory World with faults injected at the
@@ -29,14 +29,14 @@ from typing import Any
 from bench.chaos_checks import VIOLATIONS, check_run, explain
 from bench.chaos_driver import ChaosDriver
 from bench.chaos_workload import Executions, chaos_app, step_prefix
+from harness.fault_plan import GROUPS, FaultPlan, rates_for
+from harness.faulty_world import FaultyWorld
+from harness.harness import Harness, MemoryPump
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import Delivery, HandlerResult, QueueName
 from world_aws.errors import DeploymentGone
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.fault_plan import GROUPS, FaultPlan, rates_for
-from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.harness import Harness, MemoryPump
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.deployments import DeployedWorld
 from world_aws.worker.reconciler import Reconciler
@@ -61,9 +61,9 @@ class ChaosConfig:
     # A fan-out's fast rounds (0: its steps past max_inline dispatched at once; tiny: every round
     # slow, so its held steps are dispatched beside the running bodies).
     inline_fast_seconds: float = RuntimeConfig().inline_fast_seconds
-    # An inline step's lease: no simulated handler outlives it (900 s, the default, is the
-    # whole simulation: a message held for it would come back after the run is judged).
-    inline_lease_seconds: int = 60
+    # An inline step's lease (the default, 30 s: renewed by a live owner's thread in real time,
+    # so a simulated handler that outlived it would be taken over; none does).
+    inline_lease_seconds: int = RuntimeConfig().inline_lease_seconds
     # Throttling storms (memory World): every call of a delivery throttled for this long, once
     # every ``storm_every_seconds`` of simulated time from a phase drawn from the seed (0: none).
     # A delivery that raises then waits out the template's visibility timeout (900 s) and the

@@ -32,16 +32,16 @@ from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 
 from bench.chaos import Setup
+from harness.fake_time import FakeMonotonic
+from harness.fault_plan import Crash, Fault, FaultPlan
+from harness.faulty_world import FaultyWorld
+from harness.harness import Harness
+from harness.sqs_pump import SqsPump
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.world import World
 from world_aws.testing.aws_factory import aws_world
-from world_aws.testing.fake_time import FakeMonotonic
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
-from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.harness import Harness
-from world_aws.testing.sqs_pump import SqsPump
 
 RETRY_ATTEMPTS = 3  # botocore's standard mode, as the World's clients are configured
 _NOT_REPEATED = frozenset({"dynamodb.TransactWriteItems"})

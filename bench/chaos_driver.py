@@ -27,6 +27,9 @@ from typing import Any, TypeVar
 
 from bench.chaos_checks import CallerView, explain
 from bench.chaos_workload import WORKFLOW, hook_payload, spec_for
+from harness.fault_plan import Crash, Fault, FaultPlan
+from harness.faulty_world import FaultyWorld
+from harness.harness import Harness
 from world_aws.client.handle import RunHandle
 from world_aws.contract.payload import HealthCheck
 from world_aws.contract.records import ResolveData
@@ -34,9 +37,6 @@ from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, WorldAwsError
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
-from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.harness import Harness
 from world_aws.worker.deployments import DeployedWorld
 from world_aws.worker.reconciler import Reconciler
 

@@ -23,6 +23,7 @@ import threading
 from collections import Counter
 from typing import Any
 
+from harness.fault_plan import Crash, Fault, FaultPlan
 from world_aws import (
     FatalError,
     RetryableError,
@@ -33,7 +34,6 @@ from world_aws import (
     patched,
     sleep,
 )
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 from world_aws.workflow.context import get_step_metadata
 
 BIG_INPUT_BYTES = 150 * 1024

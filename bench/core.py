@@ -37,6 +37,7 @@ from bench.measure import (
 from bench.pump import QueuePump
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.infra.provision import provision
+from world_aws.aws.local_clients import local_kms_key
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName
@@ -88,18 +89,23 @@ class MotoWorlds:
         self.close()
 
     @contextmanager
-    def fresh_world(self) -> Iterator[AwsWorld]:
-        """An AWS World on newly provisioned resources, over the recorded clients; deleted after."""
+    def fresh_world(self, *, encrypt: bool = False) -> Iterator[AwsWorld]:
+        """An AWS World on newly provisioned resources, over the recorded clients; deleted after.
+
+        ``encrypt``: its payloads sealed under a new KMS key (moto's), as ``PayloadKmsKeyArn`` does.
+        """
         self._runs += 1
         clients = self.clients
         with self.recorder.muted():
             resources = provision(clients, name_prefix=f"world-aws-bench-{self._runs}")
+            key = local_kms_key(clients) if encrypt else None
         config = AwsConfig(
             table_name=resources.table_name,
             workflow_queue_url=resources.workflow_queue_url,
             step_queue_url=resources.step_queue_url,
             bucket_name=resources.bucket_name,
             region=self._base.config.region,
+            payload_key_id=key,
         )
         world = create_aws_world(config, clients=clients, clock=SystemClock())
         try:

@@ -27,6 +27,7 @@ LINES = (
     "dynamodb reads",
     "sqs",
     "s3",
+    "kms",
     "lambda requests",
     "lambda duration",
 )
@@ -40,6 +41,7 @@ def usage_dollars(usage: Usage) -> dict[str, float]:
         "dynamodb reads": PRICES["dynamodb_rru"].of(usage.rru),
         "sqs": PRICES["sqs_request"].of(usage.sqs_requests),
         "s3": PRICES["s3_put"].of(usage.s3_put) + PRICES["s3_get"].of(usage.s3_get),
+        "kms": PRICES["kms_request"].of(usage.kms_requests),
     }
 
 
@@ -75,6 +77,7 @@ class CostRow:
             "sqs_requests": total.sqs_requests / steps,
             "sqs_empty_receives": total.sqs_empty_receives / steps,
             "s3_requests": (total.s3_put + total.s3_get) / steps,
+            "kms_requests_per_run": float(total.kms_requests),
             "invocations": sample.invocations / steps,
             "gb_seconds": sample.gb_seconds / steps,
             "calls": total.calls / steps,
@@ -134,7 +137,7 @@ def _table(headers: list[str], rows: list[list[str]], title: str = "") -> str:
 def summary_table(rows: list[CostRow]) -> str:
     """Per workload, per step: units, and dollars per million steps (with the two comparisons)."""
     headers = [
-        "workload", "steps", "WRU (GSI)", "RRU", "SQS req", "S3 req", "invocations", "GB-s",
+        "workload", "steps", "WRU (GSI)", "RRU", "SQS req", "S3 req", "KMS req/run", "invocations", "GB-s",
         "$/M steps", "Step Functions", "durable functions",
     ]  # fmt: skip
     body = []
@@ -147,6 +150,7 @@ def summary_table(rows: list[CostRow]) -> str:
             f"{p['rru']:.2f}",
             f"{p['sqs_requests']:.2f}",
             f"{p['s3_requests']:.2f}",
+            f"{p.get('kms_requests_per_run', 0.0):.0f}",
             f"{p['invocations']:.2f}",
             f"{p['gb_seconds']:.4f}",
             f"**{row.total:.2f}**",

@@ -65,6 +65,7 @@ class Workload:
     incompressible: bool = False  # inputs of pseudo-random bytes (else one byte repeated: zlib's best case)
     patched: bool = False  # the workflow calls ``patched()`` before its second step (its marker's cost)
     limited: bool = False  # its steps under ``Concurrency(limit=3)``: each attempt admitted (issue 41)
+    encrypted: bool = False  # payloads sealed under a KMS key (PayloadKmsKeyArn; README "Security")
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -75,6 +76,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W1-patched", "W1, patched() before step 2", 3, patched=True),
         Workload("W1-limited", "W1, steps under Concurrency(limit=3)", 3, limited=True),
         Workload("W2", "100 sequential steps", 100),
+        Workload("W2-kms", "W2, payloads sealed under a KMS key", 100, encrypted=True),
         Workload("W3", "64-way gather", 64, gather=True),
         Workload("W4", "256-way gather", 256, gather=True),
         Workload("W3-inline", "W3, all 64 inline", 64, gather=True, max_inline_steps=64),
@@ -235,7 +237,7 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
     """
     recorder = meters.moto.recorder
     functions = meters.functions
-    with meters.moto.fresh_world() as aws:
+    with meters.moto.fresh_world(encrypt=workload.encrypted) as aws:
         timeline = RunTimeline()
         world = BenchWorld(aws, timeline, recorder, legacy_producer=False)
         config = RuntimeConfig.from_env()

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.chaos import ChaosConfig, run_configuration
-from world_aws.testing.fault_plan import Fault, FaultPlan
+from harness.fault_plan import Fault, FaultPlan
 
 SEED = 1  # spec_for(seed 1, run 0) is a run of mode "complete"
 FANOUT = 5  # wider than WORKFLOW_MAX_INLINE_STEPS (3)

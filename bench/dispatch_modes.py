@@ -8,14 +8,19 @@ about), in the two ways a pass that writes nothing but step creates can make the
 * parallel (``0``): every ``step_created`` and every message at once, on the pass's
   dispatch threads (16).
 
-Measured in the latency model (``bench.model``, as ``bench.fanout``'s model pass and
-``bench.latency``): the in-memory World, each operation sleeping its round trips measured
-on moto (``bench.latency.op_costs``, W2 and W3 both ways) times the service latency
-(DynamoDB 5 ms, SQS 10 ms), consumed by a pump that pays Lambda's event-source round trips.
+Measured on two backends (``--backends``), modes interleaved run by run:
+
+* model: the latency model (``bench.model``, as ``bench.fanout``'s model pass and
+  ``bench.latency``): the in-memory World, each operation sleeping its round trips measured
+  on moto (``bench.latency.op_costs``, W2 and W3 both ways) times the service latency
+  (DynamoDB 5 ms, SQS 10 ms), consumed by a pump that pays Lambda's event-source round trips;
+* embedded: the AWS World on the embedded stack's moto over loopback HTTP
+  (``bench.dispatch_embedded``), no latency injected (moto serves one request at a time).
+
 Held mode: every branch waits until all have started (as many step consumers as branches),
-so the times are the start path's alone. Per width and mode, the medians over ``--runs`` of
-the time from ``start()`` to the first branch's ``step_started`` and to the last one's.
-``--doc docs/benchmarks.md`` writes the table there.
+so the times are the start path's alone. Per backend, width and mode, the medians over
+``--runs`` of the time from ``start()`` to the first branch's ``step_started`` and to the
+last one's. ``--doc docs/benchmarks.md`` writes the table there.
 """
 
 from __future__ import annotations
@@ -27,11 +32,11 @@ import math
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bench.instrument import Latency
 from bench.latency import op_costs
-from bench.measure import PumpShape, Variant
+from bench.measure import PumpShape, RunSample, Variant
 from bench.model import ModelBench
 from bench.recovery import write_doc
 
@@ -39,12 +44,20 @@ OUT = Path(__file__).resolve().parent / "out" / "dispatch_modes.json"
 MODES = {"batched": Variant("run_context", "resilient"), "parallel": Variant("run_context", "parallel")}
 
 
-def measure(widths: list[int], runs: int, latency: Latency) -> dict[str, Any]:
-    """Medians of time to first and to last start, per width and mode (modes interleaved run by run)."""
+class Bench(Protocol):
+    def run_once(self, n: int, variant: Variant, *, held: bool = False) -> RunSample: ...
+
+
+def model_bench(latency: Latency) -> ModelBench:
+    """The latency model, its op costs measured on moto first."""
     print("op costs: W2 (10 steps) and W3 both ways on moto ...", flush=True)
     costs = op_costs(10, latency, fan_outs=True)
-    print("model runs ...", flush=True)
-    bench = ModelBench(costs, latency, PumpShape())
+    return ModelBench(costs, latency, PumpShape())
+
+
+def measure(bench: Bench, backend: str, widths: list[int], runs: int) -> list[dict[str, Any]]:
+    """Medians of time to first and to last start, per width and mode (modes interleaved run by run)."""
+    print(f"{backend} runs ...", flush=True)
     bench.run_once(4, MODES["batched"], held=True)  # warm-up, not recorded
     rows = []
     for n in widths:
@@ -57,6 +70,7 @@ def measure(widths: list[int], runs: int, latency: Latency) -> dict[str, Any]:
         for mode, taken in samples.items():
             rows.append(
                 {
+                    "backend": backend,
                     "n": n,
                     "mode": mode,
                     "first_start_p50": round(statistics.median(t[0] for t in taken), 3),
@@ -65,16 +79,35 @@ def measure(widths: list[int], runs: int, latency: Latency) -> dict[str, Any]:
                 }
             )
         print(table(rows[-2:], header=n == widths[0]), flush=True)
-    return {"runs": runs, "latency_ms": {"dynamodb": 5, "sqs": 10}, "rows": rows}
+    return rows
 
 
 def table(rows: list[dict[str, Any]], *, header: bool = True) -> str:
-    head = ["branches", "dispatch", "to the first step's start (p50)", "to the last branch's start (p50)"]
-    lines = ["| " + " | ".join(head) + " |", "|---:|---|---:|---:|"] if header else []
+    head = [
+        "backend",
+        "branches",
+        "dispatch",
+        "to the first step's start (p50)",
+        "to the last branch's start (p50)",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|---|---:|---|---:|---:|"] if header else []
     for row in rows:
         first, last = row["first_start_p50"], row["last_start_p50"]
-        lines.append(f"| {row['n']} | {row['mode']} | {_ms(first)} | {_ms(last)} |")
+        lines.append(f"| {row['backend']} | {row['n']} | {row['mode']} | {_ms(first)} | {_ms(last)} |")
     return "\n".join(lines)
+
+
+def faster(rows: list[dict[str, Any]]) -> dict[str, int]:
+    """Per mode, in how many (backend, width, measure) comparisons it was the faster one."""
+    wins = dict.fromkeys(MODES, 0)
+    pairs: dict[tuple[str, int], dict[str, dict[str, Any]]] = {}
+    for row in rows:
+        pairs.setdefault((row["backend"], row["n"]), {})[row["mode"]] = row
+    for pair in pairs.values():
+        for measure_name in ("first_start_p50", "last_start_p50"):
+            best = min(pair, key=lambda mode: pair[mode][measure_name])
+            wins[best] += 1
+    return wins
 
 
 def _ms(seconds: float) -> str:
@@ -86,19 +119,40 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m bench.dispatch_modes", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--widths", default="16,64,256")
-    parser.add_argument("--runs", type=int, default=3, help="runs per width and mode (medians)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per width, mode and backend (medians)")
+    parser.add_argument("--backends", default="model,embedded", help="model, embedded or both")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--doc", type=Path, help="write the table into this page (docs/benchmarks.md)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     widths = [int(w) for w in args.widths.split(",") if w]
-    result = measure(widths, args.runs, Latency(dynamodb=0.005, sqs=0.010, s3=0.010))
+    backends = [b for b in args.backends.split(",") if b]
+    latency = Latency(dynamodb=0.005, sqs=0.010, s3=0.010)
+    rows: list[dict[str, Any]] = []
+    for backend in backends:
+        if backend == "model":
+            rows += measure(model_bench(latency), backend, widths, args.runs)
+        elif backend == "embedded":
+            from bench.dispatch_embedded import EmbeddedFanout
+
+            with EmbeddedFanout() as embedded:
+                rows += measure(embedded, backend, widths, args.runs)
+        else:
+            parser.error(f"unknown backend {backend!r} (model or embedded)")
+    wins = faster(rows)
+    result = {"runs": args.runs, "latency_ms": {"dynamodb": 5, "sqs": 10}, "rows": rows, "faster": wins}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(f"faster (comparisons won): {wins}")
     if args.doc is not None:
-        text = table(result["rows"]) + (
-            f"\n\n`python -m bench.dispatch_modes --widths {args.widths} --runs {args.runs}` (latency model, "
-            "DynamoDB 5 ms and SQS 10 ms a round trip, held mode: as many step consumers as branches)."
+        text = table(rows) + (
+            f"\n\nFaster in {wins['batched']} of {sum(wins.values())} comparisons: batched; "
+            f"in {wins['parallel']}: parallel (first and last start, per backend and width). "
+            f"`python -m bench.dispatch_modes --widths {args.widths} --runs {args.runs} "
+            f"--backends {args.backends}` (medians of {args.runs} runs per cell, modes interleaved; "
+            "model: the latency model, DynamoDB 5 ms and SQS 10 ms a round trip; embedded: the AWS "
+            "World on the embedded stack's moto over loopback HTTP, no latency injected; held mode: "
+            "as many step consumers as branches)."
         )
         write_doc(args.doc, "bench.dispatch_modes", text)
     return 0

@@ -24,12 +24,12 @@ import argparse
 from dataclasses import dataclass
 
 from bench.prices import PRICES
+from harness.harness import memory_harness
 from world_aws import Workflows, create_hook
 from world_aws.contract.world import Delivery, HandlerResult
 from world_aws.local.memory import MemoryWorld
 from world_aws.local.memory_stats import Stat
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.harness import memory_harness
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.deployments import DeployedWorld
 

@@ -142,7 +142,9 @@ class CallRecorder:
 
     def attach(self, clients: AwsClients) -> None:
         """Hook the World's three clients."""
-        for client in (clients.dynamodb, clients.sqs, clients.s3):
+        for client in (clients.dynamodb, clients.sqs, clients.s3, clients.kms):
+            if client is None:
+                continue
             events = client.meta.events
             events.register("provide-client-params.*.*", self._on_params)
             events.register("before-call.*.*", self._on_before_call)

@@ -68,7 +68,9 @@ class BillingMeter:
         dynamodb = clients.dynamodb
         session = boto3.session.Session(region_name=dynamodb.meta.region_name)
         self._shadow = session.client("dynamodb", endpoint_url=dynamodb.meta.endpoint_url)
-        for client in (clients.dynamodb, clients.sqs, clients.s3):
+        for client in (clients.dynamodb, clients.sqs, clients.s3, clients.kms):
+            if client is None:
+                continue
             events = client.meta.events
             events.register("provide-client-params.*.*", self._on_params)
             events.register_last("before-call.*.*", self._on_before)
@@ -120,6 +122,8 @@ class BillingMeter:
             self._bill_dynamodb(operation, state, parsed, usage)
         elif service == "sqs":
             _bill_sqs(operation, state["params"], parsed, usage)
+        elif service == "kms":
+            usage.kms_requests += 1
         elif service == "s3":
             if operation in _S3_PUT_CLASS or operation.startswith(("List", "CompleteMultipart")):
                 usage.s3_put += 1

@@ -59,6 +59,12 @@ PRICES: dict[str, Price] = {
     "s3_get": Price(
         0.0004, 1_000, "S3 Standard GET and all other requests", "https://aws.amazon.com/s3/pricing/"
     ),
+    "kms_request": Price(
+        0.03,
+        10_000,
+        "KMS request to a symmetric key (GenerateDataKey, Decrypt), beyond the free 20,000 a month",
+        "https://aws.amazon.com/kms/pricing/",
+    ),
     "lambda_request": Price(0.20, 1_000_000, "Lambda request", "https://aws.amazon.com/lambda/pricing/"),
     "lambda_gb_second_arm64": Price(
         0.0000133334,

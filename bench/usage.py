@@ -47,6 +47,7 @@ class Usage(Tally):
         sqs_empty_receives: receives that brought nothing (a poller's cost, not a step's).
         s3_put: S3 PUT, COPY, POST and LIST requests.
         s3_get: S3 GET and other requests (DELETE is free and not counted).
+        kms_requests: KMS requests (payload encryption: GenerateDataKey, Decrypt).
         calls: API calls made.
     """
 
@@ -57,6 +58,7 @@ class Usage(Tally):
     sqs_empty_receives: int = 0
     s3_put: int = 0
     s3_get: int = 0
+    kms_requests: int = 0
     calls: int = 0
 
     @classmethod

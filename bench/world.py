@@ -27,6 +27,7 @@ from bench.instrument import CallRecorder
 from bench.ops import OpProxy
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
+from world_aws.contract.sealing import PayloadSeal
 from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import (
     BlobStore,
@@ -214,6 +215,9 @@ class BenchWorld(ForwardingWorld):
         self.waits = cast(WaitStore, OpProxy("waits", inner.waits, self._op))
         self.blobs = cast(BlobStore, OpProxy("blobs", inner.blobs, self._op))
         self.queue = cast(Queue, OpProxy("queue", queue, self._op))
+        # A sealing World's KMS calls: a new run's key (payloads.creation) and, in a store
+        # op, a key unwrapped for a run this process had not met.
+        self.payloads = cast(PayloadSeal, OpProxy("payloads", inner.payloads, self._op))
 
     def start_consumers(self, handler: MessageHandler) -> Consumers:
         raise NotImplementedError("the benchmark drives the queues with its own pump (bench.pump)")

@@ -42,6 +42,7 @@ from functions._metrics import (
     PROLOGUE_RUN_CONTEXT,
     PROLOGUE_RUNS_GET,
     RECONCILE_FAILURES,
+    RUNS_ERASED,
     RUNS_HELD,
     RUNS_RECONCILED,
     RUNS_RELEASED,
@@ -187,6 +188,7 @@ class Container:
             self.counts.add(RECONCILE_FAILURES, report.failed)
             self.counts.add(RUNS_HELD, report.held)
             self.counts.add(RUNS_RELEASED, len(report.released))
+            self.counts.add(RUNS_ERASED, len(report.erased))
             return report
 
     def schedule(self) -> SchedulerReport:

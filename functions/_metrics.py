@@ -77,6 +77,8 @@ RECONCILE_FAILURES = "ReconcileFailures"
 # template.yaml alarms on any held run.
 RUNS_HELD = "RunsHeld"
 RUNS_RELEASED = "RunsReleased"
+# The reconciler, per tick: ended runs erased because their retention passed (runtime/retention.py).
+RUNS_ERASED = "RunsErased"
 # The scheduler, per pass: ticks started, skipped (overlap="skip"), dropped by the catch-up bound,
 # and schedules it could not handle (the next pass retries them).
 SCHEDULED_RUNS_STARTED = "ScheduledRunsStarted"

@@ -1,4 +1,4 @@
-"""Build the code bundle of the Lambda functions: the directory ``template.yaml``'s CodeUri names.
+"""Build the code bundle of the Lambda functions from this checkout: ``world_aws/deploy/bundle.py``.
 
 Usage (from the repository root)::
 
@@ -7,64 +7,46 @@ Usage (from the repository root)::
     python scripts/build_lambda.py --native --out DIR     # for this machine's Python (the tests)
     python scripts/build_lambda.py --lock                 # re-pin requirements-lambda.lock
 
-What goes in, flat at the top of the directory (Lambda puts it first on ``sys.path``):
-
-* the runtime dependencies, exactly as pinned in ``requirements-lambda.lock``: every
-  package (transitive ones included) at one version with the sha256 of each wheel file
-  it may use, installed with ``pip install --require-hashes --no-deps``, so a changed or
-  substituted wheel on the index fails the build instead of shipping. ``--lock`` re-pins
-  it from ``pyproject.toml``'s ``[project] dependencies`` (``pip download`` for the Lambda
-  platform and for this machine's interpreter, then sha256 of every file). The wheels are
-  binary wheels for the Lambda platform
-  (manylinux aarch64, CPython 3.12, matching ``Runtime`` and ``Architectures``): pydantic-core,
-  cbor2 and PyYAML are compiled extensions, so this machine's wheels would not load there.
-  boto3 is shipped too rather than taken from the Lambda runtime: the code needs a
-  botocore recent enough for S3 conditional writes, and the version is then the one tested;
-* the packages ``world_aws`` and ``functions`` of this checkout;
-* each ``--include`` path (a module file or a package directory), default ``examples/``
-  (the template's default app, the demo ``world_aws.demo:app``, ships inside ``world_aws``).
-
-``sam build`` must then ship the directory as it is. Its Python builder would not: it drops
-every ``*.so`` when it copies a source directory (aws-lambda-builders ``python_pip``
-``EXCLUDED_FILES``), which removes the compiled half of pydantic-core, cbor2 and PyYAML. So the
-functions declare ``Metadata: BuildMethod: makefile`` and this script writes a ``Makefile`` into
-the bundle whose ``build-<Function>`` targets copy it into SAM's artifacts directory unchanged.
-Standard library only: it runs before anything is installed.
+The build itself is the installed package's (``world-aws build`` in a project of one's own,
+README "Your own project"); this script runs it on the checkout, with ``examples/`` as the
+default include (the template's default app, the demo ``world_aws.demo:app``, ships inside
+``world_aws``), and re-pins the lock from ``pyproject.toml``. Standard library only: it runs
+before anything is installed, so it loads the bundle module by its path.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.util
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "build" / "lambda"
 LOCK_FILE = REPO / "requirements-lambda.lock"
-PROJECT_PACKAGES = ("world_aws", "functions")
 DEFAULT_INCLUDES = ("examples",)
-# What template.yaml declares (Globals.Function Runtime python3.12, Architectures arm64).
-LAMBDA_PYTHON_VERSION = "3.12"
-# Lambda's python3.12 runs on Amazon Linux 2023 (glibc 2.34). pip does not widen an explicit
-# manylinux tag to older ones, so the two tags wheels of our dependencies carry are both named.
-LAMBDA_PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
-# Marks a directory this script built, so that a rebuild may delete it.
-MARKER = ".world-aws-lambda-build"
-# sam build (BuildMethod: makefile) runs `make build-<LogicalId>` in a copy of CodeUri with
-# ARTIFACTS_DIR set; one pattern rule serves every function. The marker and the Makefile stay out.
-MAKEFILE = """\
-# Written by scripts/build_lambda.py. sam build (BuildMethod: makefile) copies the bundle as it is.
-build-%:
-\tcp -R $(filter-out Makefile,$(wildcard *)) "$(ARTIFACTS_DIR)"
-"""
-_SKIPPED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")
+
+
+def _load_bundle() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_world_aws_bundle", REPO / "world_aws/deploy/bundle.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses and annotations look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+bundle = _load_bundle()
+LAMBDA_PYTHON_VERSION: str = bundle.LAMBDA_PYTHON_VERSION
+LAMBDA_PLATFORMS: tuple[str, ...] = bundle.LAMBDA_PLATFORMS
+MARKER: str = bundle.MARKER
 
 
 def runtime_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]:
@@ -73,22 +55,9 @@ def runtime_requirements(pyproject: Path = REPO / "pyproject.toml") -> list[str]
         return list(tomllib.load(f)["project"]["dependencies"])
 
 
-def _platform_options(native: bool) -> list[str]:
-    if native:
-        return []
-    options = ["--implementation", "cp", "--python-version", LAMBDA_PYTHON_VERSION]
-    for platform in LAMBDA_PLATFORMS:
-        options += ["--platform", platform]
-    return options
-
-
 def pip_command(out: Path, lock: Path = LOCK_FILE, *, native: bool) -> list[str]:
     """The pip invocation that installs the pinned, hashed requirements of ``lock`` into ``out``."""
-    command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--target", str(out)]
-    # Wheels only: an sdist would be built for this machine, not for Lambda. The lock lists
-    # every package, so pip resolves nothing: --no-deps, and every file must match a hash.
-    command += ["--only-binary=:all:", "--no-warn-conflicts", "--require-hashes", "--no-deps"]
-    return [*command, *_platform_options(native), "-r", str(lock)]
+    return list(bundle.pip_command(out, lock, native=native))
 
 
 def write_lock(lock: Path = LOCK_FILE) -> Path:
@@ -102,7 +71,8 @@ def write_lock(lock: Path = LOCK_FILE) -> Path:
     for native in (False, True):
         with tempfile.TemporaryDirectory() as tmp:
             command = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", tmp]
-            subprocess.run([*command, *_platform_options(native), *runtime_requirements()], check=True)
+            options = bundle.platform_options(native)
+            subprocess.run([*command, *options, *runtime_requirements()], check=True)
             for wheel in sorted(Path(tmp).glob("*.whl")):
                 name, version = wheel.name.split("-")[:2]
                 key = (re.sub(r"[-_.]+", "-", name).lower(), version)
@@ -115,44 +85,16 @@ def write_lock(lock: Path = LOCK_FILE) -> Path:
 
 
 def build(out: Path = DEFAULT_OUT, *, includes: Sequence[Path] = (), native: bool = False) -> Path:
-    """Build the bundle into ``out`` (replacing an earlier build there).
-
-    Args:
-        out: the directory to build; must not exist, be empty, or be an earlier build.
-        includes: module files or package directories to copy in as top-level modules.
-        native: install dependencies for the running interpreter instead of Lambda's.
-
-    Returns:
-        ``out``.
+    """Build the bundle into ``out`` (replacing an earlier build there); see ``bundle.build``.
 
     Raises:
-        SystemExit: ``out`` is a directory this script did not build, or an include is missing.
+        SystemExit: ``out`` is a directory no build made, or an include is missing.
         subprocess.CalledProcessError: pip failed.
     """
-    _prepare(out)
-    subprocess.run(pip_command(out, native=native), check=True)
-    # Console scripts of the dependencies, with this machine's interpreter in their shebang.
-    shutil.rmtree(out / "bin", ignore_errors=True)
-    for package in PROJECT_PACKAGES:
-        shutil.copytree(REPO / package, out / package, ignore=_SKIPPED)
-    for path in includes:
-        if not path.exists():
-            raise SystemExit(f"--include {path}: no such file or directory")
-        if path.is_dir():
-            shutil.copytree(path, out / path.name, ignore=_SKIPPED)
-        else:
-            shutil.copy2(path, out / path.name)
-    (out / "Makefile").write_text(MAKEFILE, encoding="utf-8")
-    return out
-
-
-def _prepare(out: Path) -> None:
-    if out.exists():
-        if any(out.iterdir()) and not (out / MARKER).exists():
-            raise SystemExit(f"{out} exists and was not built by this script: refusing to delete it")
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / MARKER).write_text("scripts/build_lambda.py built this (and may delete it)\n", encoding="utf-8")
+    try:
+        return Path(bundle.build(out, includes=includes, native=native))
+    except bundle.BuildError as exc:
+        raise SystemExit(str(exc)) from exc
 
 
 def main(argv: Sequence[str] | None = None) -> None:

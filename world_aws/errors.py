@@ -50,6 +50,10 @@ class NotFound(WorldRejection):
     code = 404
 
 
+class RunErased(NotFound):
+    """The run was erased (contract §3.4): its tombstone refuses every write, for good (404)."""
+
+
 class Conflict(WorldRejection):
     """Already done: a duplicate create, or a transition out of a terminal state (409)."""
 
@@ -151,6 +155,13 @@ class BadInput(WorldAwsError, ValueError):
 
 class SerializationError(BadInput):
     """A value cannot be serialized (or deserialized); the message names the type."""
+
+
+class PayloadEncrypted(SerializationError):
+    """A payload is sealed with its run's data key and this process cannot open it (no ``kms:Decrypt``).
+
+    The API, CLI and UI show ``<encrypted>`` in its place (README "Security").
+    """
 
 
 class UnknownWorkflow(BadInput):

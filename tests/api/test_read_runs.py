@@ -104,8 +104,10 @@ def test_runs_are_listed_newest_first_with_filters(api: Api) -> None:
         "parent_run_id",  # None: these are top-level runs (tests/api/test_child_runs.py has children)
         "deployment_id",  # the deployment the run is pinned to
         "blocked",  # set while the run is held (README "Deploying changes")
+        "attributes",  # the caller's (none here)
     }
     assert everything.body["runs"][0]["blocked"] is None
+    assert everything.body["runs"][0]["attributes"] == {}
     by_status = api.call("GET", "/runs", query={"status": "failed"}).body["runs"]
     assert [r["run_id"] for r in by_status] == [failed]
     by_workflow = api.call("GET", "/runs", query={"workflow": "greet"}).body["runs"]

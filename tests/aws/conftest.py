@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.fake_time import FakeMonotonic
 from world_aws.aws.read.log_reader import HoleRepairPolicy
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
 from world_aws.testing.aws_factory import aws_world
-from world_aws.testing.fake_time import FakeMonotonic
 
 # The readers' grace period before sealing a hole, on the fake monotonic clock.
 GRACE_SECONDS = 2.0

@@ -7,6 +7,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from harness.fake_time import FakeMonotonic
 from world_aws.aws.codec import items, keys
 from world_aws.aws.codec.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.world import AwsWorld
@@ -21,7 +22,6 @@ from world_aws.contract.records import (
 )
 from world_aws.testing.conformance.appended import OWNER, owned_create, owned_outcome, running_owned
 from world_aws.testing.conformance.support import create_run, create_step, new_id
-from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
 DYNAMODB_ITEM_LIMIT = 400 * 1024

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from harness.fake_time import FakeMonotonic
 from world_aws.aws.codec import keys
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.world import AwsWorld
@@ -20,7 +21,6 @@ from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.records import EventType, ResolveData
 from world_aws.errors import BadInput, Throttled, Transient
 from world_aws.testing.conformance.support import create_run, create_step, new_id, write
-from world_aws.testing.fake_time import FakeMonotonic
 
 
 def _client_error(code: str, operation: str, **extra: Any) -> ClientError:

@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from harness.fake_time import FakeMonotonic
 from world_aws.aws.codec import items, keys
 from world_aws.aws.codec.payloads import PayloadWriter
 from world_aws.aws.world import AwsWorld
@@ -22,7 +23,6 @@ from world_aws.contract.records import (
 )
 from world_aws.errors import Transient, WorldAwsError
 from world_aws.testing.conformance.support import create_run, create_step, running_step, write
-from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from harness.fake_time import FakeMonotonic
 from world_aws.aws.codec import dynamo, items, keys, sizes
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.aws.write.landings import CARRY_SECONDS, READER_KEEPS_SECONDS
@@ -36,7 +37,6 @@ from world_aws.contract.records import (
 from world_aws.errors import Conflict, Transient, WorldAwsError
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
 from world_aws.testing.conformance.support import STEP, create_run, creation, new_id, write
-from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.fake_time import FakeMonotonic
 from tests.aws.test_terminal_repair import event_puts_fail
 from world_aws.aws.codec import items, keys
 from world_aws.aws.read.log_reader import HoleRepairPolicy
@@ -28,7 +29,6 @@ from world_aws.contract.records import (
 from world_aws.errors import Conflict, WorldAwsError
 from world_aws.testing.conformance.appended import last_position, owned_create, owned_outcome
 from world_aws.testing.conformance.support import STEP, create_run, create_step, new_id, running_step, write
-from world_aws.testing.fake_time import FakeMonotonic
 
 GRACE_SECONDS = 2.0  # as the world fixture's repair policy
 

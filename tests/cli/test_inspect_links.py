@@ -12,12 +12,12 @@ from contextlib import ExitStack
 import pytest
 
 from examples.children import app
+from harness.harness import Harness, memory_harness
 from world_aws.api.server import serve_api
 from world_aws.cli.client import ApiClient
 from world_aws.cli.main import main
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import RunStatus
-from world_aws.testing.harness import Harness, memory_harness
 
 
 @pytest.fixture(params=["memory", "aws"])
@@ -26,7 +26,7 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
         if request.param == "memory":
             built = stack.enter_context(memory_harness())
         else:
-            from world_aws.testing.sqs_pump import aws_harness
+            from harness.sqs_pump import aws_harness
 
             built = stack.enter_context(aws_harness(ManualClock()))
             stack.callback(built.close)

@@ -131,6 +131,20 @@ def test_the_wheel_installs_only_world_aws_with_the_template(wheel: Path) -> Non
     assert b"AWS::DynamoDB::Table" in zipfile.ZipFile(wheel).read("world_aws/aws/infra/template.yaml")
 
 
+def test_the_wheel_ships_the_test_kit_and_conformance_suite_but_not_the_internal_harness(
+    wheel: Path,
+) -> None:
+    # GIVEN the built wheel's files
+    names = set(zipfile.ZipFile(wheel).namelist())
+    testing = {n.removeprefix("world_aws/testing/") for n in names if n.startswith("world_aws/testing/")}
+    # THEN the users' kit and the conformance suite ship ...
+    assert {"kit.py", "kit_runs.py", "plugin.py", "factories.py", "conformance/__init__.py"} <= testing
+    # ... and the project's own harness (spies, fault plans, faulty Worlds, pumps) does not
+    internal = {"spy.py", "harness.py", "sqs_pump.py", "faulty_world.py", "fault_plan.py", "fake_time.py"}
+    assert not internal & testing
+    assert not any(n.startswith("harness/") for n in names)
+
+
 def test_the_wheel_ships_the_web_ui(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     static = REPO / "world_aws" / "api" / "static"

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from examples.hooks import app as hooks_app
+from harness.harness import Harness
+from harness.harness import memory_harness as fresh_memory_harness
 from world_aws.cli.main import main
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.testing.harness import Harness
-from world_aws.testing.harness import memory_harness as fresh_memory_harness
 
 
 def run_example(module: str, workflow: str, *args: Any, world: str = "memory") -> dict[str, Any]:

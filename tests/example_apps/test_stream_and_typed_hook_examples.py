@@ -18,10 +18,10 @@ import pytest
 from examples.streaming import app as streaming_app
 from examples.typed_approval import Approval
 from examples.typed_approval import app as typed_app
+from harness.harness import Harness, memory_harness
 from world_aws import BadInput
 from world_aws.cli.main import main
 from world_aws.contract.records import RunStatus
-from world_aws.testing.harness import Harness, memory_harness
 
 
 @pytest.fixture

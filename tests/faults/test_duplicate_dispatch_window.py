@@ -15,11 +15,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from harness.harness import Harness
 from tests.runtime.failures import Crash
 from world_aws import RuntimeConfig, Workflows
 from world_aws.contract.records import EventRequest, EventType, RunStatus
 from world_aws.contract.world import Ack, Delivery, ForwardingWorld, HandlerResult, MessageHandler, QueueName
-from world_aws.testing.harness import Harness
 
 WAIT = 30.0  # real seconds a hook waits for the other delivery before the test fails
 

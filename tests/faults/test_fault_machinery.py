@@ -8,6 +8,9 @@ from typing import cast
 import pytest
 
 from bench.chaos_aws import BotocoreFaults
+from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
+from harness.faulty_world import FaultyWorld
+from harness.sqs_pump import SqsPump
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventRequest, EventType, RunCreatedData, RunCreation
@@ -15,9 +18,6 @@ from world_aws.contract.world import Ack, Delivery, QueueName, World
 from world_aws.errors import Conflict, Throttled, Transient
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.testing.aws_factory import aws_world
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
-from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.sqs_pump import SqsPump
 
 RUN = "wrun_01CHAOSMACHINERY000000000"
 

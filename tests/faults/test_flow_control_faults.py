@@ -1,6 +1,6 @@
 """Issue 41 under faults: no over-admission, no slot past its lease, no stuck run, no second over the rate.
 
-The fault suite's groups (``world_aws.testing.fault_plan``) fire at the World
+The fault suite's groups (``harness.fault_plan``) fire at the World
 boundary, the admission store's calls among them (``FaultyWorld``): crashes before
 and after a call, lost answers, repeated writes, transient failures, and deliveries
 that die or whose delete is dropped. The overlap is read from the recorded attempts:
@@ -17,14 +17,14 @@ from datetime import datetime, timedelta
 import pytest
 
 from bench.chaos import memory_setup
+from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
+from harness.faulty_world import FaultyWorld
+from harness.harness import Intercept
 from world_aws import Concurrency, RateLimit, Workflows
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, Redeliver
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
-from world_aws.testing.faulty_world import FaultyWorld
 from world_aws.testing.flow_checks import Attempt, attempts, group, max_overlap_by_key, max_starts_in_window
-from world_aws.testing.harness import Intercept
 from world_aws.worker.config import RuntimeConfig
 
 CUSTOMERS = ["c1", "c2", "c3"]

@@ -19,6 +19,9 @@ from datetime import timedelta
 
 import pytest
 
+from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
+from harness.faulty_world import FaultyWorld
+from harness.harness import Harness, MemoryPump
 from tests.runtime.test_fork import order_app
 from world_aws.client.handle import RunHandle
 from world_aws.contract.clock import ManualClock
@@ -27,9 +30,6 @@ from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandle
 from world_aws.errors import NotFound, RetryLater, WorldAwsError
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan, rates_for
-from world_aws.testing.faulty_world import FaultyWorld
-from world_aws.testing.harness import Harness, MemoryPump
 from world_aws.worker.config import ReconcilerConfig
 from world_aws.worker.reconciler import Reconciler
 

@@ -15,13 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from tests.runtime.test_fork import order_app
 from world_aws.client.forks import FORKED_FROM, Forks
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
 from world_aws.worker.config import ReconcilerConfig
 from world_aws.worker.reconciler import Reconciler
 

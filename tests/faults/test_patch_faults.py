@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import Workflows, create_hook, patched
 from world_aws.contract.records import EventType, PatchAppliedData, RunStatus
 from world_aws.errors import Transient
-from world_aws.testing.harness import Harness
 from world_aws.testing.kit import check_replay
-from world_aws.testing.spy import Call
 
 
 def _app(ran: list[str], *, patched_code: bool) -> Workflows:

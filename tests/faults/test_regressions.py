@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
 from world_aws.workflow.retry import Backoff
 
 WAIT = 30.0  # real seconds a thread waits for the other (only reached if the runtime hangs)

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from harness.harness import Harness
 from world_aws import Workflows
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import EventType, ResolveData, RunStatus
-from world_aws.testing.harness import Harness
 
 STEPS = 4
 
@@ -30,7 +30,7 @@ class DiedHere(Exception):
 
 @pytest.fixture
 def aws_harness() -> Iterator[Harness]:
-    from world_aws.testing.sqs_pump import aws_harness as build
+    from harness.sqs_pump import aws_harness as build
 
     with build(ManualClock()) as built:
         yield built

@@ -12,11 +12,11 @@ import io
 import json
 import urllib.request
 
+from harness.harness import Harness
 from world_aws import Concurrency, RateLimit, Workflows
 from world_aws.api.server import serve_api
 from world_aws.cli.main import main
 from world_aws.contract.admission import Verdict
-from world_aws.testing.harness import Harness
 
 
 def waiting_app() -> Workflows:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from harness.harness import memory_harness
 from world_aws import RateLimit, Workflows
 from world_aws.contract.records import RunStatus
 from world_aws.testing.flow_checks import attempts, max_starts_in_window
-from world_aws.testing.harness import memory_harness
 
 CALLS = 200
 

@@ -26,6 +26,11 @@ from world_aws.contract.world import Delivery, QueueName
 SampleEvent = Callable[[str], dict[str, Any]]
 
 
+def _delayed(sqs: Any, url: str) -> int:
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
+    return int(attributes["Attributes"]["ApproximateNumberOfMessagesDelayed"])
+
+
 def _delivery(event: dict[str, Any], queue: QueueName) -> Delivery:
     (record,) = event["Records"]
     return Delivery(
@@ -46,8 +51,12 @@ def test_a_version_answers_a_hand_over_with_the_deliverys_outcome(
     (run,) = world.runs.list().runs
     assert run.status is RunStatus.RUNNING
     # AND the same delivery again, before the first one's inline steps are done, is answered
-    # as SQS would be told: see it again later (the inline lease, worker/inline.py)
-    assert workflow_handler.handler(handover_event(delivery), CONTEXT)["result"] == "redeliver"
+    # with its outcome too: acked, having left a wake-up of the run due when the first
+    # handling's inline lease ends (worker/inline.py, InlineSteps.hold)
+    sqs, url = world.clients.sqs, world.queue_urls()[QueueName.WORKFLOW]
+    delayed_before = _delayed(sqs, url)
+    assert workflow_handler.handler(handover_event(delivery), CONTEXT)["result"] == "ack"
+    assert _delayed(sqs, url) == delayed_before + 1
     # AND the step handler takes a hand-over too (a step of a pinned run goes to its version)
     health = Delivery(
         QueueName.STEP, "m-health", 1, encode_payload(HealthCheck(health_check=True, correlation_id="c"))

@@ -35,8 +35,10 @@ def granted_actions() -> set[str]:
     found: set[str] = set()
     for policy in role["Policies"]:
         for statement in policy["PolicyDocument"]["Statement"]:
-            actions = statement["Action"]
-            found.update(actions if isinstance(actions, list) else [actions])
+            # A conditional statement (Fn::If, the payload key's) as granted when it holds.
+            for granted in statement["Fn::If"][1:] if "Fn::If" in statement else [statement]:
+                actions = granted.get("Action", [])
+                found.update(actions if isinstance(actions, list) else [actions])
     return found
 
 

@@ -78,7 +78,7 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         {"AttributeName": keys.PK, "KeyType": "HASH"},
         {"AttributeName": keys.SK, "KeyType": "RANGE"},
     ]
-    gsi, live, deployments = p["GlobalSecondaryIndexes"]
+    gsi, live, deployments, expiring = p["GlobalSecondaryIndexes"]
     assert gsi["IndexName"] == keys.RUNS_INDEX
     assert gsi["KeySchema"] == [
         {"AttributeName": keys.GSI1_PK, "KeyType": "HASH"},
@@ -97,6 +97,13 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
     assert deployments["IndexName"] == keys.DEPLOYMENT_INDEX
     assert deployments["KeySchema"] == [{"AttributeName": keys.DEP_PK, "KeyType": "HASH"}]
     assert deployments["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    # The expiring index: ended runs with a retention by expiry (a number: end + retention, µs).
+    assert expiring["IndexName"] == keys.EXPIRING_INDEX
+    assert expiring["KeySchema"] == [
+        {"AttributeName": keys.XP_PK, "KeyType": "HASH"},
+        {"AttributeName": keys.XP_US, "KeyType": "RANGE"},
+    ]
+    assert expiring["Projection"] == {"ProjectionType": "KEYS_ONLY"}
     types = {d["AttributeName"]: d["AttributeType"] for d in p["AttributeDefinitions"]}
     assert types == {
         keys.PK: "S",
@@ -106,6 +113,8 @@ def test_table_is_the_single_table_the_key_layout_expects() -> None:
         keys.LIVE_PK: "S",
         keys.LIVE_SK: "S",
         keys.DEP_PK: "S",
+        keys.XP_PK: "S",
+        keys.XP_US: "N",
     }
     assert p["TimeToLiveSpecification"] == {"AttributeName": keys.TTL_ATTRIBUTE, "Enabled": True}
     # AND the operational settings contract §7.1 asks for

@@ -105,7 +105,13 @@ def as_list(value: Any) -> list[Any]:
 
 
 def statements(role: Mapping[str, Any]) -> list[dict[str, Any]]:
-    return [s for policy in role.get("Policies", []) for s in policy["PolicyDocument"]["Statement"]]
+    """The role's inline statements; a conditional one (``Fn::If``) as granted when its condition holds."""
+    out: list[dict[str, Any]] = []
+    for policy in role.get("Policies", []):
+        for statement in policy["PolicyDocument"]["Statement"]:
+            branches = statement["Fn::If"][1:] if "Fn::If" in statement else [statement]
+            out += [b for b in branches if "Effect" in b]  # AWS::NoValue grants nothing
+    return out
 
 
 def role_of(document: Mapping[str, Any], function: Mapping[str, Any]) -> dict[str, Any]:
@@ -414,11 +420,21 @@ def test_payload_access_is_scoped_to_the_blob_prefix_the_code_writes(transformed
     expected = {"Fn::Sub": "${PayloadBucket.Arn}/" + KEY_PREFIX + "*"}
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         role = role_of(transformed, function)
-        # The reconciler never reads or writes a payload: it reads run items and publishes run ids;
-        # nor does the scheduler: scheduled arguments are capped below the inline limit.
-        blobs = [] if lid in ("ReconcilerFunction", "SchedulerFunction") else [expected]
+        # The scheduler never reads or writes a payload: scheduled arguments are capped below
+        # the inline limit. The reconciler only erases what retention expired (and may put back).
+        blobs = [] if lid == "SchedulerFunction" else [expected]
         assert allowed(role, "s3:GetObject") == blobs == allowed(role, "s3:PutObject"), lid
         assert allowed(role, "dynamodb:PutItem") == [{"Fn::GetAtt": ["WorkflowTable", "Arn"]}], lid
+        # Deleting a payload: only an erasure (POST /runs/{id}/delete, the retention sweep).
+        erasing = lid in ("ApiFunction", "ReconcilerFunction")
+        assert allowed(role, "s3:DeleteObject") == ([expected] if erasing else []), lid
+
+
+def test_only_the_reconciler_may_query_the_expiring_index(transformed: dict[str, Any]) -> None:
+    index = {"Fn::Sub": "${WorkflowTable.Arn}/index/" + keys.EXPIRING_INDEX}
+    for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
+        queries = index in allowed(role_of(transformed, function), "dynamodb:Query")
+        assert queries is (lid == "ReconcilerFunction"), lid
 
 
 def test_only_the_api_and_the_reconciler_may_query_the_runs_index(transformed: dict[str, Any]) -> None:
@@ -485,9 +501,10 @@ def test_the_reconciler_only_publishes_wake_ups_and_consumes_no_queue(transforme
     assert not any(allowed(role, action) for action in CONSUME_ACTIONS)
     table = {"Fn::GetAtt": ["WorkflowTable", "Arn"]}
     # Reads its sweep cursor and run items in batches, moves marks and the cursor, and
-    # claims/records/releases idempotency keys.
+    # claims/records/releases idempotency keys; erases the runs whose retention passed
+    # (reads and deletes their partitions).
     granted = {a for s in statements(role) for a in as_list(s["Action"]) if table in as_list(s["Resource"])}
-    actions = ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem")
+    actions = ("GetItem", "BatchGetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "BatchWriteItem")
     assert granted == {f"dynamodb:{a}" for a in actions}
 
 
@@ -613,7 +630,7 @@ def test_list_bucket_is_granted_only_for_the_blob_prefix(transformed: dict[str, 
         listings += len(listing)
         for statement in listing:
             assert statement["Condition"] == {"StringLike": {"s3:prefix": KEY_PREFIX + "*"}}, lid
-    assert listings == 3  # the roles of the functions that read payloads
+    assert listings == 4  # the roles of the functions that read payloads (the reconciler's: erasures)
 
 
 def test_the_bundle_dependencies_are_installed_from_the_hashed_lock(template: dict[str, Any]) -> None:
@@ -656,3 +673,41 @@ def test_logs_carry_no_user_values_unless_the_parameter_says_so(transformed: dic
     for lid, function in of_type(transformed, "AWS::Lambda::Function").items():
         setting = function["Environment"]["Variables"]["WORKFLOW_LOG_USER_VALUES"]
         assert setting == {"Fn::If": ["LogsCarryUserValues", "1", "0"]}, lid
+
+
+def test_the_payload_key_is_granted_only_with_its_parameter_and_only_on_that_key(
+    template: dict[str, Any], transformed: dict[str, Any]
+) -> None:
+    # GIVEN the template's PayloadKmsKeyArn (empty by default: encryption off)
+    assert template["Parameters"]["PayloadKmsKeyArn"]["Default"] == ""
+    assert transformed["Conditions"]["EncryptsPayloads"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "PayloadKmsKeyArn"}, ""]}]
+    }
+    key = {"Ref": "PayloadKmsKeyArn"}
+    for lid, role in of_type(transformed, "AWS::IAM::Role").items():
+        if not lid.endswith("FunctionRole"):
+            continue
+        # THEN every function's KMS grant is one statement, conditioned on it, on the key alone
+        conditional = [
+            s["Fn::If"]
+            for policy in role.get("Policies", [])
+            for s in policy["PolicyDocument"]["Statement"]
+            if "Fn::If" in s
+        ]
+        assert conditional == [
+            [
+                "EncryptsPayloads",
+                {
+                    "Sid": "PayloadKey",
+                    "Effect": "Allow",
+                    "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
+                    "Resource": key,
+                },
+                {"Ref": "AWS::NoValue"},
+            ]
+        ], lid
+        kms = [s for s in statements(role) if any(str(a).startswith("kms:") for a in as_list(s["Action"]))]
+        assert [s["Resource"] for s in kms] == [key], lid
+    # and the functions are told the key (WORKFLOW_KMS_KEY_ID)
+    for function in of_type(transformed, "AWS::Lambda::Function").values():
+        assert function["Environment"]["Variables"]["WORKFLOW_KMS_KEY_ID"] == key

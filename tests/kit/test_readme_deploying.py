@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.harness import Harness, memory_harness
 from world_aws import Workflows, create_hook
 from world_aws.contract.log_export import export_runs
 from world_aws.contract.records import RunStatus
-from world_aws.testing.harness import Harness, memory_harness
 from world_aws.testing.kit import WorkflowKit, check_replay
 
 from .readme import named_blocks, section

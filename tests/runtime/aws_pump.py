@@ -1,5 +1,5 @@
-"""Moved to :mod:`world_aws.testing.sqs_pump` (shared with ``bench.chaos``); kept for existing imports."""
+"""Moved to :mod:`harness.sqs_pump` (shared with ``bench.chaos``); kept for existing imports."""
 
-from world_aws.testing.sqs_pump import SqsPump, aws_harness
+from harness.sqs_pump import SqsPump, aws_harness
 
 __all__ = ["SqsPump", "aws_harness"]

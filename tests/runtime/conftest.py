@@ -21,11 +21,11 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.harness import Harness, MemoryPump
+from harness.harness import memory_harness as fresh_memory_harness
 from world_aws.contract.clock import ManualClock
 from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.testing.factories import world_factories
-from world_aws.testing.harness import Harness, MemoryPump
-from world_aws.testing.harness import memory_harness as fresh_memory_harness
 from world_aws.worker.config import RuntimeConfig
 
 
@@ -52,7 +52,7 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
             stack.callback(world.close)
             built = Harness("memory", world, clock, MemoryPump(world))
         else:
-            from world_aws.testing.sqs_pump import aws_harness
+            from harness.sqs_pump import aws_harness
 
             built = stack.enter_context(aws_harness(clock))
         stack.callback(built.close)

@@ -6,10 +6,10 @@ import asyncio
 from collections.abc import Callable, Collection
 from typing import Any
 
+from harness.harness import Harness
 from world_aws import Workflows
 from world_aws.contract.records import EventRequest, EventResult, EventType
 from world_aws.contract.world import ForwardingWorld, World
-from world_aws.testing.harness import Harness
 
 from .spy import Call, Fault
 

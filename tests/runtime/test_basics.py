@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import BadInput, RuntimeConfig, WorkflowFailedError, Workflows
 from world_aws.contract.records import EventType, RunStatus, owner_of
 from world_aws.errors import SerializationError, UnknownWorkflow
-from world_aws.testing.harness import Harness
 
 MODES = {
     "inline": RuntimeConfig(),

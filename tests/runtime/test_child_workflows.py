@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import (
     FatalError,
     RunCancelledError,
@@ -18,7 +19,6 @@ from world_aws import (
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.engine.children import CHILD_TOKEN_PREFIX, PARENT_CALL_ID, PARENT_RUN_ID, ROOT_RUN_ID
 from world_aws.errors import BadInput
-from world_aws.testing.harness import Harness
 
 
 def family_app(bodies: list[str]) -> Workflows:

@@ -6,11 +6,11 @@ import threading
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import NotFound, SerializationError, Workflows, create_hook
 from world_aws.contract.records import EventType, RunCancelledData, RunStatus
 from world_aws.errors import BadInput, ResultTimeout, Transient
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
 
 
 def waiting_app() -> Workflows:

@@ -11,10 +11,10 @@ import asyncio
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import Workflows
 from world_aws.contract.records import Event, EventType, ResolveData, RunStatus
 from world_aws.engine.replay import Completed, Suspended
-from world_aws.testing.harness import Harness
 
 from .apps import RACE_QUOTES, race_app
 from .golden import renumbered, replay, run_from_log

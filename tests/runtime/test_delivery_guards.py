@@ -15,6 +15,8 @@ from collections.abc import Iterator
 import cbor2
 import pytest
 
+from harness.harness import Harness, MemoryPump
+from harness.spy import Call
 from world_aws import RuntimeConfig, WorkflowFailedError, Workflows
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
@@ -23,8 +25,6 @@ from world_aws.contract.transport import decode_payload, encode_payload
 from world_aws.contract.world import Ack, QueueName, WorldCapabilities
 from world_aws.errors import BadInput, Transient
 from world_aws.local.memory import create_memory_world
-from world_aws.testing.harness import Harness, MemoryPump
-from world_aws.testing.spy import Call
 
 # The dispatched-step path (inline execution off): what these tests are about.
 pytestmark = pytest.mark.dispatched

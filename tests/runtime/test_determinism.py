@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import (
     SerializationError,
     WorkflowFailedError,
@@ -31,7 +32,6 @@ from world_aws import (
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.engine.replay import Completed
-from world_aws.testing.harness import Harness
 
 from .golden import replay
 

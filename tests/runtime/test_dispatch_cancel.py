@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import RunCancelledError, Workflows, get_workflow_metadata
 from world_aws.client.handle import RunHandle
 from world_aws.contract.records import EventType, ResolveData, RunStatus
 from world_aws.contract.world import Ack, QueueName
 from world_aws.errors import RunExpired
 from world_aws.local.memory import MemoryWorld
-from world_aws.testing.harness import Harness
 
 # The dispatched-step path (inline execution off): what these tests are about.
 pytestmark = pytest.mark.dispatched

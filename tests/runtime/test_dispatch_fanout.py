@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import Workflows
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import (
@@ -30,8 +32,6 @@ from world_aws.contract.records import (
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.serde.limits import Payload
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
 
 from .conftest import memory_world_of
 

@@ -11,9 +11,9 @@ import asyncio
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import RuntimeConfig, Workflows
 from world_aws.contract.records import EventRequest, EventType, RunStatus
-from world_aws.testing.harness import Harness
 
 
 def fan_app() -> Workflows:

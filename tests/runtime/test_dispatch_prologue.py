@@ -18,6 +18,8 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import Workflows
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import EventType, RunStatus
@@ -25,8 +27,6 @@ from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandler, QueueName
 from world_aws.errors import Transient
 from world_aws.observe import telemetry
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
 
 from .failures import fail_producer_creates
 

@@ -15,6 +15,8 @@ from dataclasses import replace
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call, Publish
 from world_aws import RuntimeConfig, Workflows
 from world_aws.contract.payload import InlineStepInput, InvokePayload
 from world_aws.contract.records import EventType, RunStatus, StepCreatedData, StepStatus
@@ -30,8 +32,6 @@ from world_aws.contract.world import (
     WorldCapabilities,
 )
 from world_aws.errors import Conflict, RetryLater, Throttled, Transient
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call, Publish
 
 from .failures import fail_producer_creates
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 
+from harness.harness import Harness
 from world_aws import FatalError, Workflows, create_hook, sleep
 from world_aws.api.lineage_view import run_links
 from world_aws.client.forks import FORKED_FROM
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.testing.harness import Harness
 
 BIG = 200 * 1024  # above the 128 KiB inline limit: the payload is held in S3 (contract §7.3)
 

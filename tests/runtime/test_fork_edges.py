@@ -6,12 +6,12 @@ from collections import Counter
 
 import pytest
 
+from harness.harness import Harness
 from tests.runtime.test_fork import order_app
 from world_aws import Workflows, create_hook
 from world_aws.client.forks import FORK_POSITION, FORKED_FROM
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound
-from world_aws.testing.harness import Harness
 
 
 def waiting_app(bodies: Counter[str]) -> Workflows:

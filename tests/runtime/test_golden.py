@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.harness import Harness
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventType, Run, RunStatus
 from world_aws.contract.transport import decode_payload
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, Redeliver
 from world_aws.engine.replay import ERROR_CODE_NON_DETERMINISM, Completed, Failed
 from world_aws.serde.codec import decode_error
-from world_aws.testing.harness import Harness
 
 from .apps import RACE_QUOTES, race_app
 from .golden import GOLDEN_DIR, load_log, replay, save_log

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import HookDisposedError, NotFound, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.testing.harness import Harness
 
 
 def rounds_app() -> Workflows:

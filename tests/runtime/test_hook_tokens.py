@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import BadInput, Workflows, create_hook
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.testing.harness import Harness
 from world_aws.testing.kit import WorkflowKit
 from world_aws.workflow.hooks import MAX_TOKEN_BYTES
 

@@ -16,6 +16,8 @@ from datetime import timedelta
 
 import pytest
 
+from harness.harness import Harness
+from harness.harness import memory_harness as fresh_memory_harness
 from world_aws import Workflows, get_step_metadata
 from world_aws.contract.records import (
     EventRequest,
@@ -30,8 +32,6 @@ from world_aws.contract.world import Ack, Delivery, HandlerResult, MessageHandle
 from world_aws.engine.replay import OwnedStep, StepRequest, Suspended
 from world_aws.errors import BadInput, Transient, WorkflowFailedError
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.harness import Harness
-from world_aws.testing.harness import memory_harness as fresh_memory_harness
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.inline import InlinePlan, InlineSteps, Owner
 
@@ -541,7 +541,7 @@ def test_a_step_left_owned_by_a_delivery_whose_message_is_gone_is_taken_over_aft
 
     handle = runtime.start("chain", 2)
     harness.drain(intercept=twin_acks_the_redelivery)
-    harness.advance(60)
+    harness.advance(10)
     harness.drain(intercept=twin_acks_the_redelivery)
     assert ran == ["add 0+0"]
     # WHEN any other message continues the run while the step's lease runs
@@ -557,7 +557,7 @@ def test_a_step_left_owned_by_a_delivery_whose_message_is_gone_is_taken_over_aft
         for c in harness.spy.calls("queue.publish", delivery=woken.index)
         if c.detail.queue is QueueName.WORKFLOW
     ]
-    assert 800 < later.delay_seconds <= RuntimeConfig().inline_lease_seconds
+    assert 10 < later.delay_seconds <= RuntimeConfig().inline_lease_seconds
     # AND then takes the step over, and the run completes
     assert harness.settle(handle, intercept=twin_acks_the_redelivery) is RunStatus.COMPLETED
     assert handle.result(timeout=0) == 1
@@ -678,7 +678,7 @@ def _planner(harness: Harness, config: RuntimeConfig) -> InlineSteps:
         ("m-2#1#aa", 10, "reclaim"),  # an earlier delivery of our own message
         ("m-2#2#bb", 10, "left"),  # another handling of this same delivery (an SQS duplicate)
         ("m-2#2#me", 10, "adopt"),  # ourselves, with a lost answer: ours to run, no new start
-        ("m-1#1#aa", 901, "reclaim"),  # past the lease: anyone may
+        ("m-1#1#aa", 31, "reclaim"),  # past the lease (30 s), never renewed: anyone may
     ],
 )
 def test_owned_steps_are_taken_over_only_from_a_gone_owner(
@@ -687,7 +687,7 @@ def test_owned_steps_are_taken_over_only_from_a_gone_owner(
     planner = _planner(memory_harness, RuntimeConfig())
     since = memory_harness.clock.now() - timedelta(seconds=age)
     owned = OwnedStep(StepRequest("step_1", "add", b""), owner_tag, since, attempt=1)
-    plan = planner.plan(_suspended([owned], []), Owner("m-2", 2, handling="me"))
+    plan = planner.plan("run_x", _suspended([owned], []), Owner("m-2", 2, handling="me"))
     assert (plan.reclaim == [owned]) is (expected == "reclaim")
     assert (plan.adopt == [owned]) is (expected == "adopt")
 
@@ -707,7 +707,7 @@ def test_a_hand_on_takes_over_the_steps_of_the_delivery_it_succeeds(
     planner = _planner(memory_harness, RuntimeConfig())
     since = memory_harness.clock.now() - timedelta(seconds=10)
     owned = OwnedStep(StepRequest("step_1", "add", b""), owner_tag, since, attempt=1)
-    plan = planner.plan(_suspended([owned], []), Owner("m-2", 1, handling="me", predecessor="m-1#3"))
+    plan = planner.plan("run_x", _suspended([owned], []), Owner("m-2", 1, handling="me", predecessor="m-1#3"))
     assert (plan.reclaim == [owned]) is (expected == "reclaim")
 
 
@@ -715,8 +715,8 @@ def test_no_inline_step_starts_when_the_deadline_is_within_the_margin(memory_har
     planner = _planner(memory_harness, RuntimeConfig(inline_margin_seconds=10))
     new = [StepRequest(f"step_{i}", "add", b"") for i in range(2)]
     now = memory_harness.clock.now()
-    near = planner.plan(_suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=9)))
-    far = planner.plan(_suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=60)))
+    near = planner.plan("run_x", _suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=9)))
+    far = planner.plan("run_x", _suspended([], new), Owner("m", 1, deadline=now + timedelta(seconds=60)))
     assert near == InlinePlan(dispatch=new)
     assert far.create == new and far.dispatch == []
 

@@ -15,12 +15,12 @@ import time
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import RunHandle, Workflows, create_hook, get_step_metadata, sleep
 from world_aws.contract import rules
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import QueueName
 from world_aws.errors import Transient
-from world_aws.testing.harness import Harness
 from world_aws.worker.config import RuntimeConfig
 
 from .inline_support import chain_app, fan_app, inject_at_outcome, requests_of

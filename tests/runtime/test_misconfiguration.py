@@ -15,12 +15,12 @@ import logging
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call, Publish
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.contract.world import Ack, QueueName
 from world_aws.errors import Misconfigured
 from world_aws.local.memory import create_memory_world
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call, Publish
 
 from .test_dispatch_resilience import is_create_of, pipeline_app
 

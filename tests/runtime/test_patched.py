@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import Workflows, create_hook, deprecated_patch, patched, sleep
 from world_aws.contract.records import EventType, PatchAppliedData, RunStatus
 from world_aws.engine.replay import ERROR_CODE_NON_DETERMINISM
 from world_aws.errors import BadInput, NonDeterminismError
-from world_aws.testing.harness import Harness
 from world_aws.testing.kit import check_replay
 from world_aws.worker.config import RuntimeConfig
 

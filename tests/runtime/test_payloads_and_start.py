@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call, Publish
 from world_aws import Workflows
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InlineStepInput, InvokePayload, StepInputRef
@@ -20,8 +22,6 @@ from world_aws.contract.records import EventType, RunCreatedData, RunStatus, Ste
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import Ack, QueueName, Redeliver
 from world_aws.errors import Transient
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call, Publish
 
 from .failures import fail_producer_creates
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import Workflows
 from world_aws.contract.records import RunLog, RunStatus
-from world_aws.testing.harness import Harness
 
 from .conftest import memory_world_of
 

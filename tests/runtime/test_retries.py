@@ -12,12 +12,12 @@ from datetime import timedelta
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call, Publish
 from world_aws import FatalError, RetryableError, StepFailedError, Workflows, get_step_metadata
 from world_aws.contract.records import EventType, RunStatus, StepRetryingData
 from world_aws.contract.world import QueueName, Redeliver
 from world_aws.errors import Transient, WorkflowFailedError
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call, Publish
 
 
 def flaky_app(attempts: list[int]) -> Workflows:

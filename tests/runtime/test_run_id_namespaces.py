@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+from harness.spy import Call, Publish
 from tests.api.conftest import http_event
 from world_aws import WorkflowFailedError, Workflows, create_hook
 from world_aws.api.app import handle_http
@@ -28,7 +29,6 @@ from world_aws.engine.chain_links import next_run_id
 from world_aws.engine.children import CHILD_RUN_ID_TAKEN, child_run_id
 from world_aws.errors import Transient
 from world_aws.runtime.runtime import Runtime
-from world_aws.testing.spy import Call, Publish
 from world_aws.worker.config import ReconcilerConfig
 from world_aws.worker.reconciler import Reconciler
 from world_aws.worker.scheduler import Scheduler, TickOutcome

@@ -8,9 +8,9 @@ no continuation reads the run with its data.
 
 from __future__ import annotations
 
+from harness.harness import Harness
 from world_aws import RuntimeConfig, Workflows
 from world_aws.contract.records import ResolveData, RunStatus
-from world_aws.testing.harness import Harness
 
 BIG = "x" * 60_000
 

@@ -11,12 +11,12 @@ from datetime import timedelta
 
 import pytest
 
+from harness.harness import Harness
+from harness.spy import Call
 from world_aws import NotFound, RunCancelledError, Workflows, create_hook, sleep
 from world_aws.client.handle import RunHandle
 from world_aws.contract.records import EventRequest, EventType, HookReceivedData, RunStatus, WaitCreatedData
 from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName
-from world_aws.testing.harness import Harness
-from world_aws.testing.spy import Call
 
 DAY = 86_400.0
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 
+from harness.harness import Harness
 from world_aws import Workflows
 from world_aws.client.stream_reader import StreamCursor
 from world_aws.contract.world import World
 from world_aws.testing.conformance.support import create_run
-from world_aws.testing.harness import Harness
 from world_aws.workflow.context import StepMetadata
 from world_aws.workflow.streams import StreamWriter
 

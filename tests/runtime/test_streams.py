@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import Workflows, get_step_metadata, get_writable
 from world_aws.client.handle import RunHandle
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput
-from world_aws.testing.harness import Harness
 from world_aws.workflow.streams import FLUSH_VALUES
 
 

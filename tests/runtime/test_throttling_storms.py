@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from harness.harness import Harness
+from harness.harness import memory_harness as fresh_memory_harness
+from harness.spy import Call
 from tests.runtime.test_dispatch_fanout import pair_app
 from world_aws import RuntimeConfig
 from world_aws.contract.records import EventType, RunStatus
 from world_aws.errors import Throttled
-from world_aws.testing.harness import Harness
-from world_aws.testing.harness import memory_harness as fresh_memory_harness
-from world_aws.testing.spy import Call
 
 STORM_SECONDS = 600.0
 

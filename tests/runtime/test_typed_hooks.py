@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import BaseModel, ConfigDict
 
+from harness.harness import Harness
 from tests.api.conftest import http_event
 from world_aws import BadInput, Hook, Workflows
 from world_aws.api.app import handle_http
 from world_aws.contract.records import EventType, HookReceivedData, RunStatus
-from world_aws.testing.harness import Harness
 from world_aws.workflow.typed_hooks import validate
 
 

@@ -9,6 +9,7 @@ import threading
 
 import pytest
 
+from harness.harness import Harness
 from world_aws import (
     HookConflictError,
     RetryableError,
@@ -19,7 +20,6 @@ from world_aws import (
     sleep,
 )
 from world_aws.contract.records import EventType, RunStatus
-from world_aws.testing.harness import Harness
 
 
 def test_exception_raised_by_the_workflow_fails_the_run_as_a_user_error(harness: Harness) -> None:

@@ -56,6 +56,7 @@ SAMPLE: dict[str, Any] = {
     "conflicting_run_id": "wrun_x",
     "resume_at": datetime(2026, 1, 1, tzinfo=UTC),
     "change_id": "change-1",
+    "actor": "arn:aws:iam::123456789012:user/alice",
 }
 
 

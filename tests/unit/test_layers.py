@@ -145,8 +145,12 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule(
         name="client-never-imports-the-worker",
-        says="world_aws/client never imports the worker, the runtime façade or an outer layer",
+        says=(
+            "world_aws/client never imports the worker, the runtime façade or an outer layer "
+            "(but client/remote.py, a service's HTTP client of a deployed stack, stands on the CLI's)"
+        ),
         applies_to=("world_aws.client",),
+        exempt=("world_aws.client.remote",),
         forbids=("world_aws.worker", *ABOVE_THE_RUNTIME),
     ),
     Rule(
@@ -173,6 +177,15 @@ RULES: tuple[Rule, ...] = (
             "world_aws.runtime",
             "world_aws.api",
         ),
+    ),
+    Rule(
+        name="sealing-over-the-contract",
+        says=(
+            "world_aws/sealing (payload encryption) imports only the stdlib, cryptography, "
+            "world_aws.errors, world_aws.contract and itself: the key service is injected"
+        ),
+        applies_to=("world_aws.sealing",),
+        allows_only=("cryptography", "world_aws.errors", "world_aws.contract", "world_aws.sealing"),
     ),
     Rule(
         name="aws-implements-the-contract",
@@ -233,8 +246,8 @@ RULES: tuple[Rule, ...] = (
     Rule(
         name="moto-only-in-local-and-testing",
         says=(
-            "only the embedded default (world_aws/local/embedded.py, its moto_server and its "
-            "moto_speedups/moto_fast_json) and world_aws/testing may import moto"
+            "only the embedded default (world_aws/local/embedded.py, its moto_server, its "
+            "moto_speedups/moto_fast_json and its moto_state) and world_aws/testing may import moto"
         ),
         applies_to=("*",),
         exempt=(
@@ -242,6 +255,7 @@ RULES: tuple[Rule, ...] = (
             "world_aws.local.moto_server",
             "world_aws.local.moto_speedups",
             "world_aws.local.moto_fast_json",
+            "world_aws.local.moto_state",
             "world_aws.testing",
         ),
         forbids=("moto",),

@@ -10,7 +10,7 @@ Framework-free: the request and response schemas are pydantic models
 route                                       answer
 ==========================================  ======================================
 ``POST /runs``                              201 ``{run_id, status}``
-``GET /runs?status=&workflow=&limit=``      200 ``{runs, cursor}``
+``GET /runs?status=&workflow=&attribute=``  200 ``{runs, cursor}`` (and created_after/before)
 ``GET /runs/{run_id}``                      200 the run, its result or error
 ``GET /runs/{run_id}/events?after=``        200 ``{run_id, events, next_after}``
 ``GET /runs/{run_id}/events/{position}``    200 the event, its payloads decoded

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 
 from pydantic import BaseModel, ValidationError
 
+from world_aws.client.audit import LOCAL_ACTOR
 from world_aws.errors import BadInput
 
 JSON_HEADERS = {"content-type": "application/json"}
@@ -39,6 +40,9 @@ class Request:
         body: the raw body bytes (base64-decoded when the event says so).
         request_id: API Gateway's request id, for logs and 500 responses.
         headers: the request headers, names lower-cased.
+        caller: the IAM ARN API Gateway's SigV4 authorizer verified
+            (``requestContext.authorizer.iam.userArn``); None without one (a local server,
+            whose events never carry an authorizer).
     """
 
     method: str
@@ -47,6 +51,12 @@ class Request:
     body: bytes = b""
     request_id: str = "-"
     headers: dict[str, str] = field(default_factory=dict)
+    caller: str | None = None
+
+    @property
+    def actor(self) -> str:
+        """Who makes this request, for the audit (``runtime/audit.py``): the caller, or ``local``."""
+        return self.caller or LOCAL_ACTOR
 
     def require_json(self) -> None:
         """Refuse a body that is not declared JSON (a route that changes state and takes JSON only).
@@ -135,7 +145,16 @@ def parse_event(event: Any) -> Request:
         body=_body(event),
         request_id=str(context.get("requestId") or "-"),
         headers=_headers(event.get("headers")),
+        caller=_caller(context),
     )
+
+
+def _caller(context: Mapping[str, Any]) -> str | None:
+    """The IAM ARN of a SigV4-signed request (HTTP API with the IAM authorizer), else None."""
+    authorizer = context.get("authorizer")
+    iam = authorizer.get("iam") if isinstance(authorizer, Mapping) else None
+    arn = iam.get("userArn") if isinstance(iam, Mapping) else None
+    return arn if isinstance(arn, str) and arn else None
 
 
 def _headers(raw: Any) -> dict[str, str]:

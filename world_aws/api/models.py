@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from world_aws.contract.records import RunStatus
 
@@ -68,10 +68,17 @@ class ResumeHookRequest(_Strict):
 
 
 class ListRunsQuery(_Strict):
-    """``GET /runs?status=&workflow=&limit=&cursor=``."""
+    """``GET /runs?status=&workflow=&attribute=&created_after=&created_before=&limit=&cursor=``.
+
+    ``attribute`` (``name=value``) and the creation window filter each page the store
+    lists: a filtered page may hold fewer than ``limit`` runs and still have a ``cursor``.
+    """
 
     status: RunStatus | None = None
     workflow: str | None = Field(default=None, min_length=1)
+    attribute: str | None = Field(default=None, pattern=r"^[^=$][^=]*=.*$", description="name=value")
+    created_after: AwareDatetime | None = None
+    created_before: AwareDatetime | None = None
     # Only the held runs (README "Deploying changes"), oldest hold first; no cursor.
     blocked: bool = False
     limit: int = Field(default=50, ge=1, le=MAX_PAGE)
@@ -146,6 +153,9 @@ class RunSummary(BaseModel):
     blocked: BlockedView | None = Field(
         default=None, description="set while the run is held: running, waiting for a deploy or a cancel"
     )
+    attributes: dict[str, str] = Field(
+        default_factory=dict, description="the caller's attributes (the runtime's own, $-prefixed, left out)"
+    )
 
 
 class RunLinks(BaseModel):
@@ -158,13 +168,25 @@ class RunLinks(BaseModel):
     continued_as: str | None = Field(default=None, description="the run that continues this one")
 
 
+class AuditView(BaseModel):
+    """One operator action on a run (``runtime/audit.py``): who cancelled, resumed or forked it."""
+
+    action: str = Field(description="cancel, resume or fork")
+    actor: str = Field(description="the caller's IAM ARN, or local")
+    at: datetime
+    detail: str | None = Field(default=None, description="the reason, the hook id, or the run forked from")
+
+
 class RunDetail(RunSummary):
     """``GET /runs/{run_id}``: ``result`` when completed, ``error`` when failed or cancelled."""
 
     forked_from: str | None = Field(default=None, description="the run this one is a fork of")
+    input: Any = Field(default=None, description="the run's arguments: {args, kwargs}")
     result: Any = None
     error: ErrorView | None = None
     links: RunLinks | None = None
+    audit: list[AuditView] = Field(default_factory=list)
+    expires_at: datetime | None = Field(default=None, description="when retention erases it (ended runs)")
 
 
 class RunList(BaseModel):
@@ -358,6 +380,20 @@ class ForkedRun(BaseModel):
 class CancelledRun(BaseModel):
     run_id: str
     status: RunStatus
+
+
+class DeleteRunRequest(_Strict):
+    """``POST /runs/{run_id}/delete``: an empty JSON object (the run id is in the path)."""
+
+
+class DeletedRun(BaseModel):
+    """``POST /runs/{run_id}/delete``: the run and its data are erased."""
+
+    run_id: str
+    deleted: bool = True
+    records: int
+    blobs_deleted: int
+    blobs_kept: int
 
 
 class ResumedHook(BaseModel):

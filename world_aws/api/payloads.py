@@ -16,7 +16,8 @@ from world_aws.api.jsonable import to_jsonable
 from world_aws.api.models import ErrorView
 from world_aws.contract import records
 from world_aws.contract.records import Event, creation_of
-from world_aws.errors import SerializationError
+from world_aws.contract.sealing import ENCRYPTED_MARKER
+from world_aws.errors import PayloadEncrypted, SerializationError
 from world_aws.serde.codec import ErrorInfo, Serializer, decode_error
 
 LOG = logging.getLogger("world_aws.api")
@@ -59,6 +60,8 @@ def decoded_payloads(event: Event, serializer: Serializer) -> dict[str, Any]:
                 shown[name] = error_view(decode_error(raw)).model_dump(mode="json")
             else:
                 shown[name] = to_jsonable(serializer.loads(raw, context=name))
+        except PayloadEncrypted:
+            shown[name] = ENCRYPTED_MARKER  # this process has no kms:Decrypt on the run's key
         except SerializationError as exc:
             LOG.warning("cannot decode %s of event %s/%d: %s", name, event.run_id, event.position, exc)
             shown[name] = f"<undecodable {name}: {exc}>"

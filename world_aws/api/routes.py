@@ -10,8 +10,9 @@ path) and the local dev server.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from pydantic import BaseModel
 
@@ -21,8 +22,11 @@ from world_aws.api.http import Request, Response, json_response, parse_body, par
 from world_aws.api.lineage_view import run_links
 from world_aws.api.log_route import read_log
 from world_aws.api.models import (
+    AuditView,
     CancelledRun,
     CancelRunRequest,
+    DeletedRun,
+    DeleteRunRequest,
     DeploymentList,
     DeploymentView,
     EventList,
@@ -41,11 +45,14 @@ from world_aws.api.models import (
 )
 from world_aws.api.schedule_routes import list_schedules
 from world_aws.api.stream_route import read_stream
+from world_aws.client.audit import audit_trail
+from world_aws.contract.erasure import expires_at
 from world_aws.contract.records import Event, ResolveData, RunStatus
 from world_aws.errors import BadInput, Conflict, NotFound, RetryLater, UnknownWorkflow
 from world_aws.runtime.runtime import Runtime
 
 # Keyword names Runtime.start() takes for itself: a workflow argument of that name cannot pass.
+LOG = logging.getLogger("world_aws.api")
 RESERVED_KWARGS = ("workflow", "idempotency_key", "attributes")
 
 Params = dict[str, str]
@@ -78,18 +85,23 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
 
 
 def list_runs(request: Request, _params: Params, runtime: Runtime) -> Response:
-    """``GET /runs?status=&workflow=&limit=&cursor=`` → 200 ``{runs, cursor}``."""
+    """``GET /runs?status=&workflow=&attribute=&created_after=&created_before=&limit=&cursor=`` → 200."""
     query = parse_query(ListRunsQuery, request.query)
     if query.blocked:
         if query.status not in (None, RunStatus.RUNNING) or query.cursor is not None:
             raise BadInput("blocked: held runs are running, listed at once (no other status, no cursor)")
         held = runtime.world.runs.list_blocked(limit=query.limit)
-        held = [run for run in held if query.workflow is None or run.workflow_name == query.workflow]
+        held = [
+            run
+            for run in held
+            if (query.workflow is None or run.workflow_name == query.workflow) and views.matches(run, query)
+        ]
         return json_response(200, _dump(RunList(runs=[views.run_summary(run) for run in held])))
     page = runtime.world.runs.list(
         status=query.status, workflow_name=query.workflow, limit=query.limit, cursor=query.cursor
     )
-    listed = RunList(runs=[views.run_summary(run) for run in page.runs], cursor=page.cursor)
+    runs = [views.run_summary(run) for run in page.runs if views.matches(run, query)]
+    listed = RunList(runs=runs, cursor=page.cursor)
     return json_response(200, _dump(listed))
 
 
@@ -100,6 +112,8 @@ def get_run(_request: Request, params: Params, runtime: Runtime) -> Response:
     reason = views.cancel_reason(events) if run.status is RunStatus.CANCELLED else None
     detail = views.run_detail(run, runtime.app.serializer, cancel_reason=reason)
     detail.links = run_links(run, events, runtime.app.serializer)
+    detail.audit = [AuditView.model_validate(asdict(entry)) for entry in audit_trail(run, events)]
+    detail.expires_at = expires_at(run)
     return json_response(200, _dump(detail))
 
 
@@ -179,7 +193,7 @@ def cancel_run(request: Request, params: Params, runtime: Runtime) -> Response:
     """``POST /runs/{run_id}/cancel`` ``{reason?}`` → 200, or 409 if the run had already ended."""
     body = parse_body(CancelRunRequest, request.body, required=False)
     handle = runtime.get_run(params["run_id"])
-    if not handle.cancel(body.reason):
+    if not handle.cancel(body.reason, actor=request.actor):
         status = handle.status()
         raise Conflict(f"run {handle.run_id} has already ended ({status.value})")
     return json_response(200, _dump(CancelledRun(run_id=handle.run_id, status=RunStatus.CANCELLED)))
@@ -196,7 +210,9 @@ def fork_run(request: Request, params: Params, runtime: Runtime) -> Response:
     """
     request.require_json()
     body = parse_body(ForkRunRequest, request.body, required=False)
-    handle = runtime.fork(params["run_id"], body.from_step, idempotency_key=body.idempotency_key)
+    handle = runtime.fork(
+        params["run_id"], body.from_step, idempotency_key=body.idempotency_key, actor=request.actor
+    )
     try:
         status = handle.status()
     except (NotFound, RetryLater):
@@ -208,8 +224,31 @@ def fork_run(request: Request, params: Params, runtime: Runtime) -> Response:
 def resume_hook(request: Request, params: Params, runtime: Runtime) -> Response:
     """``POST /hooks/{token}/resume`` ``{payload, resume_id?}`` → 202 ``{token, resume_id}``."""
     body = parse_body(ResumeHookRequest, request.body)
-    resume_id = runtime.resume_hook(params["token"], body.payload, resume_id=body.resume_id)
+    resume_id = runtime.resume_hook(
+        params["token"], body.payload, resume_id=body.resume_id, actor=request.actor
+    )
     return json_response(202, _dump(ResumedHook(token=params["token"], resume_id=resume_id)))
+
+
+def delete_run(request: Request, params: Params, runtime: Runtime) -> Response:
+    """``POST /runs/{run_id}/delete`` ``{}`` → 200: an ended run and all its data erased.
+
+    409 while the run is live (cancel it first); 404 for an unknown or erased run. The
+    body is JSON, as for every route that changes state (a cross-site form cannot send it).
+    """
+    request.require_json()
+    parse_body(DeleteRunRequest, request.body, required=False)
+    erased = runtime.delete_run(params["run_id"])
+    LOG.info(
+        "run deleted", extra={"run_id": erased.run_id, "actor": request.actor}
+    )  # the audit of an erasure
+    deleted = DeletedRun(
+        run_id=erased.run_id,
+        records=erased.records,
+        blobs_deleted=erased.blobs_deleted,
+        blobs_kept=erased.blobs_kept,
+    )
+    return json_response(200, _dump(deleted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +301,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("workflows",), list_workflows),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
     Route("POST", ("runs", "{run_id}", "fork"), fork_run),
+    Route("POST", ("runs", "{run_id}", "delete"), delete_run),
     Route("GET", ("runs", "{run_id}", "streams", "{name}"), read_stream),
     Route("POST", ("hooks", "{token}", "resume"), resume_hook),
     Route("GET", ("schedules",), list_schedules),

@@ -18,6 +18,7 @@ from world_aws.api.models import (
     ErrorView,
     EventDetail,
     EventRow,
+    ListRunsQuery,
     RunDetail,
     RunSummary,
     StepRow,
@@ -39,8 +40,10 @@ from world_aws.contract.records import (
     TokenData,
     owner_of,
 )
+from world_aws.contract.rules import RESERVED_ATTRIBUTE_PREFIX
+from world_aws.contract.sealing import ENCRYPTED_MARKER
 from world_aws.engine.children import PARENT_RUN_ID
-from world_aws.errors import SerializationError
+from world_aws.errors import PayloadEncrypted, SerializationError
 from world_aws.serde.codec import Serializer, decode_error
 from world_aws.workflow.registry import Workflows
 
@@ -59,7 +62,19 @@ def run_summary(run: Run) -> RunSummary:
         parent_run_id=run.attributes.get(PARENT_RUN_ID),
         deployment_id=run.deployment_id,
         blocked=None if blocked is None else BlockedView.model_validate(blocked, from_attributes=True),
+        attributes={k: v for k, v in run.attributes.items() if not k.startswith(RESERVED_ATTRIBUTE_PREFIX)},
     )
+
+
+def matches(run: Run, query: ListRunsQuery) -> bool:
+    """Whether ``run`` passes the list's page filters (attribute, creation window)."""
+    if query.attribute is not None:
+        name, _, value = query.attribute.partition("=")
+        if run.attributes.get(name) != value:
+            return False
+    if query.created_after is not None and run.created_at <= query.created_after:
+        return False
+    return query.created_before is None or run.created_at < query.created_before
 
 
 def run_detail(run: Run, serializer: Serializer, *, cancel_reason: str | None = None) -> RunDetail:
@@ -70,7 +85,11 @@ def run_detail(run: Run, serializer: Serializer, *, cancel_reason: str | None = 
         serializer: the app's serializer (it knows the app's registered types).
         cancel_reason: the reason recorded on ``run_cancelled``, for a cancelled run.
     """
-    summary = {**run_summary(run).model_dump(), "forked_from": forked_from(run)}
+    summary = {
+        **run_summary(run).model_dump(),
+        "forked_from": forked_from(run),
+        "input": _value(run.input, serializer, "input", run.run_id),
+    }
     if run.status is RunStatus.COMPLETED:
         return RunDetail(**summary, result=_result(run, serializer))
     if run.status is RunStatus.FAILED:
@@ -121,17 +140,27 @@ def _created(step: Step) -> tuple[object, str]:
 
 
 def _result(run: Run, serializer: Serializer) -> object:
+    return _value(run.output, serializer, "result", run.run_id)
+
+
+def _value(data: bytes | None, serializer: Serializer, what: str, run_id: str) -> object:
+    if data is None:
+        return None
     try:
-        return to_jsonable(serializer.loads(run.output or b""))
+        return to_jsonable(serializer.loads(data))
+    except PayloadEncrypted:
+        return ENCRYPTED_MARKER  # sealed, and this process has no kms:Decrypt on the run's key
     except SerializationError as exc:
         # e.g. a type this deployment's app does not register: show why, keep the rest of the run
-        LOG.warning("cannot decode the result of run %s: %s", run.run_id, exc)
-        return f"<undecodable result: {exc}>"
+        LOG.warning("cannot decode the %s of run %s: %s", what, run_id, exc)
+        return f"<undecodable {what}: {exc}>"
 
 
 def _error(run: Run) -> ErrorView:
     try:
         info = decode_error(run.error or b"")
+    except PayloadEncrypted:
+        return ErrorView(type=ENCRYPTED_MARKER, message=ENCRYPTED_MARKER, code=run.error_code)
     except SerializationError as exc:
         LOG.warning("cannot decode the error of run %s: %s", run.run_id, exc)
         return ErrorView(type="UnknownError", message=f"<undecodable error: {exc}>", code=run.error_code)
@@ -144,6 +173,8 @@ def event_error(event: Event) -> ErrorView | None:
         return None
     try:
         return error_view(decode_error(data.error))
+    except PayloadEncrypted:
+        return ErrorView(type=ENCRYPTED_MARKER, message=ENCRYPTED_MARKER)
     except SerializationError:
         return None
 

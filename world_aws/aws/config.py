@@ -56,6 +56,9 @@ class AwsConfig:
     heartbeat: HeartbeatConfig = field(default_factory=HeartbeatConfig)
     # The workflow function whose versions are the deployments (None: no hand-over).
     pinned_function: str | None = None
+    # The customer KMS key new runs' payloads are sealed under (README "Security"); None: off
+    # (payloads of runs sealed elsewhere are still opened).
+    payload_key_id: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> AwsConfig:
@@ -84,6 +87,7 @@ class AwsConfig:
             deployment_id=deployment_id,
             pinned_function=function,
             heartbeat=HeartbeatConfig.from_env(env),
+            payload_key_id=env.get("WORKFLOW_KMS_KEY_ID", "").strip() or None,
         )
 
 

@@ -30,7 +30,7 @@ states them (checked on moto by ``tests/aws/test_event_plans.py``).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from world_aws.aws.codec import keys
@@ -45,17 +45,26 @@ from world_aws.aws.write.wait_events import WaitEvents
 from world_aws.contract import rules
 from world_aws.contract.clock import Clock
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
-from world_aws.contract.world import BlobStore
-from world_aws.errors import NotFound
+from world_aws.contract.world import BlobStore, RunEnds
+from world_aws.errors import NotFound, WorldAwsError
+
+# One event type's writer: (run id, request, now) -> the appended event and its entity.
+Writer = Callable[[str, EventRequest, datetime], EventResult]
 
 
 class DynamoEventStore:
     """The event log of every run in one DynamoDB table, with the entity changes each event makes."""
 
     def __init__(
-        self, sequencer: Sequencer, blobs: BlobStore, clock: Clock, repair: HoleRepairPolicy | None = None
+        self,
+        sequencer: Sequencer,
+        blobs: BlobStore,
+        clock: Clock,
+        repair: HoleRepairPolicy | None = None,
+        ends: RunEnds | None = None,
     ) -> None:
         self._clock = clock
+        self.ends = ends or RunEnds()
         policy = repair or HoleRepairPolicy()
         # Shared: a tail the reader keeps, the next append carries (on the readers' time source).
         landings = Landings(sequencer, policy.monotonic)
@@ -66,6 +75,26 @@ class DynamoEventStore:
         self._waits = WaitEvents(sequencer, blobs)
         self._log = LogEvents(sequencer)
         self._reader = LogReader(sequencer, blobs, clock, policy, landings)
+        # Each event type a caller writes, and its writer (``rules.CLIENT_EVENT_TYPES``; the
+        # World's own types, hook_conflict and noop, are written by these writers' refusals).
+        self.writers: dict[EventType, Writer] = {
+            EventType.RUN_CREATED: self._runs.run_created,
+            EventType.RUN_STARTED: self._runs.transition,
+            EventType.RUN_COMPLETED: self._runs.transition,
+            EventType.RUN_FAILED: self._runs.transition,
+            EventType.RUN_CANCELLED: self._runs.transition,
+            EventType.STEP_CREATED: self._steps.step_created,
+            EventType.STEP_STARTED: self._steps.transition,
+            EventType.STEP_RETRYING: self._steps.transition,
+            EventType.STEP_COMPLETED: self._steps.transition,
+            EventType.STEP_FAILED: self._steps.transition,
+            EventType.HOOK_CREATED: self._hooks.hook_created,
+            EventType.HOOK_RECEIVED: self._hooks.hook_received,
+            EventType.HOOK_DISPOSED: self._hooks.hook_disposed,
+            EventType.WAIT_CREATED: self._waits.wait_created,
+            EventType.WAIT_COMPLETED: self._waits.wait_completed,
+            EventType.PATCH_APPLIED: self._log.append,  # the log alone
+        }
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
         """Append one event and apply its entity change atomically (contract §3).
@@ -74,27 +103,13 @@ class DynamoEventStore:
             NotFound, Conflict, RunExpired, TooEarly, Throttled, Transient, BadInput.
         """
         rules.validate_request(request)
-        now = self._clock.now()
-        etype = request.type
-        if etype is EventType.RUN_CREATED:
-            return self._runs.run_created(run_id, request, now)
-        if etype.is_run_event:
-            return self._runs.transition(run_id, request, now)
-        if etype is EventType.STEP_CREATED:
-            return self._steps.step_created(run_id, request, now)
-        if etype.is_step_event:
-            return self._steps.transition(run_id, request, now)
-        if etype is EventType.HOOK_CREATED:
-            return self._hooks.hook_created(run_id, request, now)
-        if etype is EventType.HOOK_RECEIVED:
-            return self._hooks.hook_received(run_id, request, now)
-        if etype is EventType.HOOK_DISPOSED:
-            return self._hooks.hook_disposed(run_id, request, now)
-        if etype is EventType.WAIT_CREATED:
-            return self._waits.wait_created(run_id, request, now)
-        if etype is EventType.WAIT_COMPLETED:
-            return self._waits.wait_completed(run_id, request, now)
-        return self._log.append(run_id, request, now)  # patch_applied: the log alone
+        writer = self.writers.get(request.type)
+        if writer is None:  # a type callers may write that no writer takes: a World bug, not a guess
+            raise WorldAwsError(f"no DynamoDB writer for event type {request.type.value!r}")
+        result = writer(run_id, request, self._clock.now())
+        if request.type.ends_run:
+            self.ends.notify(run_id)
+        return result
 
     def append_after(
         self,
@@ -116,6 +131,7 @@ class DynamoEventStore:
         if appended is None:
             return None
         if rules.split_batch(requests).end is not None:
+            self.ends.notify(run_id)
             # As after a terminal transition one by one: from a tail's image, only if the run
             # made a hook (``keys.HOOKED``); after a transaction (no image), always.
             self._runs.release_hooks(run_id, at, appended.run_item)

@@ -8,6 +8,8 @@ clients through this module.
 
 from __future__ import annotations
 
+from functools import partial
+
 import boto3
 from botocore.config import Config
 
@@ -40,4 +42,17 @@ def clients_for_endpoint(endpoint_url: str, region: str, *, max_pool_connections
         dynamodb=session.client("dynamodb", endpoint_url=endpoint_url, config=config),
         sqs=session.client("sqs", endpoint_url=endpoint_url, config=config),
         s3=session.client("s3", endpoint_url=endpoint_url, config=config),
+        make_kms=partial(session.client, "kms", endpoint_url=endpoint_url, config=config),
     )
+
+
+def local_kms_key(clients: AwsClients) -> str:
+    """A new symmetric customer key on the local endpoint (moto's KMS): the ARN to seal payloads under.
+
+    ``local_stack(app, encrypt=True)`` and ``world-aws run/dev --encrypt`` use it as
+    ``PayloadKmsKeyArn`` is used on AWS (README "Security").
+    """
+    kms = clients.kms if clients.kms is not None else clients.make_kms() if clients.make_kms else None
+    assert kms is not None, "clients without a KMS client or a way to make one"
+    made = kms.create_key(Description="world-aws local payload key", KeySpec="SYMMETRIC_DEFAULT")
+    return str(made["KeyMetadata"]["Arn"])

@@ -5,6 +5,10 @@ a put is idempotent (``IfNoneMatch='*'``: written only if absent, an existing
 object is already the right bytes), and a reference can be checked on read.
 ``get`` verifies size and sha256, so a corrupted or mismatched object is a clear
 ``BadInput`` rather than silently wrong bytes.
+
+A put for a run first notes the run's reference in the table (two keys-only items,
+``keys.blob_referrer_key`` and ``keys.run_blob_key``, one ``BatchWriteItem``): an
+erasure deletes a blob only when no other run refers to it (``erasure``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from world_aws.aws.codec import keys
+from world_aws.aws.codec.dynamo import Table
 from world_aws.aws.errors import NOT_FOUND_CODES, error_code, translate
 from world_aws.contract.world import BlobRef
 from world_aws.errors import BadInput, NotFound
@@ -34,13 +40,24 @@ def blob_key(sha256_hex: str) -> str:
 class S3BlobStore:
     """Bytes by their sha256 digest in one bucket, through an injected boto3 S3 client."""
 
-    def __init__(self, client: S3Client, bucket: str) -> None:
+    def __init__(self, client: S3Client, bucket: str, table: Table | None = None) -> None:
         self._client = client
         self._bucket = bucket
         self._resource = f"bucket {bucket}"
+        self._table = table  # where runs' references are noted (None: not noted)
 
-    def put(self, data: bytes) -> BlobRef:
+    @property
+    def client(self) -> S3Client:
+        return self._client
+
+    @property
+    def bucket(self) -> str:
+        return self._bucket
+
+    def put(self, data: bytes, *, run_id: str | None = None) -> BlobRef:
         """Store ``data`` under its content address; idempotent.
+
+        ``run_id``: the run referring to it, noted first (see the module's docstring).
 
         Returns:
             The reference (key, size, sha256) to keep in place of the bytes.
@@ -52,6 +69,11 @@ class S3BlobStore:
         data = bytes(data)
         digest = hashlib.sha256(data).hexdigest()
         ref = BlobRef(key=blob_key(digest), size=len(data), sha256=digest)
+        if run_id is not None and self._table is not None:
+            # Before the object: an erasure that finds this reference keeps (or puts back) it.
+            self._table.batch_write(
+                puts=[keys.blob_referrer_key(digest, run_id), keys.run_blob_key(run_id, digest)]
+            )
         try:
             self._client.put_object(Bucket=self._bucket, Key=ref.key, Body=data, IfNoneMatch="*")
         except ClientError as exc:

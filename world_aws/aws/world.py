@@ -12,7 +12,9 @@ import threading
 from world_aws.aws.clients import AwsClients
 from world_aws.aws.codec.dynamo import Table
 from world_aws.aws.config import AwsConfig
+from world_aws.aws.erasure import DynamoErasure
 from world_aws.aws.event_store import DynamoEventStore
+from world_aws.aws.kms import KmsKeyService
 from world_aws.aws.queue.sqs import SqsQueue
 from world_aws.aws.read.entity_stores import DynamoHookStore, DynamoRunStore, DynamoStepStore, DynamoWaitStore
 from world_aws.aws.read.log_reader import HoleRepairPolicy
@@ -23,7 +25,9 @@ from world_aws.aws.write.admission import DynamoAdmissionStore
 from world_aws.aws.write.sequencer import Sequencer
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.sealing import PayloadSeal
 from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
@@ -33,11 +37,13 @@ from world_aws.contract.world import (
     MessageHandler,
     Queue,
     QueueName,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
     WorldCapabilities,
 )
+from world_aws.sealing import seal_stores
 
 __all__ = ["AwsClients", "AwsConfig", "AwsWorld", "create_aws_world"]
 
@@ -61,10 +67,12 @@ class AwsWorld:
         self._capabilities = capabilities
         self._owns_clients = owns_clients
         self.table = Table(clients.dynamodb, config.table_name)
-        self.blobs: BlobStore = S3BlobStore(clients.s3, config.bucket_name)
+        s3_blobs = S3BlobStore(clients.s3, config.bucket_name, self.table)
+        self.blobs: BlobStore = s3_blobs
         # Exposed for tests and tools that simulate a writer dying between reserve and commit.
         self.sequencer = Sequencer(self.table, self.blobs)
-        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair)
+        self.ends = RunEnds()
+        self._event_store = DynamoEventStore(self.sequencer, self.blobs, clock, repair, self.ends)
         self.events: EventStore = self._event_store
         self.runs: RunStore = DynamoRunStore(self.table, self.blobs)
         self.steps: StepStore = DynamoStepStore(self.table, self.blobs, self.sequencer)
@@ -73,6 +81,22 @@ class AwsWorld:
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
         self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
         self.admission: AdmissionStore = DynamoAdmissionStore(self.table, clock)
+        # Payload encryption (README "Security"): always on the read side, so that any
+        # process with kms:Decrypt opens runs sealed elsewhere; new runs get a key only
+        # when a customer key is configured.
+        sealed = seal_stores(
+            events=self.events,
+            runs=self.runs,
+            steps=self.steps,
+            hooks=self.hooks,
+            streams=self.streams,
+            service=KmsKeyService(clients.kms or clients.make_kms or self._kms_client, config.payload_key_id),
+            encrypting=config.payload_key_id is not None,
+        )
+        self.events, self.runs, self.steps = sealed.events, sealed.runs, sealed.steps
+        self.hooks, self.streams = sealed.hooks, sealed.streams
+        self.payloads: PayloadSeal = sealed.payloads
+        self.erasure: Erasure = DynamoErasure(self.table, s3_blobs, clock)
         self.queue: Queue = SqsQueue(
             clients.sqs,
             self.queue_urls(),
@@ -86,6 +110,13 @@ class AwsWorld:
     @property
     def capabilities(self) -> WorldCapabilities:
         return self._capabilities
+
+    def _kms_client(self) -> object:
+        """A KMS client for this World's region and endpoint, when its clients came without one."""
+        import boto3  # only when a sealed run is met without an injected client
+
+        session = boto3.session.Session(region_name=self.config.region)
+        return session.client("kms", endpoint_url=self.config.endpoint_url)
 
     def deployment_id(self) -> str:
         """The deployment this process serves (from the configuration; no backend call)."""

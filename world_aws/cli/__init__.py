@@ -17,4 +17,7 @@ on 127.0.0.1 for a deployed API, its requests signed (:mod:`world_aws.cli.ui`).
 ``world-aws export RUN_ID...`` writes runs' logs to a file and ``world-aws replay
 MODULE:APP [FILE]`` replays them (or the API's runs) against local code: the replay
 gate before a deploy (:mod:`world_aws.cli.replay`; exit 1 if a run diverges).
+
+``world-aws init NAME`` makes a project of one's own, ``build`` its Lambda bundle and
+``deploy`` runs sam on it (:mod:`world_aws.cli.project`).
 """

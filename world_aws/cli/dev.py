@@ -7,7 +7,9 @@ API URL, the moto endpoint and the variables to export in another shell so the
 operator commands (``world-aws start``, ``ls``, ``inspect``, ``cancel``,
 ``resume``) and AWS tools reach it, and the web UI (``/ui/``, :mod:`world_aws.api.assets`) on
 the same port. SIGINT or SIGTERM stops the HTTP server, the
-consumers and moto, in that order.
+consumers and moto, in that order. ``--state DIR`` (by default ``.world-aws/`` in a
+project made by ``world-aws init``) keeps the stack's state across restarts
+(:mod:`world_aws.local.dev_state`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from world_aws.client.schedule_view import describe_schedules
+from world_aws.deploy.project import is_project, project_app
 from world_aws.errors import BadInput
 from world_aws.workflow.loading import load_app
 
@@ -33,7 +37,9 @@ if TYPE_CHECKING:
 
 DEV_DEFAULT_APP = "world_aws.demo:app"
 WORLD_HELP = "embedded (default): moto on 127.0.0.1; memory: the in-memory World (no AWS variables to export)"
+ENCRYPT_HELP = "seal every payload under a moto KMS key made for the stack (embedded only)"
 DEV_DEFAULT_PORT = 8787
+DEFAULT_STATE_DIR = ".world-aws"  # world_aws.local.dev_state's, without importing moto's side here
 
 
 def port(raw: str) -> int:
@@ -48,7 +54,10 @@ def add_command(sub: Any) -> None:
     """Add ``dev`` to the ``world-aws`` parser's subparsers."""
     dev = sub.add_parser("dev", help="serve an app with its HTTP API on 127.0.0.1 until Ctrl-C")
     dev.add_argument(
-        "app", nargs="?", default=DEV_DEFAULT_APP, help=f"MODULE:APP to serve (default {DEV_DEFAULT_APP})"
+        "app",
+        nargs="?",
+        help="MODULE:APP to serve (default: a project's [tool.world-aws] app, else the demo "
+        f"{DEV_DEFAULT_APP})",
     )
     dev.add_argument(
         "--port",
@@ -57,19 +66,41 @@ def add_command(sub: Any) -> None:
         help=f"the API's port on 127.0.0.1 (default {DEV_DEFAULT_PORT}; 0 picks a free one)",
     )
     dev.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
+    dev.add_argument("--encrypt", action="store_true", help=ENCRYPT_HELP)
     dev.add_argument(
         "--reload",
         action="store_true",
         help="deploy the app again when its files change: new runs start on the new code, "
         "runs in flight keep the code that started them",
     )
+    state = dev.add_mutually_exclusive_group()
+    state.add_argument(
+        "--state",
+        type=Path,
+        metavar="DIR",
+        help="keep runs, events, payloads and schedules in DIR across restarts (default: "
+        f"{DEFAULT_STATE_DIR}/ in a project made by `world-aws init`, else nothing is kept)",
+    )
+    state.add_argument("--no-state", action="store_true", help="keep nothing, even in a project")
     dev.set_defaults(func=run)
+
+
+def state_dir(ns: argparse.Namespace, cwd: Path | None = None) -> Path | None:
+    """Where ``dev`` keeps its state: ``--state``, else ``.world-aws/`` in a project, else nowhere."""
+    if ns.no_state or (ns.world != "embedded" and ns.state is None):
+        return None
+    if ns.state is not None:
+        return Path(ns.state)
+    root = Path.cwd() if cwd is None else cwd
+    return root / DEFAULT_STATE_DIR if is_project(root) else None
 
 
 def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """Serve until SIGINT/SIGTERM. Must run on the main thread (it installs signal handlers)."""
     from world_aws.local.dev import start_dev_stack
 
+    if ns.app is None:
+        ns.app = project_app(Path.cwd()) or DEV_DEFAULT_APP
     try:
         app = load_app(ns.app)
     except BadInput as exc:
@@ -81,7 +112,12 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(f"world-aws dev: starting {ns.app} on {where}...\n")
         out.flush()
         try:
-            dev = start_dev_stack(app, port=ns.port, kind=ns.world)
+            dev = start_dev_stack(
+                app, port=ns.port, kind=ns.world, state_dir=state_dir(ns), encrypt=ns.encrypt
+            )
+        except BadInput as exc:
+            err.write(f"world-aws: error: {exc}\n")
+            return 2
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE:
                 raise
@@ -96,6 +132,12 @@ def run(ns: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             if dev.endpoint_url:
                 out.write(f"  moto       {dev.endpoint_url}\n")
             out.write(f"  workflows  {', '.join(app.workflow_names)}\n")
+            kept = state_dir(ns)
+            out.write(
+                f"  state      {kept} (kept across restarts)\n"
+                if kept is not None
+                else "  state      not kept (--state DIR keeps it)\n"
+            )
             for info in describe_schedules(app, datetime.now(UTC), dev.stack.world.schedules):
                 out.write(
                     f"  schedule   {info.name}: {info.expression}, next tick {info.next_tick or 'never'}\n"

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from world_aws.cli import dev, operate, replay, ui
+from world_aws.cli import dev, operate, project, replay, ui
 from world_aws.cli.options import json_option, kwarg_options
 from world_aws.cli.outcome import JsonErrors, Parser, UsageError, json_error, write_usage_error
 from world_aws.cli.run import EXIT_TIMEOUT, run_workflow
@@ -23,6 +23,10 @@ API_COMMANDS = (*operate.COMMANDS, *replay.COMMANDS, "ui")
 DEMO_APP = "world_aws.demo:app"
 DEMO_WORKFLOW = "checkout"
 DEMO_ARGS = ['"order-42"']
+ENCRYPT_HELP = (
+    "seal every payload with a data key per run under a moto KMS key (embedded only), "
+    "as PayloadKmsKeyArn does on AWS"
+)
 WORLD_HELP = (
     "embedded (default): moto on 127.0.0.1 with template.yaml's table, queues and bucket; "
     "memory: the in-memory World, no AWS emulation (fastest)"
@@ -43,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_command(sub)
     operate.add_commands(sub)
     replay.add_commands(sub)
+    project.add_commands(sub)
     return parser
 
 
@@ -56,6 +61,7 @@ def _add_run_options(parser: argparse.ArgumentParser, *, with_args: bool = True)
         )
     parser.add_argument("--json", action="store_true", help="print one JSON object for scripts")
     parser.add_argument("--world", choices=["embedded", "memory"], default="embedded", help=WORLD_HELP)
+    parser.add_argument("--encrypt", action="store_true", help=ENCRYPT_HELP)
     parser.add_argument(
         "--timeout",
         type=float,
@@ -81,7 +87,11 @@ def main(
     args = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        ns = parser.parse_args(args)
+        ns, unknown = parser.parse_known_args(args)
+        if unknown and ns.command != "deploy":  # deploy passes what it does not know to sam deploy
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+        if ns.command == "deploy":
+            ns.sam_args = [*ns.sam_args, *unknown]
     except UsageError as exc:
         return write_usage_error(exc, err, as_json="--json" in args)
     except SystemExit as exc:  # --help
@@ -100,6 +110,8 @@ def _command(ns: argparse.Namespace, out: TextIO, err: TextIO, prestarted: MotoP
         err.write(f"world-aws: error: --api and --sign are options of {', '.join(API_COMMANDS)}\n")
         return 2
     missing = embedded_unavailable(getattr(ns, "world", ""))
+    if missing is None and getattr(ns, "encrypt", False) and ns.world != "embedded":
+        missing = "--encrypt needs the embedded World (moto's KMS), not --world memory"
     if missing is not None:
         err.write(f"world-aws: error: {missing}\n")
         return 2

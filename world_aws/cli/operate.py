@@ -39,6 +39,7 @@ COMMANDS = (
     "schedules",
     "stream",
     "deployments",
+    "runs",
     *waiting.COMMANDS,
 )
 
@@ -156,6 +157,14 @@ def add_commands(sub: Any) -> None:
     retire.add_argument("deployment", metavar="VERSION")
     retire.set_defaults(func=_operate(_retire))
 
+    runs = sub.add_parser("runs", parents=[common], help="act on runs: delete (erase) an ended run")
+    run_actions = runs.add_subparsers(dest="action", metavar="{delete}", required=True)
+    delete = run_actions.add_parser(
+        "delete", parents=[common], help="erase an ended run and all its data; refused while it is live"
+    )
+    delete.add_argument("run_id", metavar="RUN_ID")
+    delete.set_defaults(func=_operate(_delete))
+
 
 def _operate(command: Command) -> Callable[[argparse.Namespace, TextIO, TextIO], int]:
     """``command`` with the client built from the options and every failure turned into a one-liner."""
@@ -225,6 +234,15 @@ def _retire(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
+def _delete(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    erased = client.call("POST", f"/runs/{quote(ns.run_id, safe='')}/delete", body={})
+    out.write(
+        f"deleted {erased['run_id']} ({erased['records']} records, {erased['blobs_deleted']} blobs;"
+        f" {erased['blobs_kept']} shared blobs kept)\n"
+    )
+    return 0
+
+
 def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     run = client.get_run(ns.run_id)
     rows = client.events(ns.run_id)
@@ -252,6 +270,10 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     for label in ("created", "started", "completed"):
         if run.get(f"{label}_at"):
             out.write(f"{label:<9} {run[f'{label}_at']}\n")
+    if run.get("expires_at"):
+        out.write(f"expires   {run['expires_at']}\n")
+    for entry in run.get("audit") or []:
+        out.write(f"{'audit':<9} {render.audit_line(entry)}\n")
     if listed.get("summary"):
         out.write(f"summary   {render.summary_line(listed['summary'])}\n")
     render.print_links(run.get("links"), out)

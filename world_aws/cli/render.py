@@ -241,3 +241,9 @@ def print_deployments(deployments: list[dict[str, Any]], out: TextIO) -> None:
     for deployment in deployments:
         newest = "  (newest: new runs start here)" if deployment.get("newest") else ""
         out.write(f"{deployment.get('deployment_id', ''):<24} {deployment.get('live_runs', 0):>10}{newest}\n")
+
+
+def audit_line(entry: dict[str, Any]) -> str:
+    """One audit entry of a run: ``cancel by <actor> at <time> (<detail>)``."""
+    detail = f" ({entry['detail']})" if entry.get("detail") else ""
+    return f"{entry['action']} by {entry['actor']} at {entry['at']}{detail}"

@@ -62,7 +62,9 @@ def run_workflow(
     quiet = bool(ns.json)
     handle: RunHandle | None = None
     try:
-        with local_stack(app, kind=ns.world, run_schedules=False, prestarted=prestarted) as stack:
+        with local_stack(
+            app, kind=ns.world, run_schedules=False, prestarted=prestarted, encrypt=ns.encrypt
+        ) as stack:
             if not quiet:
                 where = f"moto on {stack.endpoint_url}" if stack.endpoint_url else "the in-memory World"
                 out.write(f"world-aws: running {workflow} on {where}\n")

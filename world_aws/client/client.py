@@ -12,10 +12,12 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from typing import Any
 
+from world_aws.client.audit import LOCAL_ACTOR, check_actor
 from world_aws.client.forks import Forks
 from world_aws.client.handle import RunHandle
 from world_aws.client.lineage import Lineage
 from world_aws.client.starting import publish_wake, start_run
+from world_aws.contract.erasure import ErasedRun
 from world_aws.contract.records import EventRequest, EventType, HookReceivedData, RunCreation
 from world_aws.contract.rules import RESERVED_ATTRIBUTE_PREFIX
 from world_aws.contract.world import SPEC_VERSION_CURRENT, World
@@ -158,7 +160,11 @@ class Client:
             deployment_id=self.world.deployment_id(),
             spec_version=SPEC_VERSION_CURRENT,
             input=data,
-            attributes={**attributes, **tracing.run_attributes(carrier)},
+            attributes={
+                **attributes,
+                **self.app.retention_attributes(workflow_name),
+                **tracing.run_attributes(carrier),
+            },
         )
         created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
         if isinstance(created, Conflict) and idempotency_key and compare:
@@ -192,7 +198,12 @@ class Client:
             return False  # not even decodable by this app: not the same start
 
     def fork(
-        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> RunHandle:
         """Start a new run of an ended run's workflow and input, on this code, from a step.
 
@@ -200,7 +211,8 @@ class Client:
         call; ``"name#n"``, its n-th), or by default up to the step whose failure
         ended the run: the steps settled before that point are not run again, their
         recorded results are reused. The original stays as it ended. The fork's
-        ``$forked_from`` attribute names it. See ``client/forks.py``.
+        ``$forked_from`` attribute names it, ``$forked_by`` the ``actor`` (audit: the API's
+        caller's IAM ARN, in process ``"local"``). See ``client/forks.py``.
 
         A held run (running, its replay diverged on a deploy's code: README "Deploying
         changes") is cancelled first, then forked: the operator's way on for a run no
@@ -213,14 +225,28 @@ class Client:
             BadInput: a malformed ``from_step``, none for a completed run, or a
                 workflow this code does not have.
         """
+        check_actor(actor)
         if self.world.runs.get(run_id).held:
-            self.lineage.cancel(run_id, "forked while held")
-        return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key)
+            self.lineage.cancel(run_id, "forked while held", actor=actor)
+        return self.forks.fork(run_id, from_step, idempotency_key=idempotency_key, actor=actor)
 
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
         self.world.runs.get(run_id)
         return RunHandle(self.world, self.app.serializer, run_id)
+
+    def delete_run(self, run_id: str) -> ErasedRun:
+        """Erase an ended run and all its data: an erasure request (README "Retention and erasure").
+
+        Its log, steps, hooks, waits, streams, hook tokens and index entries go, and the
+        blobs no other run refers to. A message of the run still queued meets its tombstone
+        and is acked. Its child runs and forks are runs of their own, kept.
+
+        Raises:
+            NotFound: no such run (or it was erased already).
+            Conflict: the run has not ended (cancel it first).
+        """
+        return self.world.erasure.delete(run_id)
 
     def resume_hook(
         self,
@@ -229,6 +255,7 @@ class Client:
         *,
         resume_id: str | None = None,
         hook_type: type[TypedHookBase] | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> str:
         """Deliver ``payload`` to the live hook holding ``token`` and wake its run (contract §6.2).
 
@@ -245,6 +272,8 @@ class Client:
                 may deliver the payload twice.
             hook_type: the typed hook class the caller expects (``Hook.resume``), used
                 when this app does not know the hook's type by name.
+            actor: who resumes (audit), recorded on ``hook_received``: the API's caller's
+                IAM ARN; in process ``"local"``.
 
         Returns:
             The resume id.
@@ -259,6 +288,7 @@ class Client:
         """
         if resume_id is not None:
             _check_resume_id(resume_id)
+        check_actor(actor)
         refuse_reserved_token(token)
         try:
             hook = self.world.hooks.get_by_token(check_token(token))
@@ -276,7 +306,7 @@ class Client:
                 EventRequest(
                     EventType.HOOK_RECEIVED,
                     hook.hook_id,
-                    HookReceivedData(token=token, payload=data, resume_id=resume_id),
+                    HookReceivedData(token=token, payload=data, resume_id=resume_id, actor=actor),
                 ),
             )
         except RunExpired:

@@ -8,7 +8,7 @@ The original is only read: it stays ended, its fence untouched.
 Two writes, as ``start()`` makes (contract §6.1): ``run_created`` (attributes
 ``$forked_from`` and ``$fork_position`` name the original and the point) ∥ the
 fork's first workflow message. The copy of the prefix is the workflow consumer's
-(:meth:`Forks.prepare`, from ``Runtime._handle_workflow``), before the run starts:
+(:meth:`Forks.prepare`, from ``Worker._handle_workflow``), before the run starts:
 
 * the fork stays ``pending`` until its copy is whole; only a continuation writes
   ``run_started``, and every continuation of a pending fork finishes the copy first,
@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 
+from world_aws.client.audit import FORKED_BY, LOCAL_ACTOR
 from world_aws.client.fork_plan import copied_count, copy_plan, fork_point
 from world_aws.client.handle import RunHandle
 from world_aws.client.starting import start_run
@@ -70,7 +71,12 @@ class Forks:
         self._pool = pool
 
     def fork(
-        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> RunHandle:
         """Start a fork of the ended run ``run_id`` (module docstring).
 
@@ -102,7 +108,7 @@ class Forks:
         attributes = {
             k: v for k, v in source.attributes.items() if not k.startswith(RESERVED_ATTRIBUTE_PREFIX)
         }
-        attributes |= {FORKED_FROM: run_id, FORK_POSITION: str(point)}
+        attributes |= {FORKED_FROM: run_id, FORK_POSITION: str(point), FORKED_BY: actor}
         with tracing.start_span(fork_id, source.workflow_name):
             carrier = tracing.current_carrier()
             creation = RunCreation(
@@ -110,7 +116,11 @@ class Forks:
                 deployment_id=self._world.deployment_id(),
                 spec_version=SPEC_VERSION_CURRENT,
                 input=source.input,
-                attributes={**attributes, **tracing.run_attributes(carrier)},
+                attributes={
+                    **attributes,
+                    **self._app.retention_attributes(source.workflow_name),
+                    **tracing.run_attributes(carrier),
+                },
             )
             created = start_run(
                 self._world, self._pool, fork_id, creation, carrier, keyed=bool(idempotency_key)

@@ -6,6 +6,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from world_aws.client.audit import LOCAL_ACTOR, check_actor
 from world_aws.client.lineage import Lineage
 from world_aws.client.stream_reader import StreamCursor, follow_async
 from world_aws.contract.records import Event, ResolveData, Run, RunStatus
@@ -60,9 +61,13 @@ class RunHandle:
                 status = RunStatus.PENDING  # its first message has not created it yet
             if status.terminal:
                 return self.run()
-            if deadline is not None and time.monotonic() >= deadline:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 raise ResultTimeout(f"run {self.run_id} is still {status.value} after {timeout}s")
-            time.sleep(interval)
+            # Woken the moment this process records the end (World.ends); a run ended by
+            # another process is seen by the next read, up to POLL_MAX_SECONDS later.
+            if self._world.ends.wait(self.run_id, interval if left is None else min(interval, left)):
+                continue
             interval = min(POLL_MAX_SECONDS, interval * 1.5)
 
     def result(self, timeout: float | None = None) -> Any:
@@ -87,13 +92,16 @@ class RunHandle:
         info = decode_error(run.error or b"")
         raise WorkflowFailedError(self.run_id, info.type, info.message, run.error_code)
 
-    def cancel(self, reason: str | None = None) -> bool:
+    def cancel(self, reason: str | None = None, *, actor: str = LOCAL_ACTOR) -> bool:
         """Cancel the run and its child runs; False if it had already ended.
+
+        ``actor``: who cancels, recorded on ``run_cancelled`` (audit): the API passes the
+        caller's IAM ARN; in process it is ``"local"``.
 
         Raises:
             WorldAwsError: a write failed; call again (a retry finishes what is left).
         """
-        return Lineage(self._world, self._serializer).cancel(self.run_id, reason)
+        return Lineage(self._world, self._serializer).cancel(self.run_id, reason, actor=check_actor(actor))
 
     def readable(
         self,

@@ -32,6 +32,7 @@ from typing import Any
 
 from world_aws.client.parallel import run_parallel
 from world_aws.client.starting import start_calls, start_result
+from world_aws.contract.erasure import RETENTION_ATTRIBUTE
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import (
     EventRequest,
@@ -64,10 +65,19 @@ NOTIFY_ATTEMPTS = 3
 class Lineage:
     """Links between runs: parent and children, a run and the one that continues it."""
 
-    def __init__(self, world: World, serializer: Serializer, pool: Executor | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        serializer: Serializer,
+        pool: Executor | None = None,
+        *,
+        retention: Callable[[str], dict[str, str]] | None = None,
+    ) -> None:
         self._world = world
         self._serializer = serializer
         self._pool = pool
+        # A new child's retention attributes by workflow name (Workflows.retention_attributes).
+        self._retention = retention or (lambda _name: {})
 
     # --- the parent's suspension pass ------------------------------------------------
 
@@ -132,6 +142,7 @@ class Lineage:
                 PARENT_RUN_ID: parent.run_id,
                 ROOT_RUN_ID: parent.root_run_id,
                 PARENT_CALL_ID: request.call_id,
+                **self._retention(request.workflow_name),
             },
         )
 
@@ -285,15 +296,18 @@ class Lineage:
 
     # --- cancellation ------------------------------------------------------------------
 
-    def cancel(self, run_id: str, reason: str | None = None) -> bool:
+    def cancel(self, run_id: str, reason: str | None = None, *, actor: str | None = None) -> bool:
         """Cancel ``run_id``, tell its parent, cancel its children; False if it had already ended.
+
+        ``actor``: who asked (audit), recorded on the ``run_cancelled`` of this run only.
 
         Raises:
             WorldAwsError: a write failed; retry the cancel (it redoes what is left).
         """
         try:
             result = self._world.events.create(
-                run_id, EventRequest(EventType.RUN_CANCELLED, data=RunCancelledData(reason=reason))
+                run_id,
+                EventRequest(EventType.RUN_CANCELLED, data=RunCancelledData(reason=reason, actor=actor)),
             )
         except Conflict:
             run = self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
@@ -305,7 +319,7 @@ class Lineage:
                 # Continued as new: the chain goes on in its last run, which the cancel is for.
                 last = last_of_chain(self._world, run_id)
                 if last is not None and last.run_id != run_id and not last.status.terminal:
-                    return self.cancel(last.run_id, reason)
+                    return self.cancel(last.run_id, reason, actor=actor)
             return False
         self.after_end(result.run)
         self._cancel_children(run_id)
@@ -351,7 +365,8 @@ class Lineage:
         """
         next_id = next_run_id(run.run_id)
         attributes = {ROOT_RUN_ID: run.root_run_id, CONTINUED_FROM: run.run_id}
-        attributes |= {k: v for k, v in run.attributes.items() if k in (PARENT_RUN_ID, PARENT_CALL_ID)}
+        kept = (PARENT_RUN_ID, PARENT_CALL_ID, RETENTION_ATTRIBUTE)  # the chain keeps its retention
+        attributes |= {k: v for k, v in run.attributes.items() if k in kept}
         creation = RunCreation(
             workflow_name=run.workflow_name,
             deployment_id=run.deployment_id,

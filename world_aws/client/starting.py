@@ -69,10 +69,14 @@ def start_calls(
     names a new run each time, so nothing would repeat its publish, and the key's claim
     and record (2 WRU on the AWS World) would buy nothing; a copy of the message anyway
     (at-least-once delivery) is a second continuation, as any duplicate wake-up is.
+
+    A sealing World gives the run its data key first (``contract.sealing``): both writes
+    carry the same sealed creation.
     """
+    creation = world.payloads.creation(run_id, creation)
     message = InvokePayload(
         run_id=run_id,
-        run_input=run_input_of(world, creation),
+        run_input=run_input_of(world, creation, run_id),
         requested_at=world.clock.now(),
         trace_carrier=carrier or {},
     )
@@ -96,12 +100,12 @@ def start_result(created: Any, published: Any) -> EventResult | Exception:
     return created
 
 
-def run_input_of(world: World, creation: RunCreation) -> RunInput:
+def run_input_of(world: World, creation: RunCreation, run_id: str) -> RunInput:
     """The creation data a first message carries (the input in S3 above 128 KiB)."""
     if len(creation.input) <= MAX_INLINE_PAYLOAD_BYTES:
         data, ref = creation.input, None
     else:
-        blob = world.blobs.put(creation.input)
+        blob = world.blobs.put(creation.input, run_id=run_id)
         data, ref = None, StepInputRef(ref=blob.key, size=blob.size, sha256=blob.sha256)
     return RunInput(
         workflow_name=creation.workflow_name,

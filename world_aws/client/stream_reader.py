@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from world_aws.contract.records import ResolveData
+from world_aws.contract.sealing import ENCRYPTED_MARKER, is_sealed
 from world_aws.contract.streams import MAX_READ_CHUNKS, StreamChunk, check_stream_name
 from world_aws.contract.world import World
 from world_aws.errors import BadInput, NotFound
@@ -101,9 +102,13 @@ class StreamCursor:
             if limit is not None:
                 end = min(end, first + max(0, limit - len(out)))
             if first < end:
-                values: list[bytes] = self._serializer.loads(chunk.data, context=f"stream {self.name!r}")
+                if is_sealed(chunk.data):  # this process cannot decrypt it (contract.sealing)
+                    values: list[bytes] | None = None
+                else:
+                    values = self._serializer.loads(chunk.data, context=f"stream {self.name!r}")
                 for offset in range(first, end):
-                    out.append((self.next_index, self._serializer.loads(values[offset])))
+                    value = ENCRYPTED_MARKER if values is None else self._serializer.loads(values[offset])
+                    out.append((self.next_index, value))
                     self.next_index += 1
             self._high[chunk.writer] = max(high, chunk.seq + end)
         if end < chunk.count:

@@ -86,6 +86,11 @@ class EventType(StrEnum):
         return self.entity is Entity.RUN
 
     @property
+    def ends_run(self) -> bool:
+        """run_completed, run_failed or run_cancelled: the event that makes a run terminal."""
+        return self in (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
+
+    @property
     def is_step_event(self) -> bool:
         return self.entity is Entity.STEP
 
@@ -278,6 +283,7 @@ class RunCancelledData(_RunRule):
     STATUS: ClassVar[RunStatus] = RunStatus.CANCELLED
     ENDS_RUN: ClassVar[bool] = True
     reason: str | None = None
+    actor: str | None = None  # who cancelled (audit): the caller's IAM ARN, or "local"
 
     def apply(self, run: Run, now: datetime) -> Run:
         return replace(run, status=self.STATUS, completed_at=now, updated_at=now)
@@ -513,6 +519,7 @@ class HookReceivedData(_HookRule):
     payload: bytes | None
     resume_id: str | None = None  # a resume with an id is recorded once (contract §5.2)
     token: str | None = None  # the runtime names the hook it resumes by it (the World keys by hook id)
+    actor: str | None = None  # who resumed it from outside (audit): an IAM ARN, or "local"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,8 @@ threads.
 from __future__ import annotations
 
 import builtins
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +22,7 @@ from typing import Protocol
 
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import (
     Blocked,
@@ -35,6 +38,7 @@ from world_aws.contract.records import (
     Wait,
 )
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.sealing import PayloadSeal
 from world_aws.contract.streams import StreamStore
 from world_aws.contract.transport import decode_payload
 
@@ -309,6 +313,18 @@ class StepStore(Protocol):
         """
         ...
 
+    def renew_lease(self, run_id: str, owner: str, *, at: datetime) -> None:
+        """Record that ``owner`` (an inline owner's tag) was still running steps of the run ``at``.
+
+        One small item per (run, owner), overwritten by each renewal (``worker/leases.py``);
+        it outlives nothing the run needs. An unknown run is not an error (nothing is kept).
+        """
+        ...
+
+    def lease(self, run_id: str, owner: str) -> datetime | None:
+        """When ``owner`` last renewed its lease on the run's steps (None: never). Strongly consistent."""
+        ...
+
 
 class HookStore(Protocol):
     def get_by_token(self, token: str) -> Hook:
@@ -351,8 +367,14 @@ class BlobRef:
 
 
 class BlobStore(Protocol):
-    def put(self, data: bytes) -> BlobRef:
-        """Store ``data`` under its content address; idempotent."""
+    def put(self, data: bytes, *, run_id: str | None = None) -> BlobRef:
+        """Store ``data`` under its content address; idempotent.
+
+        ``run_id``: a run that refers to the blob from its stored data. The blob is kept
+        while any run that referred to it is kept (``Erasure.delete``): the reference is
+        noted before the blob is stored, so an erasure never deletes a blob a run
+        writing it meanwhile needs (contract §3.4).
+        """
         ...
 
     def get(self, ref: BlobRef) -> bytes:
@@ -475,6 +497,35 @@ class WorldCapabilities:
     precondition_guard: bool = False
 
 
+class RunEnds:
+    """Wakes this process's waiters on a run the moment this process records the run's end.
+
+    A World notifies it when one of its writes ends a run; ``RunHandle.wait`` waits on it
+    between reads instead of sleeping, so a run that ends in this process (the local
+    stack, the memory World, the test kit) is seen at once, without a poll interval. A run
+    ended by another process is still seen by the handle's next read. Keeps the last
+    ``keep`` ended ids (a waiter that comes later reads the end anyway).
+    """
+
+    def __init__(self, keep: int = 10_000) -> None:
+        self._cond = threading.Condition()
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._keep = keep
+
+    def notify(self, run_id: str) -> None:
+        """``run_id`` ended: wake whoever waits on it."""
+        with self._cond:
+            self._ended[run_id] = None
+            while len(self._ended) > self._keep:
+                self._ended.popitem(last=False)
+            self._cond.notify_all()
+
+    def wait(self, run_id: str, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for this process to record ``run_id``'s end; whether it did."""
+        with self._cond:
+            return self._cond.wait_for(lambda: run_id in self._ended, timeout)
+
+
 class World(Protocol):
     events: EventStore
     runs: RunStore
@@ -487,6 +538,10 @@ class World(Protocol):
     schedules: ScheduleStore
     streams: StreamStore
     admission: AdmissionStore
+    # How the runtime seals what it sends outside the stores (contract.sealing).
+    payloads: PayloadSeal
+    erasure: Erasure
+    ends: RunEnds
 
     @property
     def capabilities(self) -> WorldCapabilities: ...
@@ -522,6 +577,9 @@ class ForwardingWorld:
         self.schedules: ScheduleStore = inner.schedules
         self.streams: StreamStore = inner.streams
         self.admission: AdmissionStore = inner.admission
+        self.payloads: PayloadSeal = inner.payloads
+        self.erasure: Erasure = inner.erasure
+        self.ends: RunEnds = inner.ends
 
     @property
     def capabilities(self) -> WorldCapabilities:

@@ -81,8 +81,11 @@ class LocalDeployments:
         """
         with self._lock:
             deployment_id = f"{self._base}-{len(self._order) + 1}"
-            while deployment_id in self._runtimes:  # after a retire
-                deployment_id += "+"
+        # Not an id of this stack's (after a retire), nor one live runs are pinned to: a stack
+        # restarted on kept state (`world-aws dev --state`) numbers afresh, and its new code
+        # must not take the id of runs from before the restart.
+        while deployment_id in self.ids() or self._world.runs.count_live(deployment_id):
+            deployment_id += "+"
         runtime = self._add(deployment_id, app)
         if self._on_deploy is not None:
             self._on_deploy(runtime)

@@ -10,6 +10,7 @@ Ctrl-C; tests start it in-process on a free port and call :meth:`DevStack.stop`.
 from __future__ import annotations
 
 from contextlib import ExitStack
+from pathlib import Path
 
 from world_aws.api.server import ApiServer, serve_api
 from world_aws.local.stack import LocalStack, local_stack
@@ -57,6 +58,8 @@ def start_dev_stack(
     config: RuntimeConfig | None = None,
     reconciler_config: ReconcilerConfig | None = None,
     scheduler_config: SchedulerConfig | None = None,
+    encrypt: bool = False,
+    state_dir: Path | None = None,
 ) -> DevStack:
     """Start ``app`` on a local World with its HTTP API on ``127.0.0.1:port``.
 
@@ -70,9 +73,13 @@ def start_dev_stack(
         scheduler_config: the scheduler's (every 5 s locally unless
             ``WORKFLOW_SCHEDULE_PERIOD_SECONDS`` says otherwise); it passes on a background
             thread when the app has schedules.
+        encrypt: seal payloads under a moto KMS key (``local_stack``; embedded only).
+        state_dir: keep the stack's state in this directory across restarts (embedded only;
+            ``local/dev_state.py``); None keeps nothing.
 
     Raises:
         OSError: the port cannot be bound; nothing is left running.
+        BadInput: the state directory is locked by another stack, or unreadable.
     """
     resources = ExitStack()
     try:
@@ -83,6 +90,8 @@ def start_dev_stack(
                 config=config,
                 reconciler_config=reconciler_config,
                 scheduler_config=scheduler_config,
+                encrypt=encrypt,
+                state_dir=state_dir,
             )
         )
         # Registered last, so it stops first: no request arrives while the stack shuts down.

@@ -9,8 +9,9 @@ template's table, queues and bucket with ``world_aws.aws.infra.provision``.
 ``moto_speedups`` keeps moto's DynamoDB cost per request independent of how much a
 session has stored.
 
-moto is imported here (in ``moto_server``, and in ``moto_speedups``, for it) and nowhere else in the
-package: it is only in the ``local``/``dev`` extras. moto's state is process-wide and outlives a server:
+moto is imported here (in ``moto_server``, in ``moto_speedups``, and in ``moto_state``, which
+reads its state for ``world-aws dev --state``) and nowhere else in the package: it is only in
+the ``local``/``dev`` extras. moto's state is process-wide and outlives a server:
 two ``EmbeddedAws`` alive at once share it (give them distinct ``name_prefix``
 values), and ``stop()`` deletes the resources this instance provisioned, so the
 next one can use the same names.

@@ -17,7 +17,9 @@ import threading
 
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
+from world_aws.contract.sealing import PLAIN_PAYLOADS, PayloadSeal
 from world_aws.contract.streams import StreamStore
 from world_aws.contract.world import (
     BlobStore,
@@ -25,6 +27,7 @@ from world_aws.contract.world import (
     HookStore,
     MessageHandler,
     Queue,
+    RunEnds,
     RunStore,
     StepStore,
     WaitStore,
@@ -33,6 +36,7 @@ from world_aws.contract.world import (
 from world_aws.local.memory_admission import MemoryAdmissionStore
 from world_aws.local.memory_blobs import MemoryBlobStore
 from world_aws.local.memory_consumers import DEFAULT_WORKERS_PER_QUEUE, MemoryConsumers
+from world_aws.local.memory_erasure import MemoryErasure
 from world_aws.local.memory_events import MemoryEventStore
 from world_aws.local.memory_queue import DEFAULT_MAX_RECEIVE_COUNT, MemoryQueue
 from world_aws.local.memory_reads import MemoryHookStore, MemoryRunStore, MemoryStepStore, MemoryWaitStore
@@ -56,6 +60,8 @@ class MemoryWorld:
     schedules: ScheduleStore
     streams: StreamStore
     admission: AdmissionStore
+    erasure: Erasure
+    ends: RunEnds
 
     def __init__(
         self,
@@ -70,15 +76,22 @@ class MemoryWorld:
         self.clock = clock
         self.stats = WorldStats()
         state = MemoryState()
-        self.events = MemoryEventStore(state, clock, self.stats)
+        self.ends = RunEnds()
+        self.events = MemoryEventStore(state, clock, self.stats, self.ends)
         self.runs = MemoryRunStore(state, self.stats)
         self.steps = MemoryStepStore(state, self.stats)
         self.hooks = MemoryHookStore(state, self.stats)
         self.waits = MemoryWaitStore(state, self.stats)
-        self.blobs = MemoryBlobStore(self.stats)
+        blobs = MemoryBlobStore(self.stats)
+        streams = MemoryStreamStore()
+        self.blobs = blobs
         self.schedules = MemoryScheduleStore(clock)
         self.streams = MemoryStreamStore()
         self.admission = MemoryAdmissionStore(clock)
+        # A memory World does not encrypt (README "Security": the AWS World does).
+        self.payloads: PayloadSeal = PLAIN_PAYLOADS
+        self.streams = streams
+        self.erasure = MemoryErasure(state, streams, blobs)
         self.memory_queue = MemoryQueue(
             clock,
             stats=self.stats,

@@ -39,7 +39,8 @@ from world_aws.contract.records import (
     RunLog,
     Step,
 )
-from world_aws.errors import BadInput, Conflict, NotFound, RunExpired, TooEarly
+from world_aws.contract.world import RunEnds
+from world_aws.errors import BadInput, Conflict, NotFound, RunErased, RunExpired, TooEarly
 from world_aws.local.memory_state import MemoryState, RunRecord, event_out, own_data, run_out
 from world_aws.local.memory_stats import Stat, WorldStats
 
@@ -47,10 +48,13 @@ from world_aws.local.memory_stats import Stat, WorldStats
 class MemoryEventStore:
     """The event log of every run, with the entity changes each event makes."""
 
-    def __init__(self, state: MemoryState, clock: Clock, stats: WorldStats) -> None:
+    def __init__(
+        self, state: MemoryState, clock: Clock, stats: WorldStats, ends: RunEnds | None = None
+    ) -> None:
         self._state = state
         self._clock = clock
         self._stats = stats
+        self.ends = ends or RunEnds()
 
     def create(self, run_id: str, request: EventRequest) -> EventResult:
         """Append one event and apply its entity change atomically (contract §3).
@@ -58,12 +62,20 @@ class MemoryEventStore:
         Raises:
             NotFound, Conflict, RunExpired, TooEarly, BadInput: as the rules say.
         """
+        result = self._create(run_id, request)
+        if request.type.ends_run:
+            self.ends.notify(run_id)
+        return result
+
+    def _create(self, run_id: str, request: EventRequest) -> EventResult:
         self._stats.incr(Stat.EVENTS_CREATED)
         rules.validate_request(request)
         etype = request.type
         with self._state.lock:
             now = self._clock.now()
             record = self._state.runs.get(run_id)
+            if run_id in self._state.erased:  # its tombstone: no message of it creates it again
+                raise RunErased(f"run {run_id} was erased")
             if etype.is_run_event:
                 return self._run_event(run_id, record, request, now)
             if record is None:
@@ -92,6 +104,14 @@ class MemoryEventStore:
         Every request is judged before any is applied (each names its own step, so
         judging them against the state before the batch is judging them in order).
         """
+        results = self._append_after(run_id, after, requests, at)
+        if results is not None and rules.split_batch(requests).end is not None:
+            self.ends.notify(run_id)
+        return results
+
+    def _append_after(
+        self, run_id: str, after: int, requests: Sequence[EventRequest], at: datetime
+    ) -> builtins.list[EventResult] | None:
         self._stats.incr(Stat.EVENTS_CREATED, len(requests))
         rules.validate_batch(requests)
         with self._state.lock:

@@ -239,6 +239,21 @@ class MemoryStepStore(_Reader):
             # At most two looks: the first id is either ``besides`` or the answer.
             return any(step_id != besides for step_id in record.pending_steps)
 
+    def renew_lease(self, run_id: str, owner: str, *, at: datetime) -> None:
+        """Record ``owner``'s renewal at ``at`` (an unknown run keeps nothing)."""
+        self._stats.incr(Stat.LEASE_RENEWALS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            if record is not None:
+                record.leases[owner] = at
+
+    def lease(self, run_id: str, owner: str) -> datetime | None:
+        """When ``owner`` last renewed (None: never, or an unknown run)."""
+        self._stats.incr(Stat.LEASE_READS)
+        with self._state.lock:
+            record = self._state.runs.get(run_id)
+            return record.leases.get(owner) if record is not None else None
+
 
 class MemoryHookStore(_Reader):
     """``hooks.get_by_token`` / ``hooks.list``: live hooks only."""

@@ -52,6 +52,8 @@ class RunRecord:
     mark: datetime | None = None
     # When the wait it created last is due (LiveRun.due_at).
     due_at: datetime | None = None
+    # Inline owners' lease renewals (steps.renew_lease): owner tag -> when.
+    leases: dict[str, datetime] = field(default_factory=dict)
 
 
 class MemoryState:
@@ -68,6 +70,8 @@ class MemoryState:
         self.last_holders: dict[str, tuple[str, str]] = {}
         # The last run a sweep read (runs.sweep_created): (created_at, run_id).
         self.sweep_cursor: tuple[datetime, str] | None = None
+        # Erased runs (their tombstones, contract §3.4): no event may create one again.
+        self.erased: set[str] = set()
 
 
 # ----------------------------------------------------------------------------- copies

@@ -24,6 +24,8 @@ class Stat(StrEnum):
     STEP_READS = "step_reads"  # steps.get
     STEP_LISTS = "step_lists"  # steps.list
     STEP_PENDING_CHECKS = "step_pending_checks"  # steps.any_pending
+    LEASE_RENEWALS = "lease_renewals"  # steps.renew_lease
+    LEASE_READS = "lease_reads"  # steps.lease
     HOOK_READS = "hook_reads"  # hooks.get_by_token
     HOOK_LISTS = "hook_lists"  # hooks.list
     WAIT_READS = "wait_reads"  # waits.get

@@ -48,3 +48,9 @@ class MemoryStreamStore:
         check_stream_name(name)
         with self._lock:
             return len(self._streams.get((run_id, name), []))
+
+    def drop_run(self, run_id: str) -> int:
+        """Remove every stream of ``run_id`` (its erasure); returns the chunks removed."""
+        with self._lock:
+            names = [key for key in self._streams if key[0] == run_id]
+            return sum(len(self._streams.pop(key)) for key in names)

@@ -48,6 +48,9 @@ class SerializedApp:
         self.app = app
         self.lock = threading.RLock()
         self.signals = signals or QueueSignals()
+        # Requests served that may have changed state (an empty short poll of a long poll is
+        # not counted): ``world-aws dev --state`` saves a snapshot only when this moved.
+        self.served = 0
 
     def __call__(self, environ: Environ, start_response: StartResponse) -> list[bytes]:
         target = environ.get("HTTP_X_AMZ_TARGET")
@@ -58,9 +61,11 @@ class SerializedApp:
                 return self._long_poll(environ, start_response, body, wait)
         if target not in SIGNALLING_TARGETS:
             with self.lock:
+                self.served += 1
                 return self._run(environ, start_response)
         body = _read_body(environ)
         with self.lock:
+            self.served += 1
             chunks = self._run(environ, start_response)
         self.signals.record(str(target), body)
         return chunks
@@ -92,7 +97,8 @@ class SerializedApp:
             attempt = {**environ, "wsgi.input": io.BytesIO(short), "CONTENT_LENGTH": str(len(short))}
             with self.lock:
                 chunks = self._run(attempt, response.start_response)
-            done = not response.status.startswith("200") or _has_messages(chunks)
+                done = not response.status.startswith("200") or _has_messages(chunks)
+                self.served += done
             if done or self.signals.released or time.monotonic() >= deadline:
                 start_response(response.status, response.headers, response.exc_info)
                 return chunks

@@ -19,9 +19,11 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from world_aws.contract.world import Consumers, World
+from world_aws.errors import BadInput
 from world_aws.local.deployments import LocalDeployments
 from world_aws.local.failure_log import FailureLog
 from world_aws.local.reconcile_loop import ReconcilerLoop, TickLoop
@@ -136,6 +138,8 @@ def local_stack(
     scheduler_config: SchedulerConfig | None = None,
     run_schedules: bool = True,
     prestarted: MotoProcess | None = None,
+    state_dir: Path | None = None,
+    encrypt: bool = False,
 ) -> Iterator[LocalStack]:
     """Run ``app`` on a local World until the block exits (reconciler, consumers, then moto stop).
 
@@ -143,7 +147,16 @@ def local_stack(
     ``run_schedules=False`` leaves the app's schedules alone (``world-aws run``, one run).
     ``prestarted`` (embedded only): the stack already starting in a child process
     (``local/moto_process.py``); if it failed, one is started here instead.
+    ``state_dir`` (embedded only): restore the stack's state from it and keep saving it
+    there (``local/dev_state.py``); the stack is then started in this process.
+    ``encrypt`` (embedded only): payloads are sealed under a moto KMS key made for the
+    stack, as ``PayloadKmsKeyArn`` does on AWS (README "Security"); ``env`` names it
+    (``WORKFLOW_KMS_KEY_ID``).
     """
+    if state_dir is not None and kind != "embedded":
+        raise BadInput("keeping state (--state) needs the embedded world, not the in-memory one")
+    if encrypt and kind != "embedded":
+        raise BadInput("encryption (--encrypt) needs the embedded world (moto's KMS), not the in-memory one")
     with ExitStack() as stack:
         endpoint: str | None = None
         env: dict[str, str] = {}
@@ -154,11 +167,19 @@ def local_stack(
             world: World = create_memory_world()
         elif kind == "embedded":
             from world_aws.aws.config import AwsConfig
-            from world_aws.aws.local_clients import clients_for_endpoint
+            from world_aws.aws.local_clients import clients_for_endpoint, local_kms_key
             from world_aws.aws.world import create_aws_world
             from world_aws.local.embedded import EmbeddedAws
 
             child = prestarted
+            state = None
+            if state_dir is not None:  # locked first: a directory in use refuses before moto starts
+                from world_aws.local.dev_state import keep_state, locked_state
+
+                state = stack.enter_context(locked_state(state_dir))
+                if child is not None:  # the state is restored in this process
+                    child.stop()
+                    child = None
             if child is not None:
                 # This process's clients first: the child's stack builds itself meanwhile.
                 clients = clients_for_endpoint(child.endpoint_url, child.region)
@@ -173,8 +194,12 @@ def local_stack(
             if child is None:
                 # Only what changes how the workflows run: moto never acts on PITR, TTL or bucket settings.
                 aws = stack.enter_context(EmbeddedAws(apply_settings=False))
+                if state is not None:  # restored now; saved last, once the consumers have stopped
+                    stack.enter_context(keep_state(aws, state))
                 endpoint, env, clients = aws.endpoint_url, aws.env(), aws.clients
                 release = aws.app.release_long_polls
+            if encrypt:
+                env["WORKFLOW_KMS_KEY_ID"] = local_kms_key(clients)
             world = create_aws_world(AwsConfig.from_env(env), clients=clients)
         else:
             raise ValueError(f"unknown local world kind {kind!r}: use 'embedded' or 'memory'")

@@ -11,15 +11,18 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from world_aws.client.audit import LOCAL_ACTOR
 from world_aws.client.client import Client
 from world_aws.client.forks import Forks
 from world_aws.client.handle import RunHandle
+from world_aws.contract.erasure import ErasedRun
 from world_aws.contract.world import Delivery, HandlerResult, World
 from world_aws.engine.logcache import LogCache
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.deployments import Deployments, Handover, SingleDeployment
 from world_aws.worker.dispatch import StepDispatcher
 from world_aws.worker.executor import StepExecutor
+from world_aws.worker.leases import LeaseKeeper
 from world_aws.worker.orchestrator import Orchestrator
 from world_aws.worker.worker import Worker
 from world_aws.workflow.registry import WorkflowFunction, Workflows
@@ -74,6 +77,11 @@ class Runtime:
     def executor(self) -> StepExecutor:
         return self.worker.executor
 
+    @property
+    def leases(self) -> LeaseKeeper:
+        """Renews the leases of the inline bodies this runtime runs (``worker/leases.py``)."""
+        return self.worker.leases
+
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self.worker.close()
@@ -122,14 +130,25 @@ class Runtime:
         )
 
     def fork(
-        self, run_id: str, from_step: str | None = None, *, idempotency_key: str | None = None
+        self,
+        run_id: str,
+        from_step: str | None = None,
+        *,
+        idempotency_key: str | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> RunHandle:
         """``Client.fork``: a new run of an ended (or held) run's workflow and input, from a step."""
-        return self.client.fork(run_id, from_step, idempotency_key=idempotency_key)
+        return self.client.fork(run_id, from_step, idempotency_key=idempotency_key, actor=actor)
 
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
         return self.client.get_run(run_id)
+
+    def delete_run(self, run_id: str) -> ErasedRun:
+        """``Client.delete_run``: erase an ended run and all its data. Raises NotFound, Conflict."""
+        erased = self.client.delete_run(run_id)
+        self.logs.forget(run_id)
+        return erased
 
     def resume_hook(
         self,
@@ -138,9 +157,10 @@ class Runtime:
         *,
         resume_id: str | None = None,
         hook_type: type[TypedHookBase] | None = None,
+        actor: str = LOCAL_ACTOR,
     ) -> str:
         """``Client.resume_hook``: deliver ``payload`` to the live hook holding ``token``."""
-        return self.client.resume_hook(token, payload, resume_id=resume_id, hook_type=hook_type)
+        return self.client.resume_hook(token, payload, resume_id=resume_id, hook_type=hook_type, actor=actor)
 
     # --- the worker ------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import cbor2
 from cbor2 import CBORTag
 from pydantic import BaseModel, RootModel, ValidationError
 
+from world_aws.contract.sealing import refuse_sealed
 from world_aws.contract.transport import VALUE_TAGS, strict_cbor_loads
 from world_aws.errors import BadInput, SerializationError
 from world_aws.serde.tags import Tag, TimeCodecError, decode_temporal
@@ -46,6 +47,7 @@ def decode_value(data: bytes, types: dict[str, type], context: str) -> Any:
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise SerializationError(f"cannot deserialize {context}: expected bytes, got {type(data).__name__}")
+    refuse_sealed(bytes(data), context)
     try:
         raw = strict_cbor_loads(bytes(data), allowed_tags=VALUE_TAGS)
     except SerializationError:

@@ -18,6 +18,7 @@ from typing import Any
 import cbor2
 from cbor2 import CBORTag
 
+from world_aws.contract.sealing import refuse_sealed
 from world_aws.contract.transport import VALUE_TAGS, strict_cbor_loads
 from world_aws.errors import BadInput, RetryableError, RetryLater, SerializationError
 from world_aws.serde.tags import Tag
@@ -86,8 +87,9 @@ def decode_error(data: bytes) -> ErrorInfo:
     """Inverse of :func:`encode_error`.
 
     Raises:
-        SerializationError: the bytes are not a stored error.
+        SerializationError: the bytes are not a stored error (``PayloadEncrypted``: sealed).
     """
+    refuse_sealed(bytes(data), "stored error")
     try:
         raw = strict_cbor_loads(bytes(data), allowed_tags=VALUE_TAGS)
     except BadInput as exc:

@@ -52,7 +52,7 @@ def aws_world(clock: ManualClock, *, repair: HoleRepairPolicy | None = None) -> 
         bootstrap = AwsConfig(
             table_name="-", workflow_queue_url="-", step_queue_url="-", bucket_name="-", region=REGION
         )
-        clients = AwsClients.create(bootstrap)
+        clients = AwsClients.create(bootstrap, kms=True)  # tests and the cost meter watch its calls
         resources = provision(clients, name_prefix="world-aws-test")
         config = AwsConfig(
             table_name=resources.table_name,

@@ -4,7 +4,8 @@ A factory is a context manager ``(clock) -> Iterator[World]``: it builds a fresh
 empty World on the given ``ManualClock`` and tears it down afterwards. The
 registry is built by a function on each call (no mutable module state):
 
-* ``memory`` is always there;
+* ``memory`` is always there, and ``memory-sealed``: the memory World with every payload
+  sealed (``world_aws.sealing.SealedWorld`` over a local key service);
 * ``aws`` is added when ``world_aws.testing.aws_factory`` exists; it defines
   ``aws_world(clock)``. Adding another backend is one more entry in
   :func:`world_factories`.
@@ -49,13 +50,27 @@ def memory_world(clock: ManualClock) -> Iterator[World]:
         world.close()
 
 
+@contextmanager
+def sealed_memory_world(clock: ManualClock) -> Iterator[World]:
+    """A fresh in-memory World on ``clock`` whose payloads are sealed (a data key per run)."""
+    from world_aws.sealing import SealedWorld
+    from world_aws.testing.local_keys import LocalKeyService
+
+    world = create_memory_world(clock=clock)
+    try:
+        yield SealedWorld(world, LocalKeyService())
+    finally:
+        world.close()
+
+
 def world_factories() -> dict[str, WorldFactory]:
     """Every World the conformance suite knows, by name (the name shows in test ids).
 
     Returns:
-        ``{"memory": ..., "aws": ...}``; ``aws`` only when its factory module imports.
+        ``{"memory": ..., "memory-sealed": ..., "aws": ...}``; ``aws`` only when its factory
+        module imports.
     """
-    factories: dict[str, WorldFactory] = {"memory": memory_world}
+    factories: dict[str, WorldFactory] = {"memory": memory_world, "memory-sealed": sealed_memory_world}
     aws = _optional_factory(_AWS_FACTORY_MODULE, "aws_world")
     if aws is not None:
         factories["aws"] = aws

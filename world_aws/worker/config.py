@@ -46,10 +46,13 @@ class RuntimeConfig:
             dispatching them over the step queue (``worker/inline.py``): a sequential step, and up
             to this many branches of a fan-out. ``WORKFLOW_MAX_INLINE_STEPS``, default 3; 0 turns
             inline execution off (every step dispatched, the kill switch).
-        inline_lease_seconds: how long an inline step's owner may still be running its body: past
-            it, a continuation of another delivery may start the step again. At least the longest
-            invocation (Lambda's timeout; 900 s is Lambda's maximum and the queues' visibility
-            timeout). ``WORKFLOW_INLINE_LEASE_SECONDS``, default 900.
+        inline_lease_seconds: how long another delivery leaves an inline step to its owner after
+            the owner's last write of it or renewal: an owner renews it every third of this while
+            its bodies run (``runtime/leases.py``), so a live owner keeps it however long a body
+            runs, and a dead one's steps are taken over this long after its last renewal. Also how
+            long past its due time a retry message is waited for before the step is re-published
+            (``StepDispatcher.overdue_retries``). ``WORKFLOW_INLINE_LEASE_SECONDS``, default 30
+            (3 × the visibility heartbeat, ``WORKFLOW_HEARTBEAT_SECONDS``).
         inline_margin_seconds: no inline step is started with less than this left before the
             invocation's deadline; the run is handed on by message instead.
             ``WORKFLOW_INLINE_MARGIN_SECONDS``, default 10.
@@ -72,7 +75,7 @@ class RuntimeConfig:
     replay_checks: bool = False
     max_deployment_reroutes: int = 3
     max_inline_steps: int = 3
-    inline_lease_seconds: int = 900
+    inline_lease_seconds: int = 30
     inline_margin_seconds: int = 10
     inline_fast_seconds: float = 0.1
     max_events_per_run: int = DEFAULT_MAX_EVENTS_PER_RUN
@@ -85,7 +88,7 @@ class RuntimeConfig:
             batched_step_dispatch=env.get("WORKFLOW_BATCHED_STEP_DISPATCH", "1").strip() != "0",
             max_queue_deliveries=_int(env, "WORKFLOW_MAX_QUEUE_DELIVERIES", DEFAULT_MAX_QUEUE_DELIVERIES),
             max_inline_steps=_int(env, "WORKFLOW_MAX_INLINE_STEPS", 3, minimum=0),
-            inline_lease_seconds=_int(env, "WORKFLOW_INLINE_LEASE_SECONDS", 900),
+            inline_lease_seconds=_int(env, "WORKFLOW_INLINE_LEASE_SECONDS", 30),
             inline_margin_seconds=_int(env, "WORKFLOW_INLINE_MARGIN_SECONDS", 10, minimum=0),
             inline_fast_seconds=_float(env, "WORKFLOW_INLINE_FAST_SECONDS", 0.1),
             max_events_per_run=_int(env, "WORKFLOW_MAX_EVENTS_PER_RUN", DEFAULT_MAX_EVENTS_PER_RUN),
@@ -98,6 +101,7 @@ _RECONCILE_MAX_RUNS = 100
 _RECONCILE_MAX_BACKOFF = 86_400
 _RECONCILE_SWEEP_LAG = 900
 _RECONCILE_SWEEP_MAX_RUNS = 10_000
+_RETENTION_MAX_RUNS = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,9 @@ class ReconcilerConfig:
             correct skew), which leaves 5 minutes for the write and the index to land.
         max_sweep_runs: runs a tick's sweep reads at most (``WORKFLOW_RECONCILE_SWEEP_MAX_RUNS``,
             default 10000: 100 BatchGetItems); a sweep left behind goes on at the next tick.
+        max_expired_runs: ended runs past their retention a tick erases at most
+            (``runtime/retention.py``). ``WORKFLOW_RETENTION_MAX_RUNS_PER_TICK``, default 100;
+            0 turns retention's erasure off (runs then wait, in the index, to be erased).
     """
 
     period_seconds: float = _RECONCILE_PERIOD
@@ -134,6 +141,7 @@ class ReconcilerConfig:
     max_backoff_seconds: int = _RECONCILE_MAX_BACKOFF
     sweep_lag_seconds: int = _RECONCILE_SWEEP_LAG
     max_sweep_runs: int = _RECONCILE_SWEEP_MAX_RUNS
+    max_expired_runs: int = _RETENTION_MAX_RUNS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ReconcilerConfig:
@@ -147,6 +155,9 @@ class ReconcilerConfig:
                 env, "WORKFLOW_RECONCILE_SWEEP_LAG_SECONDS", _RECONCILE_SWEEP_LAG, minimum=0
             ),
             max_sweep_runs=_int(env, "WORKFLOW_RECONCILE_SWEEP_MAX_RUNS", _RECONCILE_SWEEP_MAX_RUNS),
+            max_expired_runs=_int(
+                env, "WORKFLOW_RETENTION_MAX_RUNS_PER_TICK", _RETENTION_MAX_RUNS, minimum=0
+            ),
         )
 
 

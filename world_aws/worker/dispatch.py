@@ -37,6 +37,7 @@ from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import MAX_INLINE_PAYLOAD_BYTES
 from world_aws.contract.payload import InlineStepInput, InvokePayload, RunContext, StepInputRef
 from world_aws.contract.records import EventRequest, EventType, Run, StepCreatedData
+from world_aws.contract.sealing import SEALED_OVERHEAD_BYTES, is_sealed
 from world_aws.contract.transport import encode_payload
 from world_aws.contract.world import SPEC_VERSION_BINARY_TRANSPORT, BlobRef, QueueName, World
 from world_aws.engine import ids
@@ -194,7 +195,7 @@ class StepDispatcher:
             run_id=run.run_id,
             step_id=step.step_id,
             step_name=step.step_name,
-            step_input=self._step_input(step.input) if with_input else None,
+            step_input=self._step_input(run.run_id, step.input) if with_input else None,
             run_context=run_context_of(run),
             requested_at=self._world.clock.now(),
             deployment_mismatch_retry_count=reroutes,
@@ -218,10 +219,13 @@ class StepDispatcher:
             idempotency_key=idempotency_key,
         )
 
-    def _step_input(self, data: bytes) -> InlineStepInput | StepInputRef:
-        if len(data) <= MAX_INLINE_PAYLOAD_BYTES:
+    def _step_input(self, run_id: str, data: bytes) -> InlineStepInput | StepInputRef:
+        # Sealed as the step_created's input is (contract.sealing): a consumer re-ensuring the
+        # create from the message hands the World what it would have stored.
+        data = self._world.payloads.seal(run_id, "input", data)
+        if len(data) <= MAX_INLINE_PAYLOAD_BYTES + (SEALED_OVERHEAD_BYTES if is_sealed(data) else 0):
             return InlineStepInput(input=data)
-        ref = self._world.blobs.put(data)
+        ref = self._world.blobs.put(data, run_id=run_id)
         return StepInputRef(ref=ref.key, size=ref.size, sha256=ref.sha256)
 
     def _create(self, run: Run, step: StepRequest) -> None:

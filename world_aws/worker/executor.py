@@ -133,7 +133,7 @@ class StepExecutor:
         if payload.step_input is not None and delivery.attempt > 1:
             try:
                 materialized = self._materialize(payload)
-            except RunExpired:
+            except (RunExpired, NotFound):  # NotFound: its run was erased (contract §3.4)
                 return Ack(), "gone"
         # 3. deployment guard: handed to the run's own deployment, or (without a
         # hand-over) re-enqueued toward it
@@ -174,10 +174,12 @@ class StepExecutor:
             step = self._claim(payload, delivery.attempt)
         except NotFound:
             if payload.step_input is None:
+                if self._run_gone(run_id):
+                    return Ack(), "gone"
                 raise
             try:
                 materialized = self._materialize(payload) or materialized
-            except RunExpired:
+            except (RunExpired, NotFound):  # NotFound: its run was erased (contract §3.4)
                 return Ack(), "gone"
             try:
                 step = self._claim(payload, delivery.attempt)
@@ -212,6 +214,14 @@ class StepExecutor:
             ) from exc
         assert result.step is not None
         return result.step
+
+    def _run_gone(self, run_id: str) -> bool:
+        """Whether the run is missing: erased (contract §3.4), so its step messages are moot."""
+        try:
+            self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
+        except NotFound:
+            return True
+        return False
 
     def _materialize(self, payload: InvokePayload) -> bool:
         """Ensure ``step_created`` from the message; True if this call created it."""

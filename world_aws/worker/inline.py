@@ -12,7 +12,8 @@ costs two events (created, outcome) and no message, no claim, no marker.
 Ownership (who may start an inline step's body):
 * a continuation of another delivery (a wake, a hook's resume, a reconciler's
   pass, a step message's last completer) leaves an owned step alone while its
-  owner may still run it: for ``inline_lease_seconds`` after the owner's write;
+  owner may still run it: for ``inline_lease_seconds`` after the owner's write, or
+  after its last renewal (a live owner renews while its bodies run, ``runtime/leases.py``);
 * the owner's own message, delivered again (a higher receive count), means the
   invocation that ran the body is gone (its heartbeat hid the message for as long
   as it lived, ``aws/queue/heartbeat.py``; a redelivery comes only once it stopped): it starts the step again
@@ -63,6 +64,7 @@ from world_aws.observe import telemetry, tracing
 from world_aws.worker import stepbody
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.dispatch import StepDispatcher
+from world_aws.worker.leases import LeaseKeeper, lease_end
 from world_aws.worker.outcomes import OutcomeBatch, append_batches
 from world_aws.workflow.registry import Workflows
 
@@ -141,10 +143,9 @@ class InlinePlan:
 
 @dataclass(frozen=True, slots=True)
 class Hold:
-    """Come back in ``seconds``: as this same message (``same_message``), else as a fresh wake-up."""
+    """Come back in ``seconds``, as a fresh wake-up of the run."""
 
     seconds: float
-    same_message: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +200,7 @@ class InlineSteps:
         self._dispatcher = dispatcher
         self._config = config
         self._pool = pool
+        self.leases = LeaseKeeper(world, config.inline_lease_seconds)
 
     @property
     def enabled(self) -> bool:
@@ -211,6 +213,7 @@ class InlineSteps:
 
     def plan(
         self,
+        run_id: str,
         outcome: Suspended,
         owner: Owner | None,
         ran: AbstractSet[str] = frozenset(),
@@ -231,6 +234,7 @@ class InlineSteps:
         beside this delivery's body.
         """
         now = self._world.clock.now()
+        leases = _Leases(self._world, run_id, self._config.inline_lease_seconds)
         plan = InlinePlan()
         shared = False  # another delivery may still run steps of this run inline
         for owned in outcome.owned_steps:
@@ -238,7 +242,7 @@ class InlineSteps:
                 if not owned.retrying and owned.request.step_id not in ran:
                     plan.adopt.append(owned)
                 continue
-            if not self._owner_gone(owned, owner, now):
+            if not self._owner_gone(owned, owner, now, leases):
                 shared = True
                 continue  # its owner may still be running it: leave it alone
             if owned.retrying:
@@ -282,39 +286,37 @@ class InlineSteps:
         fn = self._app.get_step(step_name)
         return fn is not None and fn.options.flow_controlled
 
-    def hold(self, outcome: Suspended, owner: Owner | None) -> Hold | None:
+    def hold(self, run_id: str, outcome: Suspended, owner: Owner | None) -> Hold | None:
         """What to leave behind instead of a bare ack, if a step another delivery owns is still open.
 
         Acking would leave that step to its owner alone, and an owner can vanish without
         a redelivery: SQS may give one delivery to two consumers, and the one that acks
         need not be the one that died inside its inline step (or after creating it, its
         body never run). So something must come back when the first such step may be
-        taken over (the remaining lease), reclaim whatever is still open then, or find
-        the run moved on:
-
-        * a twin handling of this same delivery owns it: this message, after the whole
-          lease (its next receive succeeds the twin and takes over at once);
-        * any other owner: a fresh wake-up after the remaining lease, this message
-          acked. Not this message again: a long inline run would have it held round
-          after round until its receive count reached the delivery cap, which fails the
-          run (``WORKFLOW_MAX_QUEUE_DELIVERIES``).
+        taken over (its lease's end: the owner's last write or renewal plus the lease,
+        ``worker/leases.py``), reclaim whatever is still open then, or find the run
+        moved on: a fresh wake-up then, this message acked. Not this message again: a
+        long inline run would have it held round after round until its receive count
+        reached the delivery cap, which fails the run (``WORKFLOW_MAX_QUEUE_DELIVERIES``);
+        and its next receive would take a twin handling's steps over at once (an earlier
+        delivery of its message), even from a twin that lives and renews.
 
         Steps waiting for their retry message are not held for (but a twin's are).
         """
         if owner is None:
             return None
-        lease = timedelta(seconds=self._config.inline_lease_seconds)
-        if any(owner.twin_of(owned.owner) for owned in outcome.owned_steps):
-            return Hold(lease.total_seconds(), same_message=True)
         now = self._world.clock.now()
+        leases = _Leases(self._world, run_id, self._config.inline_lease_seconds)
         left = [
-            (owned.since + lease - now).total_seconds()
+            (leases.end(owned) - now).total_seconds()
             for owned in outcome.owned_steps
             # A retrying step waits for the message its owner published right after
             # step_retrying: holding for it would wake the run for nothing while it waits.
-            if not owned.retrying and owned.owner != owner.tag and not self._owner_gone(owned, owner, now)
+            if (not owned.retrying or owner.twin_of(owned.owner))
+            and owned.owner != owner.tag
+            and not self._owner_gone(owned, owner, now, leases)
         ]
-        return Hold(max(1.0, math.ceil(min(left))), same_message=False) if left else None
+        return Hold(max(1.0, math.ceil(min(left)))) if left else None
 
     def time_left(self, owner: Owner) -> bool:
         """Whether an inline step may still start before ``owner``'s invocation is stopped."""
@@ -434,7 +436,8 @@ class InlineSteps:
             # The first body on this thread; the calls beside it submitted next, so that
             # they start at once even when the bodies fill the pool.
             first = attempts[:1]
-            results = run_parallel(self._pool, [*first, *asides, *attempts[1:]])
+            with self.leases.holding(run.run_id, owner.tag):
+                results = run_parallel(self._pool, [*first, *asides, *attempts[1:]])
             for aside in results[len(first) : len(first) + len(asides)]:
                 if isinstance(aside, Exception):
                     logger.warning("run %s: a call beside the bodies failed: %r", run.run_id, aside)
@@ -464,10 +467,10 @@ class InlineSteps:
 
     # --- internals ------------------------------------------------------------------
 
-    def _owner_gone(self, owned: OwnedStep, owner: Owner | None, now: datetime) -> bool:
+    def _owner_gone(self, owned: OwnedStep, owner: Owner | None, now: datetime, leases: _Leases) -> bool:
         if owner is not None and owner.succeeds(owned.owner):
             return True
-        return now - owned.since >= timedelta(seconds=self._config.inline_lease_seconds)
+        return leases.end(owned) <= now
 
     # A claim that fails with Transient or Throttled runs nothing now, like a refused one:
     # the next round's replay shows whether it landed (then the step is ours to adopt) or
@@ -670,6 +673,32 @@ class _Waiting:
         with ThreadPoolExecutor(HELD_DISPATCH_THREADS, thread_name_prefix="held-dispatch") as pool:
             self._dispatcher.on(pool).dispatch(self._run, self._held, [])
         self.sent = True
+
+
+class _Leases:
+    """When owned steps' leases end, for one pass: the log's write, or the owner's renewal.
+
+    The renewal is read (``steps.lease``) only for a step whose write is older than the
+    lease, once per owner; a read that fails counts as a renewal now (the step is left
+    alone, and looked at again by the next wake-up).
+    """
+
+    def __init__(self, world: World, run_id: str, lease_seconds: float) -> None:
+        self._world = world
+        self._run_id = run_id
+        self._seconds = lease_seconds
+        self._renewed: dict[str, datetime | None] = {}
+
+    def end(self, owned: OwnedStep) -> datetime:
+        written = lease_end(owned.since, None, self._seconds)
+        if written > self._world.clock.now():
+            return written
+        if owned.owner not in self._renewed:
+            try:
+                self._renewed[owned.owner] = self._world.steps.lease(self._run_id, owned.owner)
+            except (Throttled, Transient):
+                return self._world.clock.now() + timedelta(seconds=self._seconds / 3)
+        return lease_end(owned.since, self._renewed[owned.owner], self._seconds)
 
 
 def _then(call: Callable[[], Attempt], after: Callable[[], None]) -> Attempt:

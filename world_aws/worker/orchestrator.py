@@ -32,7 +32,7 @@ from world_aws.contract.records import (
     RunStatus,
     WaitCreatedData,
 )
-from world_aws.contract.world import Ack, HandlerResult, Redeliver, World
+from world_aws.contract.world import Ack, HandlerResult, World
 from world_aws.engine.logcache import LogCache
 from world_aws.engine.replay import Completed, Continued, Failed, Replay, StepRequest, Suspended, WaitRequest
 from world_aws.engine.replaycache import ReplayCache
@@ -79,7 +79,7 @@ class Orchestrator:
         self._pool = pool
         self._replays = replays if replays is not None else ReplayCache(0)
         self._inline = inline
-        self.lineage = lineage or Lineage(world, app.serializer, pool)
+        self.lineage = lineage or Lineage(world, app.serializer, pool, retention=app.retention_attributes)
         self._max_events = max_events_per_run
         self._pipeline = OutcomePipeline(world, app, logs, self._replays, inline, max_events_per_run)
 
@@ -179,7 +179,7 @@ class Orchestrator:
                     self._end(run.run_id, run_end(outcome), run)
                     return Ack()
                 # Not copied: a long run has run many.
-                plan = self._plan(outcome, owner, ran, width=width, published=published)
+                plan = self._plan(run.run_id, outcome, owner, ran, width=width, published=published)
                 if not plan.held:
                     width = first_width  # the next wave starts narrow again
                 # Steps handed off to a message exist (owned, their owner gone): published as the
@@ -232,11 +232,9 @@ class Orchestrator:
                     again = again or plan.runs_steps
                 if not again:
                     suspended = True
-                    hold = self._inline.hold(outcome, owner) if self._inline is not None else None
+                    hold = self._inline.hold(run.run_id, outcome, owner) if self._inline is not None else None
                     if hold is None:
                         return Ack()
-                    if hold.same_message:
-                        return Redeliver(hold.seconds)
                     self.wake(run.run_id, delay_seconds=min(hold.seconds, SQS_MAX_DELAY_SECONDS), key=None)
                     return Ack()
                 rounds += 1
@@ -268,6 +266,7 @@ class Orchestrator:
 
     def _plan(
         self,
+        run_id: str,
         outcome: Suspended,
         owner: Owner | None,
         ran: AbstractSet[str],
@@ -277,7 +276,7 @@ class Orchestrator:
     ) -> InlinePlan:
         if self._inline is None:
             return InlinePlan(dispatch=list(outcome.new_steps))
-        return self._inline.plan(outcome, owner, ran, width=width, published=published)
+        return self._inline.plan(run_id, outcome, owner, ran, width=width, published=published)
 
     @property
     def runs_inline(self) -> bool:

@@ -122,6 +122,7 @@ class OutcomePipeline:
             []
             if closing is not None
             else self._next_creates(
+                run.run_id,
                 outcome,
                 owner,
                 ran,
@@ -163,7 +164,14 @@ class OutcomePipeline:
         return replay, bodies, fed and bodies.complete and self._logs.feed(run.run_id, bodies.written)
 
     def _next_creates(
-        self, outcome: Outcome, owner: Owner, ran: set[str], *, room: int, published: AbstractSet[str]
+        self,
+        run_id: str,
+        outcome: Outcome,
+        owner: Owner,
+        ran: set[str],
+        *,
+        room: int,
+        published: AbstractSet[str],
     ) -> list[StepRequest]:
         """The steps to create with the outcome: the next pass's, if it only creates inline ones
         and they fit in ``room`` (the batch's and the log's)."""
@@ -171,7 +179,7 @@ class OutcomePipeline:
             return []
         if len(outcome.new_steps) > room:
             return []  # wider than one batch (or than the log's room): the normal pass creates them
-        plan = self._inline.plan(outcome, owner, ran, published=published)
+        plan = self._inline.plan(run_id, outcome, owner, ran, published=published)
         return list(plan.create) if creates_only(outcome, plan) else []
 
 

@@ -53,6 +53,7 @@ from world_aws.errors import Misconfigured, WorldAwsError
 from world_aws.observe.telemetry import LOG
 from world_aws.worker.config import ReconcilerConfig
 from world_aws.worker.holding import Release, release_held
+from world_aws.workflow.retention import ExpirySweep, sweep_expired
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,8 @@ class TickReport:
     # Held runs (worker/holding.py): released onto this deployment, and still held here.
     released: list[str] = field(default_factory=list)
     held: int = 0
+    # Ended runs erased because their retention passed (workflow/retention.py).
+    erased: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +176,9 @@ class Reconciler:
                 # The next tick wakes it again, under the same key: the queue collapses the two.
                 failed += 1
                 LOG.warning("reconciler could not move a mark: %s", exc, extra={"run_id": run.run_id})
+        expired = self._expire()
         return TickReport(
+            erased=[erased.run_id for erased in expired.erased],
             looked_at=len(due),
             woken=woken,
             remarked=remarked,
@@ -182,6 +187,18 @@ class Reconciler:
             released=release.released,
             held=release.held,
         )
+
+    def _expire(self) -> ExpirySweep:
+        """Erase the ended runs whose retention passed (``workflow/retention.py``)."""
+        if self.config.max_expired_runs <= 0:
+            return ExpirySweep()
+        try:
+            return sweep_expired(self._world, limit=self.config.max_expired_runs)
+        except Misconfigured:
+            raise
+        except WorldAwsError as exc:
+            LOG.warning("reconciler could not list the expired runs: %s", exc)
+            return ExpirySweep()
 
     def _release(self) -> Release:
         """Release the runs held on older code onto this deployment (``worker/holding.py``)."""

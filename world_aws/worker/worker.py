@@ -25,7 +25,7 @@ from world_aws.contract.world import Ack, BlobRef, Delivery, HandlerResult, Rede
 from world_aws.engine.children import PARENT_RUN_ID
 from world_aws.engine.logcache import READ_ATTEMPTS, READ_MAX_PAUSE_SECONDS, LogCache
 from world_aws.engine.replaycache import ReplayCache
-from world_aws.errors import BadInput, Conflict, NotFound
+from world_aws.errors import BadInput, Conflict, NotFound, RunErased
 from world_aws.observe import tracing
 from world_aws.observe.telemetry import LOG
 from world_aws.serde.codec import encode_error
@@ -63,6 +63,8 @@ class Worker:
         self.logs = LogCache(world, config.log_cache_runs)
         self.dispatcher = StepDispatcher(world, config, pool)
         inline = InlineSteps(world, app, self.dispatcher, config, pool)
+        # Renews the leases of the inline bodies this worker runs (``worker/leases.py``).
+        self.leases = inline.leases
         self.orchestrator = Orchestrator(
             world,
             app,
@@ -162,13 +164,18 @@ class Worker:
 
     def _started(self, payload: InvokePayload, delivery: Delivery) -> Run | HandlerResult:
         """Write ``run_started`` (a missing run made from ``run_input``): the running run, or the answer."""
-        creation = self._creation(payload.run_input) if payload.run_input is not None else None
+        try:
+            creation = self._creation(payload.run_input) if payload.run_input is not None else None
+        except NotFound:  # its input's claim check is gone: an erased run's (contract §3.4)
+            creation = None
         try:
             result = self.world.events.create(
                 payload.run_id, EventRequest(EventType.RUN_STARTED, data=RunStartedData(creation=creation))
             )
         except Conflict:
             return Ack()  # terminal
+        except RunErased:
+            return Ack()  # its tombstone: the message outlived the run (contract §3.4)
         except NotFound:
             if delivery.attempt < MISSING_RUN_DELIVERIES:
                 return Redeliver(float(delivery.attempt))

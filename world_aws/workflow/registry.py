@@ -19,6 +19,7 @@ from world_aws.serde.limits import PayloadLimits
 from world_aws.workflow import context
 from world_aws.workflow.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
 from world_aws.workflow.flow import Concurrency, RateLimit
+from world_aws.workflow.retention import FOREVER, Retention, retention_attributes, retention_seconds
 from world_aws.workflow.retry import DEFAULT_BACKOFF, Backoff
 from world_aws.workflow.schedules import MAX_SCHEDULE_ARGS_BYTES, Overlap, Schedule, make_schedule
 from world_aws.workflow.signature_types import convert_arguments, parameter_types, serializable_types
@@ -83,12 +84,17 @@ class StepFunction(Generic[P, R]):
 class WorkflowFunction(Generic[P, R]):
     """A registered workflow: an ``async def`` replayed from its run's event log."""
 
-    def __init__(self, fn: Callable[P, Awaitable[R]], name: str, app: Workflows) -> None:
+    def __init__(
+        self, fn: Callable[P, Awaitable[R]], name: str, app: Workflows, retention: Retention = None
+    ) -> None:
         if not inspect.iscoroutinefunction(fn):
             raise BadInput(f"workflow {name!r} must be an async def function")
         self.fn = fn
         self.name = name
         self.app = app
+        # Its own retention (workflow/retention.py): None follows the app's, "forever" keeps.
+        self.retention = retention
+        self.retention_seconds = retention_seconds(retention, where=f"workflow {name!r} retention")
         self.signature = inspect.signature(fn)
         self.hints = parameter_types(fn)
         functools.update_wrapper(self, fn)
@@ -137,8 +143,15 @@ class Workflows:
             return await charge(order_id)
     """
 
-    def __init__(self, *, types: Iterable[type] = (), limits: PayloadLimits | None = None) -> None:
-        """Create an app; ``types`` are registered on its serializer, ``limits`` cap value sizes."""
+    def __init__(
+        self, *, types: Iterable[type] = (), limits: PayloadLimits | None = None, retention: Retention = None
+    ) -> None:
+        """Create an app; ``types`` are registered on its serializer, ``limits`` cap value sizes.
+
+        ``retention``: how long an ended run's data is kept (``"30d"``, a ``timedelta``, whole
+        seconds; None keeps it forever); a workflow's own setting wins (README "Retention").
+        """
+        self.retention_seconds = retention_seconds(retention)
         self._workflows: dict[str, WorkflowFunction[Any, Any]] = {}
         self._steps: dict[str, StepFunction[Any, Any]] = {}
         self._schedules: dict[str, Schedule] = {}
@@ -158,6 +171,7 @@ class Workflows:
         name: str | None = None,
         schedule: str | None = None,
         overlap: Overlap | str = Overlap.SKIP,
+        retention: Retention = None,
     ) -> Callable[[Callable[P, Awaitable[R]]], WorkflowFunction[P, R]]: ...
 
     def workflow(  # type: ignore[misc]
@@ -168,6 +182,7 @@ class Workflows:
         name: str | None = None,
         schedule: str | None = None,
         overlap: Overlap | str = Overlap.SKIP,
+        retention: Retention = None,
     ) -> Any:
         """Declare a workflow: ``@app.workflow`` or ``@app.workflow(name=..., schedule=...)``.
 
@@ -177,13 +192,15 @@ class Workflows:
                 syntax, UTC): the scheduler starts the workflow, without arguments, once
                 per tick (a schedule named after the workflow; see :meth:`schedule`).
             overlap: ``"skip"`` or ``"allow"`` a tick while the previous tick's run goes on.
+            retention: how long this workflow's ended runs are kept (``"7d"``; ``"forever"``;
+                None: the app's ``retention``).
         """
 
         def register(f: Callable[P, Awaitable[R]]) -> WorkflowFunction[P, R]:
             wf_name = name or f.__name__
             if wf_name in self._workflows:
                 raise BadInput(f"a workflow named {wf_name!r} is already registered")
-            wf = WorkflowFunction(f, wf_name, self)
+            wf = WorkflowFunction(f, wf_name, self, retention)
             self._register_types(wf.hints)
             for hook_type in hook_types_in(f):
                 self.register_type(hook_type)
@@ -357,6 +374,7 @@ class Workflows:
         copy._schedules = self._schedules
         copy.serializer = self.serializer
         copy._hook_types = self._hook_types
+        copy.retention_seconds = self.retention_seconds
         copy._steps = dict(self._steps)
         for key, fn in replacements.items():
             name = key if isinstance(key, str) else key.name
@@ -378,6 +396,20 @@ class Workflows:
 
     def get_step(self, name: str) -> StepFunction[Any, Any] | None:
         return self._steps.get(name)
+
+    def retention_attributes(self, workflow_name: str) -> dict[str, str]:
+        """The run attributes recording the retention of a new run of ``workflow_name``.
+
+        The workflow's own retention, else the app's; none for a workflow this app does not
+        know (a child of another app's code keeps what its own code would say: forever).
+        """
+        wf = self._workflows.get(workflow_name)
+        if wf is None:
+            return {}
+        if wf.retention == FOREVER:
+            return {}
+        seconds = wf.retention_seconds if wf.retention is not None else self.retention_seconds
+        return retention_attributes(seconds)
 
     @property
     def workflow_names(self) -> list[str]:

@@ -1,11 +1,13 @@
 // world-aws UI: plain JavaScript over the documented HTTP API (same origin), no framework, no network
 // beyond the server that served this file. Two pages, chosen by the URL's hash:
-//   #/?status=&workflow=   the runs, newest first, paged by the API's cursor, and a form to start one
+//   #/?status=&workflow=&attribute=&from=&to=   the runs, newest first, paged by the API's cursor,
+//                          filtered, a search by run id, and a form to start one
 //   #/runs/<run_id>        one run: its Gantt, result or error with stacks, event log, actions
 // Live: each page polls the API (the runs every 2 s, a run every second until it ends) without reload.
 "use strict";
 (() => {
   const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+  const AUDIT_LABELS = { cancel: "cancelled by", resume: "resumed by", fork: "forked by" };
   const STATUSES = ["pending", "running", "completed", "failed", "cancelled"];
   const PAGE_SIZE = 20;
   const LONG_JSON_CHARS = 120;
@@ -68,13 +70,20 @@
     return `${(seconds / 60).toFixed(1)} min`;
   }
 
+  // This browser's time zone, as it names it ("UTC", "GMT+1", "CET"): every time shown carries it.
+  const ZONE = (new Intl.DateTimeFormat(undefined, { timeZoneName: "short" }).formatToParts(new Date())
+    .find((part) => part.type === "timeZoneName") || { value: "" }).value;
+
   function when(iso) {
     if (!iso) return "";
     const d = new Date(iso);
     const pad = (n) => String(n).padStart(2, "0");
     return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
-      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+      `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${ZONE}`;
   }
+
+  // A datetime-local field's value (this browser's zone) as an ISO instant for the API; "" stays "".
+  const instant = (local) => (local ? new Date(local).toISOString() : "");
 
   const badge = (status) => h("span", { class: `badge ${status}`, "data-testid": "status", text: status });
 
@@ -98,7 +107,8 @@
   // --- the runs -------------------------------------------------------------------------------
 
   function listPage(query) {
-    const filters = { status: query.get("status") || "", workflow: query.get("workflow") || "" };
+    const filters = {};
+    for (const key of ["status", "workflow", "attribute", "from", "to"]) filters[key] = query.get(key) || "";
     const cursors = [null];
     let index = 0;
     let next = null;
@@ -110,20 +120,42 @@
       h("option", { value: "", text: "any" }), STATUSES.map((s) => h("option", { value: s, text: s, selected: s === filters.status })));
     const workflowSelect = h("select", { "data-testid": "filter-workflow", onchange: (e) => { filters.workflow = e.target.value; setFilters(); } },
       h("option", { value: "", text: "any" }));
+    const field = (key, attrs) => h("input", { ...attrs, "data-testid": `filter-${key}`, value: filters[key],
+      onchange: (e) => { filters[key] = e.target.value.trim(); setFilters(); } });
+    const attribute = field("attribute", { type: "text", placeholder: "name=value", size: 14 });
+    const from = field("from", { type: "datetime-local", step: 1 });
+    const to = field("to", { type: "datetime-local", step: 1 });
+    const search = h("input", { type: "search", placeholder: "run id", size: 30, "data-testid": "search-run" });
+    const find = async (event) => {
+      event.preventDefault();
+      const runId = search.value.trim();
+      if (!runId) return;
+      try {
+        await api("GET", `/runs/${encodeURIComponent(runId)}`);
+        location.hash = `#/runs/${encodeURIComponent(runId)}`;
+      } catch (e) { problem(e); }
+    };
     const newer = h("button", { text: "‹ Newer", disabled: true, onclick: () => { index -= 1; refresh(); } });
     const older = h("button", { text: "Older ›", disabled: true, onclick: () => { cursors[index + 1] = next; index += 1; refresh(); } });
     const body = h("tbody", { "data-testid": "runs" });
     main.replaceChildren(
       h("h1", { text: "Runs" }),
+      h("form", { class: "toolbar", "data-testid": "search-form", onsubmit: find },
+        h("label", {}, "find a run", search), h("button", { type: "submit", text: "Open" })),
       h("div", { class: "toolbar" },
-        h("label", {}, "status", statusSelect), h("label", {}, "workflow", workflowSelect), newer, older),
-      h("table", {}, h("thead", {}, h("tr", {}, ["run", "workflow", "status", "created", "duration"].map((t) => h("th", { text: t })))), body),
+        h("label", {}, "status", statusSelect), h("label", {}, "workflow", workflowSelect),
+        h("label", {}, "attribute", attribute), h("label", {}, `created from (${ZONE})`, from), h("label", {}, "to", to),
+        newer, older),
+      h("table", {}, h("thead", {}, h("tr", {}, ["run", "workflow", "status", `created (${ZONE})`, "duration"].map((t) => h("th", { text: t })))), body),
       startForm(workflowSelect, filters.workflow));
 
     async function refresh() {
       const q = new URLSearchParams({ limit: PAGE_SIZE });
       if (filters.status) q.set("status", filters.status);
       if (filters.workflow) q.set("workflow", filters.workflow);
+      if (filters.attribute) q.set("attribute", filters.attribute);
+      if (filters.from) q.set("created_after", instant(filters.from));
+      if (filters.to) q.set("created_before", instant(filters.to));
       if (cursors[index]) q.set("cursor", cursors[index]);
       const listed = await api("GET", `/runs?${q}`);
       next = listed.cursor || null;
@@ -232,15 +264,28 @@
 
     function renderMeta(run, timeline) {
       const s = timeline.summary;
-      const rows = [["workflow", run.workflow], ["status", badge(run.status)], ["created", when(run.created_at)],
+      const rows = [["workflow", run.workflow],
+        ["input", h("div", { "data-testid": "run-input" }, dataView({ args: (run.input || {}).args || [], kwargs: (run.input || {}).kwargs || {} }, false))],
+        ["status", badge(run.status)], ["created", when(run.created_at)],
         ["started", when(run.started_at)], ["ended", when(run.completed_at)],
         ["summary", h("span", { "data-testid": "summary", text: summaryLine(s) })], ...linkRows(run.links)];
+      if (Object.keys(run.attributes || {}).length) {
+        rows.push(["attributes", h("span", { "data-testid": "run-attributes", text: Object.entries(run.attributes).map(([k, v]) => `${k}=${v}`).join(", ") })]);
+      }
       if (run.blocked) rows.push(["blocked", h("span", { "data-testid": "blocked", text: blockedText(run.blocked) })]);
       if (run.forked_from) {
         rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
           href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
       }
+      // who cancelled, resumed or forked it (README "Audit"): an IAM ARN, or "local"
+      for (const a of run.audit || []) rows.push([AUDIT_LABELS[a.action] || a.action, auditText(a)]);
+      if (run.expires_at) rows.push(["expires", h("span", { "data-testid": "expires", text: when(run.expires_at) })]);
       meta.replaceChildren(...rows.flatMap(([k, v]) => [h("dt", { text: k }), h("dd", {}, v)]));
+    }
+
+    function auditText(a) {
+      const detail = a.detail ? ` (${a.action === "resume" ? "hook " : ""}${a.detail})` : "";
+      return h("span", { "data-testid": `audit-${a.action}` }, h("span", { class: "mono", text: a.actor }), ` at ${when(a.at)}${detail}`);
     }
 
     // a held run: where its replay diverged on a deploy's code (README "Deploying changes")

@@ -37,6 +37,8 @@ Names = Mapping[str, str]
 
 CONDITION_FAILED = "ConditionalCheckFailed"
 # BatchGetItem reads at most 100 keys per call (DynamoDB API reference).
+# BatchWriteItem takes at most 25 requests (DynamoDB API reference).
+BATCH_WRITE_MAX_ITEMS = 25
 BATCH_GET_MAX_KEYS = 100
 _UNPROCESSED_RETRIES = 8
 
@@ -324,6 +326,27 @@ class Table:
             **_expression(condition, names, values),
         }
         self._call("DeleteItem", self.client.delete_item, kwargs)
+
+    def batch_write(self, puts: Sequence[Mapping[str, object]] = (), deletes: Sequence[Key] = ()) -> None:
+        """Unconditional puts and deletes, 25 to a ``BatchWriteItem``, retrying unprocessed ones.
+
+        Raises:
+            Transient: items were still unprocessed (throttled) after the retries.
+        """
+        requests = [{"PutRequest": {"Item": to_item(item)}} for item in puts]
+        requests += [{"DeleteRequest": {"Key": to_item(key)}} for key in deletes]
+        for start in range(0, len(requests), BATCH_WRITE_MAX_ITEMS):
+            pending: dict[str, Any] = {self.name: requests[start : start + BATCH_WRITE_MAX_ITEMS]}
+            for attempt in range(_UNPROCESSED_RETRIES):
+                response = self._call(
+                    "BatchWriteItem", self.client.batch_write_item, {"RequestItems": pending}
+                )
+                pending = dict(response.get("UnprocessedItems") or {})
+                if not pending:
+                    break
+                time.sleep(0.01 * 2**attempt)  # unprocessed items mean throttling: back off
+            else:
+                raise Transient("BatchWriteItem left items unprocessed after retries", retry_after=1.0)
 
     # -- transactions ------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from world_aws.aws.codec.payloads import (
     PayloadReader,
     PayloadWriter,
 )
+from world_aws.contract.erasure import retention_of
 from world_aws.contract.records import (
     DATA_RECORDS,
     Blocked,
@@ -47,6 +48,7 @@ from world_aws.contract.records import (
     field_kinds,
 )
 from world_aws.contract.world import LiveRun
+from world_aws.errors import RunErased
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 # The run item's last sign of life: the time of its last reservation, epoch microseconds
@@ -108,6 +110,10 @@ def run_item(run: Run, *, seq: int) -> Item:
     }
     if run.attributes:
         item["attributes"] = dict(run.attributes)
+    kept = retention_of(run)
+    if kept is not None:  # its end puts it in the expiring index (keys.EXPIRING_INDEX)
+        item[keys.XP_PK] = keys.EXPIRING_GSI_PK
+        item[keys.RET_US] = int(kept.total_seconds()) * 1_000_000
     return item  # not in the live index: the reconciler's sweep marks it if it lasts (live_index)
 
 
@@ -163,6 +169,8 @@ def run_from_item(item: Item, reader: PayloadReader, created: Item | None = None
     Without ``created`` the run's ``input`` is ``None``: read without its input
     (``output`` and ``error`` are the run item's own, resolved as ``reader`` says).
     """
+    if keys.ERASED_AT in item:  # a tombstone (erasure): the run is gone
+        raise RunErased(f"run {keys.run_id_of(item)} was erased")
     created_at = _run_created_at(item)
     return Run(
         run_id=keys.run_id_of(item),

@@ -22,6 +22,7 @@ flow-control slots      ``flow#<scope>``            ``slots``
 flow-control rate       ``flow#<scope>``            ``rate``
 reconciler sweep cursor ``reconciler``              ``sweep``
 stream chunk at p       ``run#<run_id>``            ``strm#<name>#<p zero-padded>``
+inline owner's lease    ``run#<run_id>``            ``lease#<owner tag>``
 ======================  ==========================  ================================
 
 A ``pend#`` marker is put in the transaction that creates its step and deleted
@@ -61,7 +62,19 @@ DEPLOYMENT_INDEX: Final = "runs_by_deployment"
 DEP_PK: Final = "dep_pk"
 HELD_DEPLOYMENT: Final = "#held"
 
+# Sparse, keys only: ended runs with a retention by when they expire (``erasure``). A run
+# created with a retention carries XP_PK and RET_US (its retention, µs) from its creation;
+# its end sets XP_US = its end + RET_US, which puts it in the index.
+EXPIRING_INDEX: Final = "runs_expiring"
+XP_PK: Final = "xp_pk"
+XP_US: Final = "xp_us"
+RET_US: Final = "ret_us"
+EXPIRING_GSI_PK: Final = "expiring"
+# An erased run's item, stripped to its status (a tombstone, ``erasure``).
+ERASED_AT: Final = "erased_at"
+
 RUN_SK: Final = "run"
+BLOB_PREFIX: Final = "blob#"
 EVENT_PREFIX: Final = "evt#"
 STEP_PREFIX: Final = "step#"
 PENDING_PREFIX: Final = "pend#"
@@ -69,6 +82,7 @@ HOOK_PREFIX: Final = "hook#"
 WAIT_PREFIX: Final = "wait#"
 RESUME_PREFIX: Final = "resume#"
 STREAM_PREFIX: Final = "strm#"
+LEASE_PREFIX: Final = "lease#"
 TOKEN_SK: Final = "token"
 DEDUP_SK: Final = "dedup"
 SCHEDULE_SK: Final = "schedule"
@@ -137,6 +151,11 @@ def pending_key(run_id: str, step_id: str) -> Key:
     return {PK: run_pk(run_id), SK: f"{PENDING_PREFIX}{step_id}"}
 
 
+def lease_key(run_id: str, owner: str) -> Key:
+    """An inline owner's lease renewal on the run's steps (``steps.renew_lease``)."""
+    return {PK: run_pk(run_id), SK: f"{LEASE_PREFIX}{owner}"}
+
+
 def hook_key(run_id: str, hook_id: str) -> Key:
     return {PK: run_pk(run_id), SK: f"{HOOK_PREFIX}{hook_id}"}
 
@@ -189,3 +208,13 @@ def stream_prefix(name: str) -> str:
 
 def stream_key(run_id: str, name: str, position: int) -> Key:
     return {PK: run_pk(run_id), SK: f"{stream_prefix(name)}{position:0{POSITION_DIGITS}d}"}
+
+
+def blob_referrer_key(digest: str, run_id: str) -> Key:
+    """A run's reference to a blob, under the blob (``erasure``: is any other run left?)."""
+    return {PK: f"{BLOB_PREFIX}{digest}", SK: run_pk(run_id)}
+
+
+def run_blob_key(run_id: str, digest: str) -> Key:
+    """The same reference under the run (an erasure finds the run's blobs in its partition)."""
+    return {PK: run_pk(run_id), SK: f"{BLOB_PREFIX}{digest}"}

@@ -57,8 +57,9 @@ StoredPayload = bytes | dict[str, object]
 class PayloadWriter:
     """Encodes the payloads of one write, putting each distinct large one in S3 once."""
 
-    def __init__(self, blobs: BlobStore) -> None:
+    def __init__(self, blobs: BlobStore, run_id: str | None = None) -> None:
         self._blobs = blobs
+        self._run_id = run_id  # the run whose items refer to the blobs put (``BlobStore.put``)
         self._refs: dict[str, BlobRef] = {}
         self._zipped: dict[bytes, bytes | None] = {}
         self.blob_puts = 0
@@ -90,7 +91,7 @@ class PayloadWriter:
         digest = digest or hashlib.sha256(data).hexdigest()
         ref = self._refs.get(digest)
         if ref is None:
-            ref = self._blobs.put(data)
+            ref = self._blobs.put(data, run_id=self._run_id)
             self.blob_puts += 1
             self._refs[digest] = ref
         return _reference(ref)

@@ -23,6 +23,7 @@ from world_aws.aws.codec.payloads import PayloadReader
 from world_aws.aws.write import deployment_index, live_index
 from world_aws.aws.write.sequencer import Sequencer, tail_batch
 from world_aws.aws.write.step_events import logged_steps, unwritten_step
+from world_aws.contract.clock import epoch_ms, from_epoch_ms
 from world_aws.contract.records import Blocked, Event, Hook, ResolveData, Run, RunStatus, Step, Wait
 from world_aws.contract.rules import resumed_by
 from world_aws.contract.world import BlobStore, LiveRun, RunPage, Sweep
@@ -294,6 +295,31 @@ class DynamoStepStore(_Reader):
         )
         mine = None if besides is None else keys.pending_key(run_id, besides)[keys.SK]
         return any(item[keys.SK] != mine for item in page.items)
+
+    def renew_lease(self, run_id: str, owner: str, *, at: datetime) -> None:
+        """One unconditional ``PutItem`` of the (run, owner) lease item, kept a day (TTL).
+
+        Unconditional: one thread of the owner writes its renewals one after the other,
+        and a stale one can only make the lease look older (a takeover sooner), never longer.
+        """
+        self._table.put(
+            {
+                **keys.lease_key(run_id, owner),
+                LEASE_RENEWED: epoch_ms(at),
+                keys.TTL_ATTRIBUTE: epoch_ms(at) // 1000 + LEASE_TTL_SECONDS,
+            }
+        )
+
+    def lease(self, run_id: str, owner: str) -> datetime | None:
+        """When ``owner`` last renewed: one consistent ``GetItem`` (None: no renewal)."""
+        item = self._table.get(keys.lease_key(run_id, owner), attributes=[LEASE_RENEWED])
+        return None if item is None else from_epoch_ms(int(item[LEASE_RENEWED]))
+
+
+# The lease item's attribute (epoch ms) and how long it is kept: past a day no lease matters
+# (a step body runs at most the consumer's timeout, 150 s).
+LEASE_RENEWED = "renewed_at"
+LEASE_TTL_SECONDS = 86_400
 
 
 class DynamoHookStore(_Reader):

@@ -41,7 +41,7 @@ class DynamoStreamStore:
             "attempt": chunk.attempt,
             "seq": chunk.seq,
             "count": chunk.count,
-            "data": PayloadWriter(self._blobs).encode(chunk.data, EVENT_INLINE_LIMIT),
+            "data": PayloadWriter(self._blobs, run_id).encode(chunk.data, EVENT_INLINE_LIMIT),
             "closed": chunk.closed,
             "created_at": iso(chunk.created_at),
         }

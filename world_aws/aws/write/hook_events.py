@@ -43,11 +43,13 @@ from world_aws.aws.write.sequencer import (
     MAX_RESERVATIONS,
     NOT_TERMINAL,
     TERMINAL_STATUSES,
+    Appended,
+    EntityActions,
     EventCommit,
     PositionTaken,
     Sequencer,
-    until_settled,
 )
+from world_aws.aws.write.template import EntityWrite, Seen, read_judge_commit
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
@@ -201,7 +203,7 @@ class HookEvents:
         token = request.data_as(HookCreatedData).token
         data = HookConflictData(token=token, conflicting_run_id=str(holder["run_id"]))
         event = Event(run_id, position, EventType.HOOK_CONFLICT, request.correlation_id, now, data)
-        writer = PayloadWriter(self._blobs)
+        writer = PayloadWriter(self._blobs, run_id)
         tombstone = {**items.hook_item(hook, writer, position=position), "disposed_at": items.iso(now)}
         actions = [
             self._seq.item_put(items.event_item(event, writer)),
@@ -218,55 +220,75 @@ class HookEvents:
     # ------------------------------------------------------------------------- hook_received
 
     def hook_received(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
-        return until_settled(
-            lambda: self._try_receive(run_id, request, now),
-            f"hook {request.correlation_id} kept changing; retry",
-        )
-
-    def _try_receive(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
         hook_key = keys.hook_key(run_id, request.correlation_id)
         resume_id: str | None = request.data_as(HookReceivedData).resume_id
         resume_key = keys.resume_key(run_id, resume_id) if resume_id is not None else None
-        wanted = [keys.run_key(run_id), hook_key] + ([resume_key] if resume_key else [])
-        found = {str(i[keys.SK]): i for i in self._table.batch_get(wanted)}
-        run_item, hook_item = found.get(keys.RUN_SK), found.get(hook_key[keys.SK])
-        seen = self._hook(run_id, hook_item, self._headers)
-        if run_item is None:
-            rules.judge_hook_event(request, None, seen)
-        if resume_key is not None and resume_key[keys.SK] in found:
-            return self._first(run_id, found[resume_key[keys.SK]], hook_item)
-        rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
 
-        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
-            actions = [
-                # Timeline: a resume racing hook_disposed or the run's end; a disposed hook
-                # receives nothing.
-                self._table.check_action(hook_key, _LIVE_HOOK, name=plans.ENTITY),
-            ]
-            if resume_key is not None:
-                # Timeline: the direct resume and the consumer's re-ensure (contract §6.2) race;
-                # one event per resume id.
-                resume = {**resume_key, "pos": position}
-                actions.append(
-                    self._table.put_action(resume, condition="attribute_not_exists(sk)", name=plans.RESUME)
-                )
-            return actions
+        def judge(run: Run | None, hook: Hook | None) -> None:
+            rules.judge_hook_event(request, run, hook)
 
-        def judge(run: Run | None) -> None:
-            rules.judge_hook_event(request, run, seen)
+        def read() -> Seen[Hook] | EventResult:
+            wanted = [keys.run_key(run_id), hook_key] + ([resume_key] if resume_key else [])
+            found = {str(i[keys.SK]): i for i in self._table.batch_get(wanted)}
+            run_item, hook_item = found.get(keys.RUN_SK), found.get(hook_key[keys.SK])
+            seen = self._hook(run_id, hook_item, self._headers)
+            if run_item is None:
+                judge(None, seen)
+            if resume_key is not None and resume_key[keys.SK] in found:
+                return self._first(run_id, found[resume_key[keys.SK]], hook_item)
+            return Seen(run_item, hook_item, seen)
 
-        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
-        if appended.refused is None:
-            hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
-            return EventResult(event=appended.event, hook=hook)
-        plan = plans.plan(request.type)
-        if plan.refused_by(appended.refused):  # a resume with this id was written first
-            first = plan.refused_item(appended.refused)
-            assert first is not None
-            return self._first(run_id, first, hook_item)
-        rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
-        return None
+        def actions(_seen: Seen[Hook]) -> EntityActions:
+            def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
+                actions = [
+                    # Timeline: a resume racing hook_disposed or the run's end; a disposed hook
+                    # receives nothing.
+                    self._table.check_action(hook_key, _LIVE_HOOK, name=plans.ENTITY),
+                ]
+                if resume_key is not None:
+                    # Timeline: the direct resume and the consumer's re-ensure (contract §6.2)
+                    # race; one event per resume id.
+                    resume = {**resume_key, "pos": position}
+                    actions.append(
+                        self._table.put_action(
+                            resume, condition="attribute_not_exists(sk)", name=plans.RESUME
+                        )
+                    )
+                return actions
+
+            return entity_actions
+
+        def refused(appended: Appended, seen: Seen[Hook]) -> EventResult | None:
+            assert appended.refused is not None
+            plan = plans.plan(request.type)
+            if plan.refused_by(appended.refused):  # a resume with this id was written first
+                first = plan.refused_item(appended.refused)
+                assert first is not None
+                return self._first(run_id, first, seen.item)
+            judge(self._seq.run_header(appended.run_item), None)
+            return None
+
+        return read_judge_commit(
+            self._seq,
+            run_id,
+            request,
+            now,
+            EntityWrite(
+                key=hook_key,
+                decode=lambda item: self._hook(run_id, item, self._headers),
+                judge=judge,
+                actions=actions,
+                committed=self._committed,
+                gave_up=f"hook {request.correlation_id} kept changing; retry",
+                read=read,
+                refused=refused,
+            ),
+        )
+
+    def _committed(self, appended: Appended, seen: Seen[Hook]) -> EventResult:
+        hook = self._hook(appended.event.run_id, seen.item, PayloadReader(self._blobs))
+        return EventResult(event=appended.event, hook=hook)
 
     def _first(self, run_id: str, resume_item: Item, hook_item: Item | None) -> EventResult:
         """The event the first resume with this id wrote."""
@@ -279,51 +301,61 @@ class HookEvents:
     # ------------------------------------------------------------------------- hook_disposed
 
     def hook_disposed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
-        return until_settled(
-            lambda: self._try_dispose(run_id, request, now),
-            f"hook {request.correlation_id} could not be disposed; retry",
-        )
-
-    def _try_dispose(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
         hook_key = keys.hook_key(run_id, request.correlation_id)
-        run_item, hook_item = self._seq.read_run_and(run_id, hook_key)
-        seen = self._hook(run_id, hook_item, self._headers)
-        rules.judge_hook_event(request, self._seq.run_header(run_item), seen)
-        assert seen is not None
 
-        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
-            return [
-                # Timeline: a dispose racing another dispose or a resume: the hook is live for
-                # exactly one of them.
-                self._table.update_action(
-                    hook_key,
-                    "SET disposed_at = :now, ver = :pos",
-                    condition=_LIVE_HOOK,
-                    values={":now": items.iso(now), ":pos": position},
-                    name=plans.ENTITY,
-                ),
-                # Free the token, unless it is no longer this hook's; its item stays,
-                # naming this hook as its last holder (items.TOKEN_KEEPS_SECONDS).
-                self._table.update_action(
-                    keys.token_key(seen.token),
-                    items.TOKEN_RELEASE,
-                    condition="attribute_not_exists(pk) OR (run_id = :run AND hook_id = :hook)",
-                    values={":run": run_id, ":hook": seen.hook_id, **items.token_release_values(now)},
-                    name=plans.TOKEN,
-                ),
-            ]
+        def judge(run: Run | None, hook: Hook | None) -> None:
+            rules.judge_hook_event(request, run, hook)
 
-        def judge(run: Run | None) -> None:
-            rules.judge_hook_event(request, run, seen)
+        def actions(seen: Seen[Hook]) -> EntityActions:
+            hook = seen.entity
+            assert hook is not None
 
-        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
-        if appended.refused is None:
-            hook = self._hook(run_id, hook_item, PayloadReader(self._blobs))
-            return EventResult(event=appended.event, hook=hook)
-        if plans.plan(request.type).refused_by(appended.refused):
-            rules.judge_hook_event(request, self._seq.run_header(appended.run_item), None)
-        return None
+            def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
+                return [
+                    # Timeline: a dispose racing another dispose or a resume: the hook is live for
+                    # exactly one of them.
+                    self._table.update_action(
+                        hook_key,
+                        "SET disposed_at = :now, ver = :pos",
+                        condition=_LIVE_HOOK,
+                        values={":now": items.iso(now), ":pos": position},
+                        name=plans.ENTITY,
+                    ),
+                    # Free the token, unless it is no longer this hook's; its item stays,
+                    # naming this hook as its last holder (items.TOKEN_KEEPS_SECONDS).
+                    self._table.update_action(
+                        keys.token_key(hook.token),
+                        items.TOKEN_RELEASE,
+                        condition="attribute_not_exists(pk) OR (run_id = :run AND hook_id = :hook)",
+                        values={":run": run_id, ":hook": hook.hook_id, **items.token_release_values(now)},
+                        name=plans.TOKEN,
+                    ),
+                ]
+
+            return entity_actions
+
+        def refused(appended: Appended, _seen: Seen[Hook]) -> EventResult | None:
+            assert appended.refused is not None
+            if plans.plan(request.type).refused_by(appended.refused):
+                judge(self._seq.run_header(appended.run_item), None)
+            return None
+
+        return read_judge_commit(
+            self._seq,
+            run_id,
+            request,
+            now,
+            EntityWrite(
+                key=hook_key,
+                decode=lambda item: self._hook(run_id, item, self._headers),
+                judge=judge,
+                actions=actions,
+                committed=self._committed,
+                gave_up=f"hook {request.correlation_id} could not be disposed; retry",
+                refused=refused,
+            ),
+        )
 
     @staticmethod
     def _hook(run_id: str, item: Item | None, reader: PayloadReader) -> Hook | None:

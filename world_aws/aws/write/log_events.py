@@ -41,7 +41,7 @@ class LogEvents:
         def judge(run: Run | None) -> None:
             rules.judge_log_event(request, run)
 
-        writer = PayloadWriter(self._seq.blobs)
+        writer = PayloadWriter(self._seq.blobs, run_id)
         for _ in range(MAX_RESERVATIONS):
             position, _run_item = self._seq.reserve(
                 run_id, now, fenced=plans.plan(request.type).fenced, judge=judge

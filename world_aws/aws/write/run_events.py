@@ -79,7 +79,7 @@ class RunEvents:
 
     def run_created(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         run = rules.new_run(run_id, request, now)
-        writer = PayloadWriter(self._blobs)
+        writer = PayloadWriter(self._blobs, run_id)
         event = Event(run_id, 1, EventType.RUN_CREATED, None, now, rules.created_data(request))
         event_item = items.event_item(event, writer)
         run_item = items.run_item(run, seq=1)
@@ -122,7 +122,7 @@ class RunEvents:
         etype = request.type
         logged = rules.logged_data(request)
         for _ in range(MAX_RESERVATIONS):
-            writer = PayloadWriter(self._blobs)
+            writer = PayloadWriter(self._blobs, run_id)
             try:
                 run_item = self._reserve_transition(run_id, etype, logged, now, writer)
             except ConditionFailed as refused:
@@ -173,7 +173,7 @@ class RunEvents:
     ) -> EventResult | None:
         """Create a missing run already running (resilient start, contract §6.1); None if it exists."""
         run = rules.apply_run_event(request, rules.new_run(run_id, request, now), now)
-        writer = PayloadWriter(self._blobs)
+        writer = PayloadWriter(self._blobs, run_id)
         created = Event(run_id, 1, EventType.RUN_CREATED, None, now, rules.created_data(request))
         started = Event(run_id, 2, EventType.RUN_STARTED, None, now, logged)
         run_item = items.run_item(run, seq=2)
@@ -338,5 +338,11 @@ def transition_changes(
     # A terminal transition takes the run out of the sparse live index in this same write.
     # and out of the deployment index (deployment_index): it is pinned to nothing any more.
     removes = [keys.LIVE_PK, keys.LIVE_SK, keys.DEP_PK] if status.terminal else []
+    if status.terminal:
+        # Its expiry (end + retention): a run created with a retention has xp_pk, so this puts
+        # it in the expiring index (erasure); one without has no xp_pk and is not indexed.
+        sets.append(f"{keys.XP_US} = if_not_exists({keys.RET_US}, :noret) + :end_us")
+        values[":noret"] = 0
+        values[":end_us"] = items.epoch_us(now)
     condition = "#status IN (" + ", ".join(f":from{i}" for i in range(len(allowed))) + ")"
     return RunChanges(sets, removes, names, values, condition, copy_slot)

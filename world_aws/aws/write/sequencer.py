@@ -40,7 +40,7 @@ from world_aws.aws.codec.payloads import PayloadReader, PayloadWriter
 from world_aws.aws.errors import cancellation_error
 from world_aws.aws.write import plans
 from world_aws.contract import rules
-from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, Run
+from world_aws.contract.records import Event, EventRequest, EventType, ResolveData, Run
 from world_aws.contract.world import BlobStore
 from world_aws.errors import Throttled, Transient, WorldAwsError
 
@@ -68,19 +68,6 @@ Judge = Callable[[Run | None], None]
 
 
 EntityActions = Callable[[int, PayloadWriter], Sequence[Action]]
-
-
-def until_settled(attempt: Callable[[], EventResult | None], gave_up: str) -> EventResult:
-    """Repeat a read-judge-append ``attempt`` while it returns None (its entity changed under it).
-
-    Raises:
-        Transient: ``gave_up``, after ``MAX_RESERVATIONS`` attempts that kept finding a change.
-    """
-    for _ in range(MAX_RESERVATIONS):
-        result = attempt()
-        if result is not None:
-            return result
-    raise Transient(gave_up, retry_after=0.1)
 
 
 class PositionTaken(Exception):
@@ -111,7 +98,7 @@ class EventCommit:
         self._request = request
         self._now = now
         self._entity_actions = entity_actions
-        self.writer = PayloadWriter(sequencer.blobs)
+        self.writer = PayloadWriter(sequencer.blobs, run_id)
         self.writer.prepare(request.data, entity_fields=entity_fields)
         self._event: Event | None = None
 
@@ -228,7 +215,8 @@ class Sequencer:
         Returns:
             The position and the run item as of that position (``ALL_NEW``).
         """
-        condition = "attribute_exists(pk)"
+        # seq, not pk: an erased run's tombstone has no seq, so nothing takes a position in it.
+        condition = "attribute_exists(seq)"
         values: dict[str, object] = {":one": 1, ":at": items.epoch_us(now)}
         names: dict[str, str] = {}
         if fenced:

@@ -62,13 +62,14 @@ from world_aws.aws.write.landings import Landings
 from world_aws.aws.write.run_events import transition_changes
 from world_aws.aws.write.sequencer import (
     TAIL_SLOT,
+    Appended,
     EntityActions,
     EventCommit,
     Sequencer,
     tail_batch,
     tail_copy,
-    until_settled,
 )
+from world_aws.aws.write.template import EntityWrite, Seen, read_judge_commit
 from world_aws.contract import rules
 from world_aws.contract.records import (
     STEP_STATUS_AFTER,
@@ -403,53 +404,72 @@ class StepEvents:
         """step_started / step_retrying / step_completed / step_failed."""
         if request.type is not EventType.STEP_STARTED:
             return self._settle(run_id, request, now)
-        return until_settled(
-            lambda: self._try_start(run_id, request, now),
-            f"step {request.correlation_id} kept changing; retry",
-        )
+        return self._start(run_id, request, now)
 
-    def _try_start(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
-        """One read-judge-reserve-commit attempt; None when the step changed under us but may still go."""
+    def _start(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
+        """step_started: read, judge, reserve and commit (``write/template.py``)."""
         assert request.correlation_id is not None
-        step_key = keys.step_key(run_id, request.correlation_id)
-        run_item, step_item = self._seq.read_run_and(run_id, step_key)
-        if step_item is None and self.materialize(run_id, request.correlation_id, run_item):
-            return None  # its item is written now: judge it as it is
-        seen = self._header(run_id, step_item)
-        if step_item is None:  # settled by its owner with no item: as the log has it
-            seen = self.logged(run_id, request.correlation_id, run_item)
-        rules.judge_step_event(request, self._seq.run_header(run_item), seen, now)
-        assert step_item is not None and seen is not None
-        version = int(step_item["ver"])
+        step_id = request.correlation_id
+        step_key = keys.step_key(run_id, step_id)
 
-        def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
-            update, values, names = _step_update(request, StepStatus.RUNNING, writer, position, now)
-            # Timeline: two deliveries of one step race (two redelivered starts, a start
-            # and an outcome): only the writer that saw the current version applies.
-            condition = "ver = :ver"
-            values[":ver"] = version
-            named = request.data_as(StepStartedData).step_name
-            if named is not None:
-                # The step-name fence in the condition too, so the commit alone encodes
-                # the rule (the read judged it already: a step's name never changes).
-                condition += " AND step_name = :name"
-                values[":name"] = named
-            return [
-                self._table.update_action(
-                    step_key, update, condition=condition, names=names, values=values, name=plans.ENTITY
-                )
-            ]
+        def judge(run: Run | None, step: Step | None) -> None:
+            rules.judge_step_event(request, run, step, now)
 
-        def judge(run: Run | None) -> None:
-            rules.judge_step_event(request, run, seen, now)
+        def read() -> Seen[Step] | None:
+            run_item, step_item = self._seq.read_run_and(run_id, step_key)
+            if step_item is None and self.materialize(run_id, step_id, run_item):
+                return None  # its item is written now: judge it as it is
+            seen = self._header(run_id, step_item)
+            if step_item is None:  # settled by its owner with no item: as the log has it
+                seen = self.logged(run_id, step_id, run_item)
+            return Seen(run_item, step_item, seen)
 
-        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
-        if appended.refused is None:
-            full = items.step_from_item(run_id, step_item, PayloadReader(self._blobs))
+        def actions(seen: Seen[Step]) -> EntityActions:
+            assert seen.item is not None and seen.entity is not None
+            version = int(seen.item["ver"])
+
+            def entity_actions(position: int, writer: PayloadWriter) -> list[Action]:
+                update, values, names = _step_update(request, StepStatus.RUNNING, writer, position, now)
+                # Timeline: two deliveries of one step race (two redelivered starts, a start
+                # and an outcome): only the writer that saw the current version applies.
+                condition = "ver = :ver"
+                values[":ver"] = version
+                named = request.data_as(StepStartedData).step_name
+                if named is not None:
+                    # The step-name fence in the condition too, so the commit alone encodes
+                    # the rule (the read judged it already: a step's name never changes).
+                    condition += " AND step_name = :name"
+                    values[":name"] = named
+                return [
+                    self._table.update_action(
+                        step_key, update, condition=condition, names=names, values=values, name=plans.ENTITY
+                    )
+                ]
+
+            return entity_actions
+
+        def committed(appended: Appended, seen: Seen[Step]) -> EventResult:
+            assert seen.item is not None
+            full = items.step_from_item(run_id, seen.item, PayloadReader(self._blobs))
             return EventResult(event=appended.event, step=rules.apply_step_event(request, run_id, full, now))
-        old = self._header(run_id, plans.plan(request.type).refused_item(appended.refused))
-        rules.judge_step_event(request, self._seq.run_header(appended.run_item), old, now)
-        return None  # still acceptable in its new state (a concurrent start, say): go again
+
+        return read_judge_commit(
+            self._seq,
+            run_id,
+            request,
+            now,
+            EntityWrite(
+                key=step_key,
+                # A refused commit's image is judged as the step it shows (still acceptable in
+                # its new state, a concurrent start say: read again).
+                decode=lambda item: self._header(run_id, item),
+                judge=judge,
+                actions=actions,
+                committed=committed,
+                gave_up=f"step {step_id} kept changing; retry",
+                read=read,
+            ),
+        )
 
     def _settle(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
         """step_retrying / step_completed / step_failed: reserve + commit, no read (2 round trips)."""
@@ -508,7 +528,7 @@ class StepEvents:
         if found is None:
             return False
         step, position = found
-        item = items.step_item(step, PayloadWriter(self._blobs), position=position)
+        item = items.step_item(step, PayloadWriter(self._blobs, run_id), position=position)
         try:
             self._table.transact(
                 [

@@ -21,7 +21,8 @@ from world_aws.aws.codec import items, keys
 from world_aws.aws.codec.dynamo import Action, ConditionFailed, Item
 from world_aws.aws.codec.payloads import PayloadWriter
 from world_aws.aws.write import plans
-from world_aws.aws.write.sequencer import Sequencer, until_settled
+from world_aws.aws.write.sequencer import Appended, EntityActions, Sequencer
+from world_aws.aws.write.template import EntityWrite, Seen, read_judge_commit
 from world_aws.contract import rules
 from world_aws.contract.records import EventRequest, EventResult, Run, Wait, WaitStatus
 from world_aws.contract.world import BlobStore
@@ -76,48 +77,56 @@ class WaitEvents:
             pass
 
     def wait_completed(self, run_id: str, request: EventRequest, now: datetime) -> EventResult:
-        return until_settled(
-            lambda: self._try_complete(run_id, request, now),
-            f"wait {request.correlation_id} kept changing; retry",
-        )
-
-    def _try_complete(self, run_id: str, request: EventRequest, now: datetime) -> EventResult | None:
         assert request.correlation_id is not None
         wait_key = keys.wait_key(run_id, request.correlation_id)
-        run_item, wait_item = self._seq.read_run_and(run_id, wait_key)
-        seen = self._wait(run_id, wait_item)
-        rules.judge_wait_event(request, self._seq.run_header(run_item), seen)
-        assert wait_item is not None and seen is not None
-        version = int(wait_item["ver"])
 
-        def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
-            return [
-                # Timeline: two wakes of one sleep race; the first completes it, the second
-                # fails the version condition and is named Conflict.
-                self._table.update_action(
-                    wait_key,
-                    "SET #status = :completed, completed_at = :now, ver = :pos",
-                    condition="ver = :ver",
-                    names={"#status": "status"},
-                    values={
-                        ":completed": WaitStatus.COMPLETED.value,
-                        ":now": items.iso(now),
-                        ":pos": position,
-                        ":ver": version,
-                    },
-                    name=plans.ENTITY,
-                ),
-            ]
+        def judge(run: Run | None, wait: Wait | None) -> None:
+            rules.judge_wait_event(request, run, wait)
 
-        def judge(run: Run | None) -> None:
-            rules.judge_wait_event(request, run, seen)
+        def actions(seen: Seen[Wait]) -> EntityActions:
+            assert seen.item is not None
+            version = int(seen.item["ver"])
 
-        appended = self._seq.append_event(run_id, request, now, judge=judge, entity_actions=entity_actions)
-        if appended.refused is None:
-            return EventResult(event=appended.event, wait=rules.apply_wait_event(request, run_id, seen, now))
-        old = self._wait(run_id, plans.plan(request.type).refused_item(appended.refused))
-        rules.judge_wait_event(request, self._seq.run_header(appended.run_item), old)
-        return None
+            def entity_actions(position: int, _writer: PayloadWriter) -> list[Action]:
+                return [
+                    # Timeline: two wakes of one sleep race; the first completes it, the second
+                    # fails the version condition and is named Conflict.
+                    self._table.update_action(
+                        wait_key,
+                        "SET #status = :completed, completed_at = :now, ver = :pos",
+                        condition="ver = :ver",
+                        names={"#status": "status"},
+                        values={
+                            ":completed": WaitStatus.COMPLETED.value,
+                            ":now": items.iso(now),
+                            ":pos": position,
+                            ":ver": version,
+                        },
+                        name=plans.ENTITY,
+                    ),
+                ]
+
+            return entity_actions
+
+        def committed(appended: Appended, seen: Seen[Wait]) -> EventResult:
+            return EventResult(
+                event=appended.event, wait=rules.apply_wait_event(request, run_id, seen.entity, now)
+            )
+
+        return read_judge_commit(
+            self._seq,
+            run_id,
+            request,
+            now,
+            EntityWrite(
+                key=wait_key,
+                decode=lambda item: self._wait(run_id, item),
+                judge=judge,
+                actions=actions,
+                committed=committed,
+                gave_up=f"wait {request.correlation_id} kept changing; retry",
+            ),
+        )
 
     @staticmethod
     def _wait(run_id: str, item: Item | None) -> Wait | None:

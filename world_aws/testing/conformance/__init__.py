@@ -34,6 +34,7 @@ AREAS = (
     "streams",
     "admission",
     "shapes",
+    "erasure",
 )
 
 

@@ -7,7 +7,7 @@ a raise). ``settle()`` repeats that, moving the ``ManualClock`` to the next due
 message, until the run is terminal or nothing is left. Nothing sleeps.
 
 The pump and its settle loop are the test kit's (:mod:`world_aws.testing.pump`):
-:class:`MemoryPump` drives ``MemoryQueue``; the AWS pump (``world_aws.testing.sqs_pump``)
+:class:`MemoryPump` drives ``MemoryQueue``; the AWS pump (``harness.sqs_pump``)
 receives from SQS.
 """
 
@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
+from harness.spy import SpyWorld
 from world_aws.client.handle import RunHandle
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.payload import HealthCheck, InvokePayload
@@ -29,7 +30,6 @@ from world_aws.local.memory import MemoryWorld, create_memory_world
 from world_aws.local.memory_queue import PendingMessage
 from world_aws.runtime.runtime import Runtime
 from world_aws.testing.pump import ALL_QUEUES, MemoryPump, Pump, Stalled, advance, settle
-from world_aws.testing.spy import SpyWorld
 from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.deployments import Handover
 from world_aws.workflow.registry import Workflows

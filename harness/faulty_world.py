@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, cast
 
+from harness.fault_plan import Crash, Fault, FaultPlan
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.records import EventRequest
 from world_aws.contract.streams import StreamChunk, StreamStore
@@ -46,7 +47,6 @@ from world_aws.contract.world import (
     World,
 )
 from world_aws.errors import Throttled, Transient, WorldAwsError
-from world_aws.testing.fault_plan import Crash, Fault, FaultPlan
 
 # Calls whose repeat changes nothing a retry could not change on AWS too.
 WRITES = frozenset(

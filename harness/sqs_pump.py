@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+from harness.harness import Harness
 from world_aws.aws.queue import sqs_wire
 from world_aws.aws.world import AwsWorld
 from world_aws.contract.clock import ManualClock, epoch_ms, from_epoch_ms
 from world_aws.contract.transport import decode_body_bytes
 from world_aws.contract.world import Ack, Delivery, MessageHandler, QueueName, Redeliver, World
 from world_aws.testing.aws_factory import aws_world
-from world_aws.testing.harness import Harness
 
 # A received SQS message as boto3 returns it (a TypedDict in mypy_boto3_sqs, which
 # this layer may not import).

@@ -323,6 +323,17 @@ class _SpySteps:
         )
         return pending
 
+    def renew_lease(self, run_id: str, owner: str, *, at: datetime) -> None:
+        inner = self._spy.inner.steps
+        self._spy.invoke("steps.renew_lease", run_id, owner, lambda: inner.renew_lease(run_id, owner, at=at))
+
+    def lease(self, run_id: str, owner: str) -> datetime | None:
+        inner = self._spy.inner.steps
+        renewed: datetime | None = self._spy.invoke(
+            "steps.lease", run_id, owner, lambda: inner.lease(run_id, owner)
+        )
+        return renewed
+
 
 class _SpyQueue:
     def __init__(self, spy: SpyWorld) -> None:
