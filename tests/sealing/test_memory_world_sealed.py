@@ -9,11 +9,8 @@ World of one's own may bring.
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from typing import Any
-
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from world_aws.contract.clock import ManualClock
 from world_aws.contract.records import creation_of, payload_fields
@@ -21,28 +18,11 @@ from world_aws.contract.sealing import is_sealed
 from world_aws.contract.world import Queue, QueueName
 from world_aws.local.memory import create_memory_world
 from world_aws.runtime.runtime import Runtime
-from world_aws.sealing import DataKey, SealedWorld
+from world_aws.sealing import SealedWorld
+from world_aws.testing.local_keys import LocalKeyService
 from world_aws.worker.config import RuntimeConfig
 
 from .sealed_app import BIG_INPUT_CHARS, MARK, TOKEN, app, scan
-
-
-class LocalKeys:
-    """Data keys wrapped by a master key held in memory (AES-GCM, the run id as associated data)."""
-
-    def __init__(self) -> None:
-        self._master = AESGCM(AESGCM.generate_key(bit_length=256))
-        self.generated = 0
-        self.unwrapped = 0
-
-    def generate(self, run_id: str) -> DataKey:
-        self.generated += 1
-        key, nonce = os.urandom(32), os.urandom(12)
-        return DataKey(key, nonce + self._master.encrypt(nonce, key, run_id.encode()))
-
-    def unwrap(self, run_id: str, wrapped: bytes) -> bytes:
-        self.unwrapped += 1
-        return self._master.decrypt(wrapped[:12], wrapped[12:], run_id.encode())
 
 
 class WatchedQueue:
@@ -60,7 +40,7 @@ class WatchedQueue:
 def test_a_sealed_memory_world_stores_and_queues_no_plaintext() -> None:
     # GIVEN the memory World sealed with a local key service, every step by message
     memory = create_memory_world(clock=ManualClock())
-    keys = LocalKeys()
+    keys = LocalKeyService()
     world = SealedWorld(memory, keys)
     watched = WatchedQueue(memory.queue)
     world.queue = watched
