@@ -101,8 +101,11 @@ class AdmissionGate:
                 if held is not None:
                     self.release(held)
                 # The token reserved for it frees then: its copy comes back once, at that time.
+                # Every copy of this step refused for one reservation publishes under one key,
+                # so copies made by redeliveries and lost answers do not multiply.
                 seconds = max(0.0, (due - self._world.clock.now()).total_seconds())
-                return self._come_back(payload, seconds, None, "rate_limited")
+                key = f"rate:{holder}:{due.isoformat()}"
+                return self._come_back(payload, seconds, key, "rate_limited")
             held = held or Held(scope, holder, delivery.message_id, slot=False)
             held.token_period = rate.period_seconds
         return held
