@@ -13,6 +13,8 @@ from datetime import timedelta
 from harness.harness import memory_harness
 from world_aws import RateLimit, Workflows
 from world_aws.contract.records import RunStatus
+from world_aws.contract.transport import decode_payload
+from world_aws.contract.world import Ack, Delivery, QueueName, Redeliver
 from world_aws.testing.flow_checks import attempts, max_starts_in_window
 
 CALLS = 200
@@ -62,3 +64,54 @@ def test_a_rate_limited_step_is_never_run_inline() -> None:
         assert sorted(d.step_id for d in harness.step_deliveries() if d.step_id) == sorted(
             a.step_id for a in attempts(harness.world, [handle.run_id], "ask_llm")
         )
+
+
+def one_per_second_app() -> Workflows:
+    app = Workflows()
+
+    @app.step(name="ask", rate_limit=RateLimit("1/s"))
+    def ask(i: int) -> int:
+        return i
+
+    @app.workflow
+    async def pair() -> list[int]:
+        return list(await asyncio.gather(ask(1), ask(2)))
+
+    return app
+
+
+def test_a_copy_delivered_before_its_token_is_due_is_redelivered_not_lost() -> None:
+    with memory_harness() as harness:
+        # GIVEN two calls of a 1/s step: one ran, the other's copy is queued for its token
+        runtime = harness.runtime_for(one_per_second_app())
+        handle = runtime.start("pair")
+        harness.drain()
+        [copy] = harness.pending_messages(QueueName.STEP)
+        assert copy.due > harness.clock.now()
+        # WHEN that copy is delivered before its due (a consumer whose clock runs behind)
+        early = Delivery(QueueName.STEP, copy.message_id, copy.attempt, copy.body)
+        result = runtime.handle(early)
+        # THEN it is redelivered at its token's time, not acked (a second copy under its own key is a no-op)
+        assert isinstance(result, Redeliver)
+        assert result.seconds >= 1.0
+        # AND the run still completes
+        assert harness.settle(handle) is RunStatus.COMPLETED
+        assert handle.result(timeout=0) == [1, 2]
+
+
+def test_redeliveries_of_a_refused_copy_publish_no_second_copy() -> None:
+    with memory_harness() as harness:
+        # GIVEN a 1/s step's second call, refused and its copy queued for its token
+        runtime = harness.runtime_for(one_per_second_app())
+        handle = runtime.start("pair")
+        harness.drain()
+        [copy] = harness.pending_messages(QueueName.STEP)
+        step_id = decode_payload(copy.body).step_id
+        [refused] = [d for d in harness.step_deliveries() if d.step_id == step_id]
+        # WHEN the refused delivery comes again three times (its delete was dropped each time)
+        for attempt in (2, 3, 4):
+            again = Delivery(QueueName.STEP, refused.message_id, attempt, copy.body)
+            assert isinstance(runtime.handle(again), Ack)
+        # THEN the queue still holds the one copy, and the run completes
+        assert [m.message_id for m in harness.pending_messages(QueueName.STEP)] == [copy.message_id]
+        assert harness.settle(handle) is RunStatus.COMPLETED

@@ -101,11 +101,12 @@ class AdmissionGate:
                 if held is not None:
                     self.release(held)
                 # The token reserved for it frees then: its copy comes back once, at that time.
-                # Every copy of this step refused for one reservation publishes under one key,
-                # so copies made by redeliveries and lost answers do not multiply.
+                # Every copy of this step refused for one reservation publishes under one key, so
+                # copies made by dropped deletes and lost answers do not multiply (each would
+                # take a token of its own).
                 seconds = max(0.0, (due - self._world.clock.now()).total_seconds())
                 key = f"rate:{holder}:{due.isoformat()}"
-                return self._come_back(payload, seconds, key, "rate_limited")
+                return self._come_back(payload, seconds, key, "rate_limited", delivery)
             held = held or Held(scope, holder, delivery.message_id, slot=False)
             held.token_period = rate.period_seconds
         return held
@@ -195,11 +196,24 @@ class AdmissionGate:
             payload, ADMISSION_RECHECK_SECONDS, f"admit:{holder}:{epoch}", "waiting_for_slot"
         )
 
-    def _come_back(self, payload: InvokePayload, seconds: float, key: str | None, outcome: str) -> Refused:
-        """Ack this delivery and publish a copy due in ``seconds`` (or be redelivered then)."""
+    def _come_back(
+        self,
+        payload: InvokePayload,
+        seconds: float,
+        key: str | None,
+        outcome: str,
+        delivery: Delivery | None = None,
+    ) -> Refused:
+        """Ack this delivery and publish a copy due in ``seconds`` (or be redelivered then).
+
+        If ``key`` is already this delivery's own (it is the copy, come before its time by a
+        clock's skew), publishing is a no-op: it is redelivered then instead, or it would be lost.
+        """
         copy = payload.model_copy(update={"requested_at": self._world.clock.now()})
         try:
-            self._dispatcher.republish(copy, delay_seconds=seconds, idempotency_key=key)
+            sent = self._dispatcher.republish(copy, delay_seconds=seconds, idempotency_key=key)
+            if delivery is not None and sent == delivery.message_id:
+                return Refused(Redeliver(max(1.0, seconds)), outcome)
         except Exception:
             telemetry.LOG.warning(
                 "could not publish an admission recheck; redelivering instead",
