@@ -7,10 +7,20 @@ without waiting on a clock.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import defaultdict
 
-from world_aws import FatalError, RetryableError, Workflows, create_hook, get_step_metadata, patched, sleep
+from world_aws import (
+    Concurrency,
+    FatalError,
+    RetryableError,
+    Workflows,
+    create_hook,
+    get_step_metadata,
+    patched,
+    sleep,
+)
 
 app = Workflows()
 
@@ -44,6 +54,18 @@ def flaky_quote(item: str) -> int:
     if get_step_metadata().attempt == 1:
         raise RetryableError("quote service busy", retry_after=0)
     return 4200
+
+
+@app.step(concurrency=Concurrency(limit=1, key=lambda gate, *_: gate.split(":")[0]))
+def one_at_a_time(gate: str) -> str:
+    GATES[gate].wait(GATE_TIMEOUT_SECONDS)
+    return f"passed {gate}"
+
+
+@app.workflow
+async def in_line(key: str) -> list[str]:
+    """Two calls of a step limited to one at a time per key: the second waits for the first's slot."""
+    return list(await asyncio.gather(one_at_a_time(f"{key}:a"), one_at_a_time(f"{key}:b")))
 
 
 @app.workflow

@@ -1,4 +1,4 @@
-"""Issue 41 item 6: ``inspect`` and ``GET /runs/{run_id}/steps`` say what a step under flow control waits for.
+"""Issue 41 item 6: ``inspect``, ``GET /runs/{run_id}/steps`` and ``/timeline`` say what a step waits for.
 
 On both Worlds, served over real HTTP: a step whose key's only slot another holder
 has is in line ("waiting for a concurrency slot of `charge` key `cust-7`"), a step
@@ -54,6 +54,8 @@ def test_a_waiting_step_says_what_it_waits_for_in_the_api_and_inspect(harness: H
     with serve_api(runtime, port=0) as server:
         with urllib.request.urlopen(f"{server.url}/runs/{run_id}/steps") as answer:
             steps = {s["step_name"]: s for s in json.load(answer)["steps"]}
+        with urllib.request.urlopen(f"{server.url}/runs/{run_id}/timeline") as answer:
+            spans = {s["name"]: s for s in json.load(answer)["spans"] if s["kind"] == "step"}
         out, err = io.StringIO(), io.StringIO()
         assert main(["inspect", run_id, "--api", server.url], out=out, err=err) == 0, err.getvalue()
     # THEN both steps are pending, and the API says what each waits for
@@ -63,6 +65,10 @@ def test_a_waiting_step_says_what_it_waits_for_in_the_api_and_inspect(harness: H
     )
     due = clock.now().replace(microsecond=0)
     assert steps["ask"]["waiting"] == f"rate limited until {due.hour:02}:{due.minute:02}:{due.second + 1:02}"
+    # AND the timeline the UI draws carries the same words on each step's span
+    assert {name: span["waiting"] for name, span in spans.items()} == {
+        name: step["waiting"] for name, step in steps.items()
+    }
     # AND inspect prints the same under each step
     text = out.getvalue()
     assert f"waiting: {steps['charge']['waiting']}" in text

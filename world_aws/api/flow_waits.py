@@ -8,17 +8,31 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from world_aws.contract.records import ResolveData, Step, StepStatus
+from world_aws.contract.records import ResolveData, Run, Step, StepStatus
 from world_aws.contract.world import World
 from world_aws.errors import NotFound
 from world_aws.workflow.flow import call_key, step_scope
 from world_aws.workflow.registry import Workflows
 
 
+def flow_waits(world: World, app: Workflows, run: Run, steps: list[Step]) -> dict[str, str]:
+    """What each pending step of a live ``run`` waits for, by step id (steps waiting for nothing left out)."""
+    if run.status.terminal:
+        return {}
+    waits = {step.step_id: flow_wait(world, app, step) for step in steps}
+    return {step_id: wait for step_id, wait in waits.items() if wait is not None}
+
+
+def may_wait(app: Workflows, step_name: str, status: str) -> bool:
+    """Whether a step of ``step_name`` in ``status`` can be waiting under flow control."""
+    fn = app.get_step(step_name)
+    return status == StepStatus.PENDING.value and fn is not None and fn.options.flow_controlled
+
+
 def flow_wait(world: World, app: Workflows, step: Step) -> str | None:
     """What ``step`` waits for under its flow control (None: it is not pending, or waits for nothing)."""
     fn = app.get_step(step.step_name)
-    if step.status is not StepStatus.PENDING or fn is None or not fn.options.flow_controlled:
+    if fn is None or not may_wait(app, step.step_name, step.status.value):
         return None
     try:
         data = world.steps.get(step.run_id, step.step_id, resolve_data=ResolveData.ALL).input or b""

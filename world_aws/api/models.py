@@ -314,6 +314,9 @@ class SpanView(BaseModel):
     resume_at: datetime | None = Field(default=None, description="a sleep's due time")
     attempts: list[AttemptView] = Field(default_factory=list)
     received_at: list[datetime] = Field(default_factory=list, description="a hook's payload arrivals")
+    waiting: str | None = Field(
+        default=None, description="what a pending step under flow control waits for (a slot, a rate token)"
+    )
 
 
 class Timeline(BaseModel):

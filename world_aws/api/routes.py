@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pydantic import BaseModel
 
 from world_aws.api import timeline, views
-from world_aws.api.flow_waits import flow_wait
+from world_aws.api.flow_waits import flow_waits, may_wait
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
 from world_aws.api.log_route import read_log
@@ -168,12 +168,8 @@ def list_steps(_request: Request, params: Params, runtime: Runtime) -> Response:
     shown = timeline.timeline(run, events, as_of=runtime.world.clock.now())
     attempts = {span.id: span.attempts for span in shown.spans if span.kind == "step"}
     rows = views.step_rows(run, steps, attempts=attempts)
-    if not run.status.terminal:
-        by_id = {step.step_id: step for step in steps}
-        rows = [
-            row.model_copy(update={"waiting": flow_wait(runtime.world, runtime.app, by_id[row.step_id])})
-            for row in rows
-        ]
+    waits = flow_waits(runtime.world, runtime.app, run, steps)
+    rows = [row.model_copy(update={"waiting": waits.get(row.step_id)}) for row in rows]
     return json_response(200, _dump(StepList(run_id=run.run_id, steps=rows, summary=shown.summary)))
 
 
@@ -181,7 +177,13 @@ def get_timeline(_request: Request, params: Params, runtime: Runtime) -> Respons
     """``GET /runs/{run_id}/timeline`` → 200 the run's spans (steps, sleeps, hooks) and its stats."""
     run = runtime.world.runs.get(params["run_id"], resolve_data=ResolveData.NONE)
     events = runtime.world.events.list(run.run_id, resolve_data=ResolveData.ALL)  # the attempts' errors
-    return json_response(200, _dump(timeline.timeline(run, events, as_of=runtime.world.clock.now())))
+    shown = timeline.timeline(run, events, as_of=runtime.world.clock.now())
+    if any(s.kind == "step" and may_wait(runtime.app, s.name, s.status) for s in shown.spans):
+        steps = runtime.world.steps.list(run.run_id, resolve_data=ResolveData.NONE)
+        waits = flow_waits(runtime.world, runtime.app, run, steps)
+        spans = [span.model_copy(update={"waiting": waits.get(span.id)}) for span in shown.spans]
+        shown = shown.model_copy(update={"spans": spans})
+    return json_response(200, _dump(shown))
 
 
 def list_workflows(_request: Request, _params: Params, runtime: Runtime) -> Response:

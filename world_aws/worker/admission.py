@@ -8,8 +8,10 @@ The step consumer asks ``AdmissionGate.admit`` before it writes ``step_started``
    Its message waits in the line's record: the holder that releases a slot publishes
    the woken waiters' messages. A fallback copy of the message comes back after
    ``ADMISSION_RECHECK_SECONDS`` in case a wake is lost (a releaser that died);
-3. a token of the rate window (``world.admission.take``). Refused, the slot is given
-   back and a copy of the message comes back when the next token is due.
+3. a token of the rate window (``world.admission.take``). Due in under a second, the
+   consumer sleeps until then (a queue's delays are whole seconds). Due later, the slot
+   is given back and a copy of the message comes back in the second before the token
+   is due, and sleeps the rest.
 
 The slot is held by ``run_id/step_id`` under the delivery's message id (its ticket): a
 redelivery of that message after its handler died renews it, any other copy is dropped
@@ -20,6 +22,7 @@ without releasing loses the slot at its lease's end.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +37,11 @@ from world_aws.observe import telemetry
 from world_aws.worker.dispatch import StepDispatcher, resolve_step_input
 from world_aws.workflow.flow import call_key, step_scope
 from world_aws.workflow.registry import StepFunction, Workflows
+
+
+# A rate token due within this long is waited for in the consumer: a queue's delays are whole
+# seconds, and a copy sent for the next second would start up to a second late, every time.
+SHORT_RATE_WAIT_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -94,22 +102,32 @@ class AdmissionGate:
             held = Held(scope, holder, delivery.message_id)
         rate = fn.options.rate_limit
         if rate is not None:
-            due = self._world.admission.take(
-                scope, holder=holder, limit=rate.limit, period_seconds=rate.period_seconds
-            )
+            due = self._take(scope, holder, rate.limit, rate.period_seconds)
             if due is not None:
                 if held is not None:
                     self.release(held)
-                # The token reserved for it frees then: its copy comes back once, at that time.
+                # The token reserved for it frees then: its copy comes back once, in the second
+                # before (a queue delays by whole seconds) and waits out the rest here.
                 # Every copy of this step refused for one reservation publishes under one key, so
                 # copies made by dropped deletes and lost answers do not multiply (each would
                 # take a token of its own).
                 seconds = max(0.0, (due - self._world.clock.now()).total_seconds())
                 key = f"rate:{holder}:{due.isoformat()}"
-                return self._come_back(payload, seconds, key, "rate_limited", delivery)
+                return self._come_back(payload, math.floor(seconds), key, "rate_limited", delivery)
             held = held or Held(scope, holder, delivery.message_id, slot=False)
             held.token_period = rate.period_seconds
         return held
+
+    def _take(self, scope: str, holder: str, limit: int, period_seconds: float) -> datetime | None:
+        """A rate token now, or after a wait of under ``SHORT_RATE_WAIT_SECONDS`` slept here; else its due."""
+        due = self._world.admission.take(scope, holder=holder, limit=limit, period_seconds=period_seconds)
+        if due is None:
+            return None
+        wait = (due - self._world.clock.now()).total_seconds()
+        if wait >= SHORT_RATE_WAIT_SECONDS:
+            return due
+        self._world.clock.sleep(wait)
+        return self._world.admission.take(scope, holder=holder, limit=limit, period_seconds=period_seconds)
 
     def started(self, held: Held | None) -> None:
         """The attempt started (its ``step_started`` is written): settle its token at the time now.

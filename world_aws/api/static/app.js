@@ -395,6 +395,8 @@
         const name = span.kind === "step" ? shortName(span.name) : span.name;
         const href = span.kind === "child" ? `#/runs/${encodeURIComponent(span.name)}` : null;
         rows.push(ganttRow(span.kind, name, span.name, span.status, track, took(span.created_at, span.ended_at), span.attempts.length, href));
+        // a pending step under flow control: the slot or rate token it waits for (README "Flow control")
+        if (span.waiting) rows.push(h("p", { class: "muted", "data-testid": "flow-wait", text: `${name}: ${span.waiting}` }));
       }
       const hidden = timeline.spans.length - MAX_GANTT_ROWS;
       if (hidden > 0) rows.push(h("p", { class: "muted", text: `… and ${hidden} more (the event log below has them all)` }));
