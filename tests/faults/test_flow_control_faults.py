@@ -11,12 +11,14 @@ and its slot must stay held that long (its redelivery renews it under the same t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from datetime import datetime, timedelta
 
 import pytest
 
-from bench.chaos import memory_setup
+from bench.chaos import Setup, memory_setup
+from bench.chaos_aws import aws_setup
 from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
 from harness.faulty_world import FaultyWorld
 from harness.harness import Intercept
@@ -77,10 +79,22 @@ def limited_app() -> Workflows:
     return app
 
 
-@pytest.mark.parametrize("group_name", ["transient", "lost", "delivery", "crash", "all"])
-def test_a_limited_step_under_faults_never_over_admits_and_every_run_ends(group_name: str) -> None:
+SETUPS: dict[str, Callable[[FaultPlan, float], AbstractContextManager[Setup]]] = {
+    "memory": memory_setup,
+    "aws": aws_setup,  # moto, the faults injected into its botocore calls
+}
+# Every group on the memory World; on moto (some 0.5 s a run) all of them at once, fewer runs
+# (the concurrency test: the issue asks it of the embedded stack under faults).
+CASES = [("memory", name, RUNS) for name in ("transient", "lost", "delivery", "crash", "all")]
+CASES.append(("aws", "all", 12))
+
+
+@pytest.mark.parametrize(("world_name", "group_name", "runs"), CASES)
+def test_a_limited_step_under_faults_never_over_admits_and_every_run_ends(
+    world_name: str, group_name: str, runs: int
+) -> None:
     plan = FaultPlan(7, rates_for([group_name], 1.0))
-    with memory_setup(plan, VISIBILITY) as setup:
+    with SETUPS[world_name](plan, VISIBILITY) as setup:
         harness, faulty = setup.harness, setup.faulty
         runtime = harness.runtime_for(limited_app(), RuntimeConfig(), world=faulty)
 
@@ -88,7 +102,7 @@ def test_a_limited_step_under_faults_never_over_admits_and_every_run_ends(group_
 
         # GIVEN runs of a step limited to 2 at once per customer, under one fault group
         handles = {
-            runtime.start("checkout", CUSTOMERS[i % 3], i).run_id: CUSTOMERS[i % 3] for i in range(RUNS)
+            runtime.start("checkout", CUSTOMERS[i % 3], i).run_id: CUSTOMERS[i % 3] for i in range(runs)
         }
         # WHEN every run is pumped until it ends
         for run_id in handles:
@@ -128,16 +142,18 @@ def rated_app(calls: list[datetime], clock: Clock) -> Workflows:
 RATE = 3
 
 
-@pytest.mark.parametrize("group_name", ["transient", "lost", "delivery", "crash", "all"])
-def test_a_rate_limited_step_under_faults_never_starts_more_than_its_rate(group_name: str) -> None:
+@pytest.mark.parametrize(("world_name", "group_name", "runs"), CASES[:-1])
+def test_a_rate_limited_step_under_faults_never_starts_more_than_its_rate(
+    world_name: str, group_name: str, runs: int
+) -> None:
     plan = FaultPlan(5, rates_for([group_name], 1.0))
-    with memory_setup(plan, VISIBILITY) as setup:
+    with SETUPS[world_name](plan, VISIBILITY) as setup:
         harness, faulty = setup.harness, setup.faulty
         calls: list[datetime] = []
         runtime = harness.runtime_for(rated_app(calls, harness.clock), RuntimeConfig(), world=faulty)
         deliver = _faulty_delivery(plan, faulty)
         # GIVEN runs of a step limited to 3 starts a second, under one fault group
-        run_ids = [runtime.start("twice", i).run_id for i in range(RUNS // 2)]
+        run_ids = [runtime.start("twice", i).run_id for i in range(runs // 2)]
         # WHEN every run is pumped until it ends
         for run_id in run_ids:
             harness.settle(run_id, intercept=deliver, max_rounds=5000)
