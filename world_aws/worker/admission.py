@@ -38,7 +38,6 @@ from world_aws.worker.dispatch import StepDispatcher, resolve_step_input
 from world_aws.workflow.flow import call_key, step_scope
 from world_aws.workflow.registry import StepFunction, Workflows
 
-
 # A rate token due within this long is waited for in the consumer: a queue's delays are whole
 # seconds, and a copy sent for the next second would start up to a second late, every time.
 SHORT_RATE_WAIT_SECONDS = 1.0
