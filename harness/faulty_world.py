@@ -16,7 +16,7 @@ Faults fire only while ``delivering`` (the pump hands a delivery to the runtime)
 or ``calling`` (a client calls the runtime: ``with world.client():``); what the
 harness itself reads goes through untouched. With ``inject_calls=False`` only
 delays and copies are injected here (the AWS World's calls fail in botocore
-hooks instead, ``bench.chaos_aws``).
+hooks instead, ``harness.chaos.aws``).
 
 ``arm_copy(calls, copy)`` runs ``copy`` (a second delivery of the message being
 handled) on another thread at the ``calls``-th call from now, and waits for it:

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bench.chaos import ChaosConfig, run_configuration
-from bench.chaos_driver import AFTER_DEPLOY_RUNS
+from harness.chaos.driver import AFTER_DEPLOY_RUNS
+from harness.chaos.run import ChaosConfig, run_configuration
 from world_aws.worker.config import RuntimeConfig
 
 MEMORY_GROUPS = ("transient", "lost", "delivery", "crash", "reorder", "all")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.crash_points import KINDS, Point, broken, record, run_case
+from harness.chaos.crash_points import KINDS, Point, broken, record, run_case
 
 POINTS, REFERENCE = record()
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.crash_points import Point, broken
-from bench.crash_points_aws import case_id, record, run_case, subset
+from harness.chaos.crash_points import Point, broken
+from harness.chaos.crash_points_aws import case_id, record, run_case, subset
 
 POINTS, REFERENCE = record()
 CASES = subset(POINTS)

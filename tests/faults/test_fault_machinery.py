@@ -7,7 +7,7 @@ from typing import cast
 
 import pytest
 
-from bench.chaos_aws import BotocoreFaults
+from harness.chaos.aws import BotocoreFaults
 from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
 from harness.faulty_world import FaultyWorld
 from harness.sqs_pump import SqsPump
@@ -197,10 +197,10 @@ def test_botocore_transient_faults_past_the_retries_surface_as_world_errors(aws:
 
 def test_a_run_whose_first_message_was_lost_is_woken_by_the_drivers_reconciler_pass() -> None:
     # GIVEN the chaos driver on a fault-free memory World whose first workflow message is lost
-    from bench.chaos import memory_setup
-    from bench.chaos_checks import check_run
-    from bench.chaos_driver import ChaosDriver
-    from bench.chaos_workload import Executions, chaos_app
+    from harness.chaos.checks import check_run
+    from harness.chaos.driver import ChaosDriver
+    from harness.chaos.run import memory_setup
+    from harness.chaos.workload import Executions, chaos_app
     from world_aws import Runtime, RuntimeConfig
 
     plan = FaultPlan(seed=3, rates=rates_for(["none"], 1.0))

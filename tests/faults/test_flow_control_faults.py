@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from bench.chaos import Setup, memory_setup
-from bench.chaos_aws import aws_setup
+from harness.chaos.aws import aws_setup
+from harness.chaos.run import Setup, memory_setup
 from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
 from harness.faulty_world import FaultyWorld
 from harness.harness import Intercept

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from bench.chaos_checks import CallerView, explain
-from bench.chaos_workload import WORKFLOW, hook_payload, spec_for
+from harness.chaos.checks import CallerView, explain
+from harness.chaos.workload import WORKFLOW, hook_payload, spec_for
 from harness.fault_plan import Crash, Fault, FaultPlan
 from harness.faulty_world import FaultyWorld
 from harness.harness import Harness

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from bench.chaos_workload import child_inputs, expected_child_output
+from harness.chaos.workload import child_inputs, expected_child_output
 from world_aws.contract.records import Event, EventType, ResolveData, Run, RunStatus
 from world_aws.contract.world import World
 from world_aws.engine import ids

@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.chaos_children import check_children
-from bench.chaos_workload import FAIL_MESSAGE, PATCH, STREAM, WORKFLOW, expected_output, narrated
+from harness.chaos.children import check_children
+from harness.chaos.workload import FAIL_MESSAGE, PATCH, STREAM, WORKFLOW, expected_output, narrated
 from world_aws.client.stream_reader import StreamCursor
 from world_aws.contract.records import (
     Event,

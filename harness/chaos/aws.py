@@ -31,7 +31,7 @@ from typing import Any, cast
 from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
 
-from bench.chaos import Setup
+from harness.chaos.run import Setup
 from harness.fake_time import FakeMonotonic
 from harness.fault_plan import Crash, Fault, FaultPlan
 from harness.faulty_world import FaultyWorld
