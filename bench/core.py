@@ -1,21 +1,17 @@
-"""The moto pass of the fan-out benchmark: ``FanoutBench``, the AWS World on in-process moto.
+"""The AWS World passes of the fan-out benchmark: ``FanoutBench`` on in-process moto or the embedded stack.
 
-``MotoWorlds`` holds in-process moto (``world_aws.testing.aws_factory``: request
-processing serialised, as AWS makes single requests atomic) with a
-``CallRecorder`` on its clients, and gives every run a freshly provisioned table,
-queues and bucket: moto answers a Query by scanning every item of the *table*
-(DynamoDB reads only the partition), so leftovers of earlier runs would slow
-later ones. ``FanoutBench`` (and the cost meter, ``bench.cost``) run on it.
-``FanoutBench.run_once`` is ``bench.measure.measure`` on that World, consumed by
-a ``QueuePump``; the recorder attributes every AWS call to the World operation
-that made it, which is what the model pass's costs come from (``bench.opcosts``).
-
-The run itself (the app, the variants, the held and full modes, ``RunSample``)
-is in ``bench.measure``; its names are re-exported here.
+``MotoWorlds`` holds in-process moto (requests serialised, as AWS makes single requests
+atomic) with a ``CallRecorder`` on its clients; ``EmbeddedWorlds`` the embedded stack (one
+moto server on a loopback port, ``world_aws.local.embedded``), which ``bench.dispatch_modes``
+runs without injected latency. Both give every run freshly provisioned resources: moto answers
+a Query by scanning the whole *table*. ``FanoutBench.run_once`` is ``bench.measure.measure`` on
+such a World, consumed by a ``QueuePump``; the recorder attributes every AWS call to the World
+operation that made it (the model pass's costs, ``bench.opcosts``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -41,13 +37,15 @@ from world_aws.aws.local_clients import local_kms_key
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock, SystemClock
 from world_aws.contract.world import MessageHandler, QueueName
-from world_aws.local.embedded import delete_provisioned
+from world_aws.local.embedded import EmbeddedAws, delete_provisioned
 from world_aws.testing.aws_factory import aws_world
 
 __all__ = [
     "DISPATCH_MODES",
+    "NO_LATENCY",
     "PROLOGUES",
     "WORKFLOW",
+    "EmbeddedWorlds",
     "FanoutBench",
     "MotoWorlds",
     "PumpShape",
@@ -56,6 +54,9 @@ __all__ = [
     "all_variants",
     "fanout_app",
 ]
+
+
+NO_LATENCY = Latency(dynamodb=0.0, sqs=0.0, s3=0.0)
 
 
 class MotoWorlds:
@@ -116,25 +117,69 @@ class MotoWorlds:
                 delete_provisioned(clients, resources)
 
 
+class EmbeddedWorlds:
+    """The embedded stack with a ``CallRecorder`` on its clients, and a freshly provisioned World per run."""
+
+    def __init__(self, recorder: CallRecorder) -> None:
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        self.recorder = recorder
+        self._aws = EmbeddedAws(apply_settings=False, name_prefix="bench-dispatch")
+        recorder.attach(self._aws.clients)
+        self._runs = 0
+
+    def close(self) -> None:
+        self._aws.stop()
+
+    @contextmanager
+    def fresh_world(self) -> Iterator[AwsWorld]:
+        self._runs += 1
+        with self.recorder.muted():
+            resources = self._aws.provision(f"bench-dispatch-{self._runs}")
+        config = AwsConfig(
+            table_name=resources.table_name,
+            workflow_queue_url=resources.workflow_queue_url,
+            step_queue_url=resources.step_queue_url,
+            bucket_name=resources.bucket_name,
+            region=self._aws.region,
+        )
+        world = create_aws_world(config, clients=self._aws.clients, clock=SystemClock())
+        try:
+            yield world
+        finally:
+            world.close()  # its resources are deleted with the stack's (``EmbeddedAws.stop``)
+
+
 class FanoutBench:
-    """One moto World, instrumented, reused by every run. Use as a context manager.
+    """One instrumented AWS backend, reused by every run (fresh resources each). Use as a context manager.
 
     Args:
-        latency: the injected per-call latency.
+        latency: the injected per-call latency (in-process moto only).
         shape: consumer concurrency (full mode; held mode runs one step consumer per branch).
         run_timeout: real seconds a run may take before the bench gives up on it.
+        embedded: the embedded stack over loopback HTTP, no latency injected, calls not serialised.
     """
 
     def __init__(
-        self, latency: Latency | None = None, shape: PumpShape | None = None, *, run_timeout: float = 900
+        self,
+        latency: Latency | None = None,
+        shape: PumpShape | None = None,
+        *,
+        run_timeout: float = 900,
+        embedded: bool = False,
     ) -> None:
-        self.recorder = CallRecorder(latency)
         self.shape = shape or PumpShape()
         self.run_timeout = run_timeout
-        self._moto = MotoWorlds(self.recorder)
+        self._name = "embedded" if embedded else "moto"
+        self._worlds: MotoWorlds | EmbeddedWorlds
+        if embedded:
+            self.recorder = CallRecorder(NO_LATENCY, serialize_calls=False)
+            self._worlds = EmbeddedWorlds(self.recorder)
+        else:
+            self.recorder = CallRecorder(latency)
+            self._worlds = MotoWorlds(self.recorder)
 
     def close(self) -> None:
-        self._moto.close()
+        self._worlds.close()
 
     def __enter__(self) -> FanoutBench:
         return self
@@ -148,8 +193,8 @@ class FanoutBench:
         Raises:
             RuntimeError: the run did not start or end within ``run_timeout``, or the queues did not drain.
         """
-        with self._moto.fresh_world() as aws:
-            backend = Backend("moto", aws, partial(self._pump, aws))
+        with self._worlds.fresh_world() as aws:
+            backend = Backend(self._name, aws, partial(self._pump, aws))
             return measure(
                 self.recorder,
                 backend,
@@ -159,8 +204,6 @@ class FanoutBench:
                 step_workers=self.shape.step_workers,
                 run_timeout=self.run_timeout,
             )
-
-    # ---------------------------------------------------------------- internals
 
     def _pump(self, aws: AwsWorld, handler: MessageHandler, step_workers: int) -> QueuePump:
         return QueuePump(

@@ -15,7 +15,7 @@ Measured on two backends (``--backends``), modes interleaved run by run:
   on moto (``bench.latency.op_costs``, W2 and W3 both ways) times the service latency
   (DynamoDB 5 ms, SQS 10 ms), consumed by a pump that pays Lambda's event-source round trips;
 * embedded: the AWS World on the embedded stack's moto over loopback HTTP
-  (``bench.dispatch_embedded``), no latency injected (moto serves one request at a time).
+  (``bench.core``), no latency injected (moto serves one request at a time).
 
 Held mode: every branch waits until all have started (as many step consumers as branches),
 so the times are the start path's alone. Per backend, width and mode, the medians over
@@ -34,6 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any, Protocol
 
+from bench.core import FanoutBench
 from bench.instrument import Latency
 from bench.latency import op_costs
 from bench.measure import PumpShape, RunSample, Variant
@@ -133,9 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         if backend == "model":
             rows += measure(model_bench(latency), backend, widths, args.runs)
         elif backend == "embedded":
-            from bench.dispatch_embedded import EmbeddedFanout
-
-            with EmbeddedFanout() as embedded:
+            with FanoutBench(embedded=True) as embedded:
                 rows += measure(embedded, backend, widths, args.runs)
         else:
             parser.error(f"unknown backend {backend!r} (model or embedded)")

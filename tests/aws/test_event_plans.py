@@ -1,6 +1,6 @@
 """Issue 12 item 3: each event's round trips and write units follow from its plan (``aws.plans``).
 
-Every event of ``bench/world_ops.py``'s scenarios runs once on moto with the
+Every event of ``harness/round_trips.py``'s scenarios runs once on moto with the
 call counter and the billing meter attached; its calls (reads, writes,
 transactions) and its write units (GSI upkeep apart; all items here are under
 1 KB) must be what its plan computes. ARCHITECTURE §8's table is the one the
@@ -21,7 +21,7 @@ from bench.instrument import CallRecorder, Latency
 from bench.invocations import InvocationMeter
 from bench.meter import BillingMeter
 from bench.usage import Usage
-from bench.world_ops import CallCounter, Cost, cost_of, scenarios
+from harness.round_trips import CallCounter, Cost, cost_of, scenarios
 from world_aws.aws.codec.dynamo import Cancelled, CancelReason
 from world_aws.aws.world import AwsWorld
 from world_aws.aws.write import plans
