@@ -32,21 +32,17 @@ import math
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from bench.core import FanoutBench
 from bench.instrument import Latency
 from bench.latency import op_costs
-from bench.measure import PumpShape, RunSample, Variant
+from bench.measure import Bench, PumpShape, Variant
 from bench.model import ModelBench
 from bench.recovery import write_doc
 
 OUT = Path(__file__).resolve().parent / "out" / "dispatch_modes.json"
 MODES = {"batched": Variant("run_context", "resilient"), "parallel": Variant("run_context", "parallel")}
-
-
-class Bench(Protocol):
-    def run_once(self, n: int, variant: Variant, *, held: bool = False) -> RunSample: ...
 
 
 def model_bench(latency: Latency) -> ModelBench:

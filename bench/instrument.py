@@ -25,7 +25,7 @@ message and has not yet entered that step's claim (``step_started``): a read of
 the run item in that window is a *run read before the claim* (contract §5.1).
 
 And it knows which World operation a thread is in (``op(key)``, entered by the
-bench's store proxies, ``bench.ops``): every call is attributed to that op, or
+bench's store proxies, ``bench.world.OpProxy``): every call is attributed to that op, or
 to ``EVENT_SOURCE`` when it is made outside any op (the pump's receives, deletes
 and visibility changes). ``bench.opcosts`` turns that into round trips per op.
 The model pass (``bench.model``) makes no AWS calls at all: it counts its ops
@@ -80,7 +80,7 @@ class Snapshot:
         calls: calls per ``service.Operation`` (plus ``RUN_READ`` and ``EMPTY_RECEIVE``).
         busy: seconds the emulator spent per operation (the call lock held), when serialised.
         pre_claim_run_reads: run-item reads by step deliveries before their claim.
-        ops: World operation invocations per op key (``bench.ops.op_key``).
+        ops: World operation invocations per op key (``bench.world.op_key``).
         op_calls: calls per (op key or ``EVENT_SOURCE``, ``service.Operation``).
         pre_claim_ops: op invocations by step deliveries before their claim.
     """

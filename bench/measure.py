@@ -173,6 +173,12 @@ def run_get_ops(snapshot: Snapshot) -> int:
     return snapshot.pre_claim_ops.get("runs.get", 0)
 
 
+class Bench(Protocol):
+    """A backend of the fan-out passes (``bench.core.FanoutBench``, ``bench.model.ModelBench``)."""
+
+    def run_once(self, n: int, variant: Variant, *, held: bool = False) -> RunSample: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Backend:
     """What ``measure`` needs of the World one run goes on.

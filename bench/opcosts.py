@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.instrument import EMPTY_RECEIVE, EVENT_SOURCE, Latency, Snapshot
 from bench.measure import RunSample, calls_by_service
-from bench.ops import method_of
+from bench.world import method_of
 
 SERVICES = ("dynamodb", "sqs", "s3")
 

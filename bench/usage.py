@@ -1,7 +1,7 @@
 """``Usage``: the billable units of some AWS requests, summed; one per World operation in a bill.
 
 The meter (``bench.meter``) adds each request's units to the ``Usage`` of the World
-operation that made it (``bench.ops`` keys, or ``event_source`` for the SQS event
+operation that made it (``bench.world.op_key`` keys, or ``event_source`` for the SQS event
 source's receives and deletes); ``bench.prices`` turns units into dollars. It
 also sums DynamoDB writes per kind of item (``ItemWrites``: run item, events,
 steps, markers, dedup items...), which shows what each item's size costs.

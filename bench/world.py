@@ -1,9 +1,11 @@
-"""``BenchWorld``: a World as the runtime sees it during a benchmark run.
+"""``BenchWorld``: the one instrumented World of every bench, as the runtime sees it during a run.
 
-It is the backend World (the AWS World on moto, or the in-memory World of the
-model pass) with every store behind an ``OpProxy`` (``bench.ops``): each call runs
-inside ``CallRecorder.op(key)``, so the AWS calls it makes are attributed to it,
-and, in the model pass, first sleeps the op's measured round trips (``charge``).
+It is the backend World (the AWS World on moto, or the in-memory World of the model pass)
+with every store behind an ``OpProxy``: each call of a store method is an *op*
+(``runs.get``, ``blobs.put``, ...; ``events.create:<event type>`` and
+``queue.publish:keyed|unkeyed`` are keyed finer, as their cost depends on the argument) and
+runs inside ``CallRecorder.op(key)``, so the AWS calls it makes are attributed to it, and,
+in the model pass, first sleeps the op's measured round trips (``charge``).
 Two stores are also wrapped:
 
 * ``events``: notes the moment each step's ``step_started`` is recorded and when
@@ -18,13 +20,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from bench.instrument import CallRecorder
-from bench.ops import OpProxy
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
 from world_aws.contract.sealing import PayloadSeal
@@ -43,6 +44,68 @@ from world_aws.contract.world import (
     WaitStore,
     World,
 )
+
+OpEnter = Callable[[str], AbstractContextManager[None]]
+
+# Separates a method from the qualifier of its key (``events.create:step_started``).
+QUALIFIER = ":"
+
+
+def op_key(store: str, method: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    """The key of one store call: ``<store>.<method>``, qualified for events.create and queue.publish.
+
+    Args:
+        store: the World attribute (``events``, ``runs``, ``queue``, ...).
+        method: the method called.
+        args: its positional arguments (without ``self``).
+        kwargs: its keyword arguments.
+    """
+    name = f"{store}.{method}"
+    if name == "events.create":
+        request = args[1] if len(args) > 1 else kwargs["request"]
+        assert isinstance(request, EventRequest)
+        return f"{name}{QUALIFIER}{request.type.value}"
+    if name == "queue.publish":
+        keyed = kwargs.get("idempotency_key") is not None
+        return f"{name}{QUALIFIER}{'keyed' if keyed else 'unkeyed'}"
+    return name
+
+
+def method_of(key: str) -> str:
+    """``events.create:step_started`` -> ``events.create``."""
+    return key.split(QUALIFIER, 1)[0]
+
+
+class OpProxy:
+    """One World store whose public methods each run inside ``enter(op_key(...))``.
+
+    Typed loosely on purpose: it stands in for any store protocol (the caller casts),
+    so that every method the runtime uses, now or later, is bracketed without a
+    hand-written wrapper per method.
+
+    Args:
+        store: the World attribute it stands for (``events``, ``queue``, ...).
+        inner: the store it forwards to.
+        enter: the context to run each call in, given the call's op key.
+    """
+
+    def __init__(self, store: str, inner: object, enter: OpEnter) -> None:
+        self._store = store
+        self._inner = inner
+        self._enter = enter
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._inner, name)
+        if name.startswith("_") or not callable(attribute):
+            return attribute
+        method: Callable[..., Any] = attribute
+
+        def bracketed(*args: Any, **kwargs: Any) -> Any:
+            with self._enter(op_key(self._store, name, args, kwargs)):
+                return method(*args, **kwargs)
+
+        return bracketed
+
 
 _RUN_ENDINGS = (EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED)
 
