@@ -1,29 +1,13 @@
-"""Cost meter (issue 12): what world-aws costs per step, billed request by request at list prices.
+"""Cost meter: what world-aws costs per step, billed request by request at list prices.
 
-Run from the repository root (``pip install -e '.[dev,bench]'``)::
-
-    python -m bench.cost                      # every workload (W0-W4 and the payload variants)
-    python -m bench.cost --quick              # W0, W1 and W1 with 100 KB step inputs: a smoke run
-    python -m bench.cost --workloads W2,W3    # some of them
-
-Each workload (``bench.cost_run.WORKLOADS``) runs once on the AWS World over
-in-process moto, consumed with the template's batch sizes (workflow queue 10, step
-queue 1; one Lambda invocation per batch). Every request of the World's clients is
-billed by its service's rules (``bench.billing``, through ``bench.meter``) and
-attributed to the World operation that made it; Lambda duration is modelled from
-CPU and round trips (``bench.invocations``; ``--*-latency-ms``). Prices and their
-sources: ``bench.prices.PRICES``.
-
-Prints, per workload and per step: WRU (incl. GSI upkeep), RRU, SQS requests, S3
-requests, invocations, GB-s, $ per million steps (and the workload on Step
-Functions Standard and on Lambda durable functions), then the breakdown by World
-operation and DynamoDB's writes by kind of item (run item, events, steps, markers,
-dedup items: how many, in transactions, WRU, mean billed size). Writes
-``bench/out/cost.json`` and ``bench/out/cost.png``.
-
-Left out of the dollars: the pump's empty receives (reported; Lambda's pollers
-long-poll, a fixed cost per queue, not per step), storage (DynamoDB, S3, SQS
-retention), free tiers, CloudWatch logs.
+Each workload (``bench.cost_run.WORKLOADS``; ``--quick``: W0, W1 and W1 with 100 KB inputs)
+runs once on the AWS World over in-process moto with the template's batch sizes. Every request
+is billed by its service's rules (``bench.billing`` through ``bench.meter``) and attributed to
+the World op that made it; Lambda duration is modelled from CPU and round trips
+(``bench.invocations``); prices: ``bench.prices.PRICES``. Prints per workload and step the
+units, invocations, GB-s and $ per million steps (and on Step Functions and durable functions),
+then the breakdown by World op and DynamoDB writes by kind of item; writes
+``bench/out/cost.json``. Left out: empty receives (reported), storage, free tiers, logs.
 """
 
 from __future__ import annotations

@@ -1,23 +1,12 @@
 """The cost meter's workloads, and one metered run of a workload on the AWS World over moto.
 
-Workloads (``WORKLOADS``): W0 is one step (the per-run overhead, carried by a single
-step), W1 three sequential steps, W2 a hundred, W3 and W4 an ``asyncio.gather`` of
-64 and 256 (W3-inline and W4-inline: the same with ``WORKFLOW_MAX_INLINE_STEPS`` at
-their width, so the whole fan-out runs in the continuing invocation at once;
-W3-dispatched and W4-dispatched: with ``WORKFLOW_INLINE_FAST_SECONDS=0``, so the
-branches past the first 3 go by message, as a fan-out of slow steps does); W2 with a 10 KB
-and a 60 KB workflow input, W1 with a 100 KB and a 200 KB input to every step, W2 with
-500 B incompressible ones (a small document: what a sequential step's batch carries in
-practice); W1-patched is W1 whose workflow calls ``patched()`` before its second step
-(what recording the decision costs). Steps are trivial and return their index.
-
-``run_workload`` runs one on a freshly provisioned World (``MotoWorlds``) behind a
-``BenchWorld`` (every store call is a World op, its requests billed to it), with
-the template's consumers: the SQS event source as ``QueuePump`` with each queue's
-``BatchSize`` from ``template.yaml`` (1 for both queues), one Lambda invocation
-per batch delivered (``InvocationMeter``). The run is started by the bench, as a
-client would (its requests are billed, no invocation), and measured until it
-completed and both queues drained.
+``WORKLOADS``: W0 one step, W1 three sequential, W2 a hundred, W3 and W4 a gather of 64 and
+256 (``-inline``: ``WORKFLOW_MAX_INLINE_STEPS`` at their width; ``-dispatched``:
+``WORKFLOW_INLINE_FAST_SECONDS=0``), with payload, ``patched()``, encryption and flow-control
+variants; steps are trivial. ``run_workload`` runs one on a fresh World (``MotoWorlds``)
+behind a ``BenchWorld`` with the template's consumers (``QueuePump`` at each queue's
+``BatchSize``, one invocation per batch), started as a client would, until it completed and
+both queues drained.
 """
 
 from __future__ import annotations

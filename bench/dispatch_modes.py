@@ -1,26 +1,14 @@
 """Batched appends against parallel create + publish, timed: ``python -m bench.dispatch_modes``.
 
-A fan-out's steps, dispatched by message (inline execution off, the path contract §5.2 is
-about), in the two ways a pass that writes nothing but step creates can make them:
-
-* batched (``WORKFLOW_BATCHED_STEP_DISPATCH``, the default): the creates in appends of ten
-  (``rules.MAX_BATCH_EVENTS``), one after the other, then every message in parallel;
-* parallel (``0``): every ``step_created`` and every message at once, on the pass's
-  dispatch threads (16).
-
-Measured on two backends (``--backends``), modes interleaved run by run:
-
-* model: the latency model (``bench.model``, as ``bench.fanout``'s model pass and
-  ``bench.latency``): the in-memory World, each operation sleeping its round trips measured
-  on moto (``bench.latency.op_costs``, W2 and W3 both ways) times the service latency
-  (DynamoDB 5 ms, SQS 10 ms), consumed by a pump that pays Lambda's event-source round trips;
-* embedded: the AWS World on the embedded stack's moto over loopback HTTP
-  (``bench.core``), no latency injected (moto serves one request at a time).
-
-Held mode: every branch waits until all have started (as many step consumers as branches),
-so the times are the start path's alone. Per backend, width and mode, the medians over
-``--runs`` of the time from ``start()`` to the first branch's ``step_started`` and to the
-last one's. ``--doc docs/benchmarks.md`` writes the table there.
+A fan-out's steps dispatched by message (inline execution off, contract §5.2), two ways:
+batched (``WORKFLOW_BATCHED_STEP_DISPATCH``, the default: creates in appends of ten, then every
+message in parallel) and parallel (``0``: every ``step_created`` and message at once on the
+pass's dispatch threads). Backends (``--backends``), modes interleaved run by run: ``model``
+(``bench.model``, op costs from W2 and W3 on moto, DynamoDB 5 ms and SQS 10 ms) and
+``embedded`` (``FanoutBench(embedded=True)``: the embedded stack's moto over loopback HTTP,
+no latency injected). Held mode: every branch waits until all started. Per backend, width and
+mode: the medians of start to the first and to the last ``step_started``. ``--doc`` writes the
+table into docs/benchmarks.md.
 """
 
 from __future__ import annotations

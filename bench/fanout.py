@@ -1,41 +1,15 @@
-"""Step-dispatch benchmark (issue 6, contract §5): what an N-branch fan-out costs and how fast it starts.
+"""Step-dispatch benchmark (contract §5): what an N-branch fan-out costs and how fast it starts.
 
-Run from the repository root (matplotlib comes with the ``bench`` extra)::
-
-    python -m bench.fanout            # moto passes (~16 min on 2 cores), then the model pass (~1.5 min)
-    python -m bench.fanout --quick    # N in 1, 16; 2 runs: a smoke run of a minute
-    python -m bench.fanout --ns 64 --full-ns ""   # the held passes at one N
-    python -m bench.fanout --model-only           # the model pass alone, costs from bench/out/fanout.json
-
-For each N and each variant — step-message prologue ``run_context`` (contract §5.1) or
-``legacy`` (the producer omits run_context, so the consumer reads the run first)
-x dispatch ``resilient`` (contract §5.2) or ``sequential`` — it runs ``bench.fanout(N)``
-(``asyncio.gather`` of N steps), variants interleaved round by round in
-alternating order, on two backends:
-
-* moto: the AWS World over in-process moto, with an injected latency per AWS call
-  (``--ddb-latency-ms`` 5, ``--sqs-latency-ms`` 10, ``--s3-latency-ms`` 10). Reports per
-  step DynamoDB reads / writes / transactions, SQS sends / receives / deletes /
-  visibility changes, S3 calls, run reads before the claim, and the time from
-  ``start()`` to the last branch's ``step_started`` (TTLS, p50/p90). Every call is
-  attributed to the World operation that made it: the op costs table (round
-  trips per op by service). moto serves one call at a time at 5-10 ms of CPU, so
-  from N=16 on its TTLS is the emulator's total work, not the round trips;
-* model: the in-memory World with each operation delayed by its measured round
-  trips times the same latencies, consumed by a pump that pays SQS round trips as
-  Lambda's event source does (``bench.model``): the AWS regime, where calls cost
-  their round trip and run in parallel. Reports modeled round trips per step,
-  run reads before the claim, delivery to claim and TTLS (``--model-runs`` runs).
-
-Two modes each: held (the TTLS tables: every step waits until all N branches
-started, so TTLS measures the start path alone; calls up to the last start) and
-full (trivial steps, ``--workers`` step consumers, completions interleaved, calls
-over the whole run).
-
-Outputs: the markdown tables on stdout, ``bench/out/fanout.json`` (op costs, every
-sample, the summaries) and ``bench/out/fanout.png`` (TTLS against N, a panel per
-backend and mode). ``--model-only`` keeps the moto samples of the ``--op-costs``
-document and replaces its model samples.
+For each N and variant (prologue ``run_context`` or ``legacy`` x dispatch ``resilient`` or
+``sequential``) it runs ``asyncio.gather`` of N steps, variants interleaved round by round in
+alternating order, on two backends: moto (the AWS World on in-process moto with an injected
+latency per call: calls per step, run reads before the claim, TTLS = start to the last
+``step_started``, and each World op's round trips) and the model (``bench.model``: the memory
+World, each op sleeping its moto round trips; modeled round trips, delivery to claim, TTLS).
+Modes: held (every step waits until all N started: the start path alone) and full (trivial
+steps, ``--workers`` consumers, the whole run). Writes the tables to stdout,
+``bench/out/fanout.json`` and ``fanout.png``; ``--model-only`` reuses the moto samples of
+``--op-costs``.
 """
 
 from __future__ import annotations

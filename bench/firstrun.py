@@ -1,15 +1,10 @@
 """A first ``world-aws run``, as a user types it: ``python -m bench.firstrun --reps 5``.
 
-Runs the command (by default the trivial 3-step workflow of ``tests/cli/three_steps.py``
-on the embedded moto default) ``--reps`` times, each in a fresh process, and reports
-per repetition: the command's wall time, its CPU time (user + system, every thread of
-the child: ``getrusage(RUSAGE_CHILDREN)``), and the run's own duration as the command
-prints it ("completed in"). Then the median and minimum of each, and the load average
-of the machine around the measurement. Issue 13's target: ≤ 3 s wall.
-
-The machine may be shared: wall time then grows with the load while CPU time stays
-near what the command itself costs, so both are reported. The figures land in
-``bench/out/firstrun.json``.
+Runs the command (by default the 3-step workflow of ``tests/cli/three_steps.py`` on the
+embedded default) ``--reps`` times in fresh processes: wall time, CPU time of the child's
+threads (``RUSAGE_CHILDREN``: it stays near the command's cost on a shared machine) and the
+run's own duration as printed; then median, minimum and the load average. Target: ≤ 3 s wall.
+Figures in ``bench/out/firstrun.json``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """What a delivery handed over to an older deployment costs (README "Deploying changes").
 
-    python -m bench.handover [--runs 200]
-
-On AWS a run pinned to an older version of the workflow function has each of its
-deliveries handed over: the consumer of the newest version reads what it needs to
-know the run's deployment, then invokes ``function:<version>`` synchronously and
-waits for its answer. Compared with the same delivery handled where it landed, that
-adds one Lambda request, the receiver's duration while it waits (the callee's
-duration plus the invoke's own round trip), and the receiver's reads made before it
-knew the run was not its own.
-
-The reads are measured: the same workload (a step, a hook, a step, per run) runs
-twice on the in-memory World, once on one deployment and once with its runs pinned
-to an older deployment than the one receiving every delivery, and the World's call
-counts are compared, per handed-over delivery. The durations are a model, as in
-``bench.cost``: the callee's duration as given (``--callee-ms``, several) plus an
-invoke round trip (``--invoke-ms``), billed at the functions' 1024 MB, arm64.
+A run pinned to an older version has each delivery handed over: the newest consumer reads
+enough to know the run's deployment, then invokes ``function:<version>`` and waits. The reads
+are measured (the same workload on the memory World, on one deployment and pinned to an older
+one than the receiver's, call counts compared per handed-over delivery); the durations are a
+model as in ``bench.cost``: the callee's (``--callee-ms``) plus an invoke round trip
+(``--invoke-ms``), billed at 1024 MB arm64.
 """
 
 from __future__ import annotations

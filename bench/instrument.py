@@ -1,35 +1,17 @@
 """``CallRecorder``: counts the AWS calls of a World by kind and injects per-call latency.
 
-It hooks botocore's event system on the World's own boto3 clients:
+It hooks botocore's events on the World's own clients: ``provide-client-params`` counts the
+call (a ``GetItem`` of the run item apart); ``before-call`` sleeps the injected latency on the
+calling thread (concurrent calls overlap their round trips, as on AWS), then, with
+``serialize_calls``, takes the call lock until ``after-call``: in-process moto shares the GIL
+with every thread building a request, and without the lock a fan-out measures a lock convoy,
+not the runtime; ``after-call.sqs.ReceiveMessage`` tells receives from empty polls.
 
-* ``provide-client-params.<service>.<Operation>``: count the call (with its API
-  parameters, so a ``GetItem`` of the run item can be told apart from other reads);
-* ``before-call.<service>.<Operation>``: sleep the injected latency on the calling
-  thread, so that concurrent calls overlap their round trips as they do on AWS;
-  then (``serialize_calls``) take the call lock, released by ``after-call`` /
-  ``after-call-error``;
-* ``after-call.sqs.ReceiveMessage``: count receives when they return, telling those
-  that brought messages from empty polls.
-
-Why the call lock: moto runs in this process and serialises its requests under a
-lock of its own, while the GIL is shared with every thread that is building or
-parsing a request. Under a fan-out the thread holding moto's lock then gets a
-small share of the GIL, every other request queues behind it, and calls take
-hundreds of milliseconds each (a lock convoy): the benchmark would measure the
-emulator's scheduling, not the runtime. With the whole call (client work and
-moto's work) serialised, the emulator is a single server that does one request
-at a time, at its real speed, and the injected latency still overlaps.
-
-The recorder also knows, per thread, whether the thread is handling a step
-message and has not yet entered that step's claim (``step_started``): a read of
-the run item in that window is a *run read before the claim* (contract §5.1).
-
-And it knows which World operation a thread is in (``op(key)``, entered by the
-bench's store proxies, ``bench.world.OpProxy``): every call is attributed to that op, or
-to ``EVENT_SOURCE`` when it is made outside any op (the pump's receives, deletes
-and visibility changes). ``bench.opcosts`` turns that into round trips per op.
-The model pass (``bench.model``) makes no AWS calls at all: it counts its ops
-the same way and records its modeled SQS calls with ``record_call``.
+Per thread it knows whether a step delivery has not yet entered its claim (a run-item read
+then is a *run read before the claim*, contract §5.1) and which World op it is in
+(``op(key)``, entered by ``bench.world.OpProxy``): every call is attributed to that op, or to
+``EVENT_SOURCE`` outside any (the pump's receives, deletes, visibility changes). The model pass
+makes no AWS calls: it counts its ops the same way and its modeled SQS calls by ``record_call``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """``InvocationMeter``: Lambda invocations and their modelled billed duration.
 
-One invocation per SQS batch the event source delivers (``bench.pump``'s
-``on_invoke``). Its duration is modelled, not taken from moto's wall clock: moto
-serves one request at a time at a few ms of CPU each, so a handler's wall time
-on it measures the emulator's queue. The model:
-
-    billed ms = ceil(CPU outside AWS calls + round trips on the critical path)
-
-* CPU: thread CPU time (``time.thread_time``) of the invocation's thread and of
-  the tasks it hands to thread pools, less the CPU spent inside AWS calls (moto,
-  botocore's parsing, the meter's own reads). Measured on this machine; a Lambda
-  at 1024 MB has about 0.6 vCPU, so on AWS this part is slower;
-* round trips: every AWS call the invocation's thread makes costs its service's
-  latency (``Latency``: 5 ms DynamoDB, 10 ms SQS and S3 by default), in sequence;
-  tasks submitted to a pool before the invocation's thread next waits on a
-  future (``run_parallel``) overlap, with each other and with the calls the
-  thread makes meanwhile (``run_parallel`` runs its first call itself): such a
-  batch costs its slowest branch (a task's CPU plus its calls' latency), or,
-  with more tasks than the pool has threads, its tasks' total over the width.
-
-``propagating_context()`` makes ``ThreadPoolExecutor.submit`` carry the caller's
-context into the task (``contextvars``), so a call on a pool thread is charged to
-the invocation that asked for it, and has ``Future.result`` close the batch.
-
+One invocation per SQS batch the event source delivers (``bench.pump``'s ``on_invoke``). Its
+duration is modelled (moto's wall clock measures the emulator's queue):
+``billed ms = ceil(CPU outside AWS calls + round trips on the critical path)``. CPU is the
+thread CPU time of the invocation's thread and of the tasks it hands to pools, less the CPU
+inside AWS calls. Every AWS call costs its service's latency (``Latency``), in sequence; tasks
+submitted to a pool before the thread next waits on a future (``run_parallel``) overlap, so such
+a batch costs its slowest branch (or its total over the pool's width). ``propagating_context()``
+carries the caller's context into pool tasks, so their calls are charged to the invocation.
 GB-s = the function's ``MemorySize`` (``template.yaml``) in GB x billed seconds.
 """
 

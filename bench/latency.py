@@ -1,38 +1,13 @@
-"""Sequential step latency in the model pass (issue 12): the time between two step bodies.
+"""Sequential step latency in the model pass: the time between two step bodies.
 
-Run from the repository root (matplotlib comes with the ``bench`` extra)::
-
-    python -m bench.latency                  # ~1 min: moto pass for op costs, then the model runs
-    python -m bench.latency --steps 50 --body-ms 0,20
-    python -m bench.latency --gather 64,256  # also fan-outs: fast rounds against dispatched
-
-Two passes, as ``bench.fanout``'s model (``bench.model``):
-
-* moto: the cost meter's ``W2`` shape (``--steps`` sequential trivial steps) on the
-  AWS World over moto, its consumers at the template's batch sizes; every AWS call
-  is attributed to the World op that made it, which gives each op's round trips
-  (``bench.opcosts.OpCosts``);
-* model: the in-memory World behind ``BenchWorld``, each op first sleeping its
-  measured round trips times the service latency (``LatencyCharge``), consumed by
-  ``ModelPump`` (which pays Lambda's event-source round trips). The workflow runs
-  ``--steps`` steps in sequence, each body sleeping ``--body-ms``; the bench notes
-  when each body starts. A body that takes time lets work that runs beside it
-  (on another thread) leave the critical path, which trivial bodies cannot show.
-
-Per-step overhead = the gap from one body's start to the next one's, less the
-body's time: what a run adds between two steps (its writes, replay, CPU; with the
-kill switch ``WORKFLOW_MAX_INLINE_STEPS=0`` also a message and a delivery). The
-target (issue 12): at most 1.5 DynamoDB round trips with inline execution on.
-
-``--gather`` widths also time a fan-out (``asyncio.gather`` of that many bodies of each
-``--gather-body-ms``) from start to the run's end, in fast rounds (as deployed) and
-with ``WORKFLOW_INLINE_FAST_SECONDS=0`` (the branches past the first 3 by message, on
-as many step consumers as the template's step queue allows, its MaximumConcurrency):
-what the fast rounds' saving costs in time. Its op costs then also come from W3 run
-both ways on moto.
-
-Outputs: the table on stdout, ``bench/out/latency.json`` (op costs, per-step gaps)
-and ``bench/out/latency.png`` (the gaps of each run).
+A moto pass runs the cost meter's ``W2`` shape (``--steps`` trivial steps) to measure each
+World op's round trips (``bench.opcosts``); the model pass (``bench.model``) runs ``--steps``
+steps whose bodies sleep ``--body-ms`` on the memory World, each op sleeping its round trips,
+and notes when each body starts. Overhead per step = one body's start to the next one's, less
+the body's time; the target is at most 1.5 DynamoDB round trips with inline execution on
+(``WORKFLOW_MAX_INLINE_STEPS=0`` is the kill switch row). ``--gather`` widths also time a
+fan-out from start to end in fast rounds and with ``WORKFLOW_INLINE_FAST_SECONDS=0`` (op costs
+then also from W3 both ways). Writes ``bench/out/latency.json`` and ``latency.png``.
 """
 
 from __future__ import annotations

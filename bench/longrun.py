@@ -1,27 +1,13 @@
 """Work per step over a long sequential run: ``python -m bench.longrun --steps 10000``.
 
-One workflow awaits ``--steps`` steps one after another on the in-memory World
-(manual clock, every delivery on this thread through the World's own queue). Each
-step body notes when it ran, and the run is cut into ten equal slices of steps.
-Printed per slice: steps per second; then the deliveries and the event items the
-runtime read in all, per step. The run is repeated (``--repeat``, 5) and the ratio of
-the last slice to the first reported for each and as their median: a slice of a
-10,000-step run lasts ~0.3 s, which one full garbage collection (~50 ms) or any other
-work on the machine moves by a fifth. Issue 12's target: the last slice's throughput at
-least 0.8 times the first's, and items read O(n) (a constant per step). With inline
-execution (the default, ``--max-inline 3``) the whole chain runs in one delivery, so
-slices are of steps, not deliveries; ``--max-inline 0`` measures the dispatched path
-(a delivery per step). The figures land in ``bench/out/longrun.json``.
-
-``--local memory`` (or ``embedded``, or ``both``) runs the chain as ``world-aws run`` does:
-``local_stack`` with ``local_config()`` (replays checked cold, ``RuntimeConfig.replay_checks``),
-its consumer threads delivering, on the in-memory World or the embedded moto stack. Printed
-per World: the slices, the last/first ratio, the whole run's wall time, and with ``both`` the
-embedded run's time over the memory World's. Targets (issue 44): last/first at least 0.8 on
-the memory World, and the embedded run within 3 times the memory World's. The figures land in
-``bench/out/longrun_local.json``.
-
-Wall time is noisy when other work shares the machine: compare slices of one run.
+One workflow awaits ``--steps`` steps in sequence on the memory World (manual clock, every
+delivery on this thread), cut into ten slices of steps: steps per second per slice, the
+deliveries and event items read per step, and the last slice's throughput over the first's for
+each of ``--repeat`` runs and their median (target at least 0.8, items read a constant per
+step). Inline (``--max-inline 3``) the chain is one delivery; ``--max-inline 0`` is a delivery
+per step. ``--local memory|embedded|both`` runs it as ``world-aws run`` does (``local_stack``,
+replays checked cold), with the wall time and, for ``both``, the embedded run's time over the
+memory World's (target within 3x). Figures in ``bench/out/longrun*.json``.
 """
 
 from __future__ import annotations

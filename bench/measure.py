@@ -1,26 +1,12 @@
 """One measured run of the fan-out benchmark, on any backend.
 
-``bench.fanout(n)`` is a workflow that awaits ``asyncio.gather`` of ``n`` steps.
-``measure`` runs it once under one ``Variant`` (step-message prologue x dispatch
-mode) on a ``Backend`` — the AWS World on moto (``bench.core.FanoutBench``) or the
-in-memory World with modeled latency (``bench.model.ModelBench``) — behind a
-``BenchWorld`` that attributes every World operation, consumes both queues with
-the backend's pump, and returns a ``RunSample``: calls and ops, the run reads its
-step deliveries made before their claims, and the time from ``start()`` to the
-last branch's ``step_started`` (TTLS).
-
-Two modes:
-
-* full (default): the steps are trivial and return at once; ``step_workers`` step
-  consumers; the run completes. What a fan-out costs end to end.
-* held: every step blocks until all ``n`` branches have started (so ``n`` step
-  consumers), then the bench cancels the run and releases them; each fails for
-  good (``FatalError``: a retryable error's ``step_retrying`` would be accepted
-  after the run ended, and its redelivery would add a prologue and a refused
-  claim per branch), its ``step_failed`` is accepted (a running step may report
-  after its run ended), and the last-completer check finds the run ended. TTLS
-  then measures the start path alone (dispatch, prologue, claim), with no
-  completion work competing for the backend.
+``measure`` runs ``asyncio.gather`` of ``n`` steps once under one ``Variant`` (prologue x
+dispatch) on a ``Backend`` (moto: ``bench.core.FanoutBench``; the model: ``bench.model``)
+behind a ``BenchWorld``, consumes the queues with the backend's pump, and returns a
+``RunSample``: calls and ops, run reads before the claims, and TTLS (start to the last
+``step_started``). Full mode: trivial steps, ``step_workers`` consumers, the run completes.
+Held mode: every step blocks until all ``n`` started, then the bench cancels the run and each
+fails for good (``FatalError``, so no retry adds a prologue): TTLS is the start path alone.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """``BillingMeter``: every request of a World's clients billed by its service's rules, per World op.
 
-It hooks botocore's events on the World's own clients, next to the
-``CallRecorder`` (``bench.instrument``), which owns op attribution and the call
-lock:
-
-* ``provide-client-params``: keep the call's API parameters and its World op
-  (``CallRecorder.current_op``) in the request context; the bench's own calls
-  (``CallRecorder.muted``) are not billed;
-* ``before-call`` (after the recorder's, so under its call lock: no other request
-  runs until this one returns): read the *before* image of every item a write
-  names, through a separate client the hooks do not see (``shadow``);
-* ``after-call`` (first, still under the lock): read the *after* images and bill
-  the request (``bench.billing``): writes by the larger image, x2 in a
-  transaction, GSI upkeep from the two images; reads by the full items read
-  (a projection does not make a read cheaper); SQS by 64 KB chunks of the
-  payload; S3 by request class. A write refused by its condition is billed on
-  the item it found, as DynamoDB does.
-
-It also tells the ``InvocationMeter`` when a call starts and ends (its latency
-and CPU go to the invocation that made it).
+botocore hooks next to the ``CallRecorder``'s (which owns op attribution, muting and the call
+lock): ``provide-client-params`` keeps the call's parameters and World op; ``before-call``
+(under the call lock) reads the *before* image of every item a write names through a shadow
+client the hooks do not see; ``after-call`` reads the *after* images and bills the request
+(``bench.billing``: writes by the larger image, x2 in a transaction, GSI upkeep; reads by the
+full items read; SQS by 64 KB chunks; S3 by request class; a write refused by its condition on
+the item it found). It tells the ``InvocationMeter`` when a call starts and ends.
 """
 
 from __future__ import annotations

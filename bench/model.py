@@ -1,34 +1,13 @@
 """The model pass: the fan-out on the in-memory World, each operation delayed by its measured round trips.
 
-On moto a call costs 5-10 ms of emulator CPU and calls are served one at a time,
-so at N >= 64 the time to the last step start is the emulator's total work and
-the injected latencies overlap and vanish. On AWS a call costs its round trip and
-calls from different Lambdas run in parallel. The model reproduces that regime:
-
-* the World is ``MemoryWorld`` (every op costs microseconds of CPU) behind
-  ``BenchWorld``, whose ``charge`` is a ``LatencyCharge``: before each op it sleeps
-  the op's mean sequential round trips as the moto pass measured them
-  (``bench.opcosts``), e.g. ``events.create:step_started`` = BatchGetItem +
-  UpdateItem + TransactWriteItems = 3 x the DynamoDB latency. Sleeping threads
-  release the GIL, so concurrent ops overlap as they do on AWS;
-* ``ModelPump`` plays Lambda's SQS event source over the memory queue with the
-  moto pass's pump shape (``bench.pump.PollingPump``): pollers wait for visible
-  messages (a long poll: waiting costs nothing), take up to 10, pay one SQS
-  round trip for that receive, and hand each to an invocation; an invocation
-  pays one SQS round trip for its delete (after an ack) or its visibility change
-  (a redelivery) before the message is settled.
-
-Everything else is the moto pass's run (``bench.measure.measure``): same app,
-modes, variants, legacy producer, timeline and counts.
-
-What the model leaves out: every call of an op costs exactly its service's
-latency (no tail), and the runtime's own CPU is not spread over Lambdas: the
-dispatcher, N consumers and the bench share one interpreter. That is small next
-to the round trips up to N=64, but at N=256 the held start path keeps the
-interpreter busy for most of its ~0.7 s, so TTLS there includes CPU queueing and
-spreads by +-15% from run to run (more on a loaded machine).
-``delivery_to_claim_p50`` (one branch's prologue and claim) is the measure the
-CPU does not blur.
+On moto calls are served one at a time, so from some tens of branches on a run's time is the
+emulator's work; on AWS a call costs its round trip and calls from different Lambdas overlap.
+The model plays that regime: ``MemoryWorld`` behind ``BenchWorld`` whose ``charge`` is a
+``LatencyCharge`` (before each op it sleeps the op's mean sequential round trips measured on
+moto, releasing the GIL), consumed by ``ModelPump`` (``bench.pump.PollingPump`` over the memory
+queue: one SQS round trip per receive of up to 10, one per delete or visibility change). The
+rest is ``bench.measure.measure``. Left out: a latency tail, and the runtime's CPU spread over
+Lambdas (at N=256 CPU queueing blurs TTLS; ``delivery_to_claim_p50`` is the figure it does not).
 """
 
 from __future__ import annotations

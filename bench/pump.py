@@ -1,33 +1,14 @@
 """``QueuePump``: Lambda's SQS event source (``BatchSize`` per queue, 1 by default), played with threads.
 
-``PollingPump`` is the shape (pollers, invocation slots, worker pools, ``idle()``),
-shared with the model pass's pump over the in-memory queue (``bench.model``);
-``QueuePump`` is it over SQS.
-
-The template's step function takes one record per invocation (``BatchSize: 1``)
-with up to ``MaximumConcurrency`` invocations at once, and Lambda's pollers
-receive up to 10 messages per ``ReceiveMessage`` to feed them. The package's
-``LocalEventSource`` hands a whole receive to one invocation and runs one poller
-per queue, which for a fan-out would measure its own receive loop more than the
-step consumer. This pump does what the mapping does for a fan-out:
-
-* per queue, ``pollers`` threads; each takes as many free invocation slots as it
-  can (1..10), receives up to that many messages, and starts one invocation per
-  message on the queue's pool of ``workers`` threads. Receives are short polls
-  with a pause of ``idle_pause`` after an empty one: the benchmark serialises
-  whole calls (``bench.instrument``), and a long poll would hold that lock while
-  it waits (in-process moto replays a long poll as short polls 20 ms apart anyway);
-* an invocation is ``process_sqs_event`` on a Lambda SQS event of up to the
-  queue's ``batch_sizes`` records (1 unless given, as both functions' ``BatchSize``
-  in the template; the cost meter passes the template's),
-  the same code as the deployed functions; the records that succeeded are
-  deleted (one ``DeleteMessageBatch`` for several, as the event source does), a
-  failed one stays for redelivery (``process_sqs_event`` set its visibility).
-  ``on_invoke(queue, records)`` brackets each handler call (the cost meter
-  times invocations there; the delete is the event source's, not the function's).
-
-``idle()`` says no invocation runs and SQS holds no visible, in-flight or delayed
-message (the caller mutes its own ``GetQueueAttributes`` calls from the counts).
+``PollingPump`` is the shape, shared with the model pass's pump (``bench.model``): per queue,
+``pollers`` threads take free invocation slots (1..10), receive up to that many messages
+(short polls, ``idle_pause`` after an empty one: a long poll would hold the recorder's call
+lock) and start one invocation per batch of ``batch_sizes[queue]`` on the queue's pool of
+``workers`` threads. ``QueuePump`` is it over SQS: an invocation is ``process_sqs_event`` on a
+Lambda SQS event (the deployed functions' code), the records that succeeded are deleted (one
+``DeleteMessageBatch`` for several), a failed one stays for redelivery; ``on_invoke`` brackets
+the handler call (the cost meter times invocations there). ``idle()``: no invocation runs and
+SQS holds no visible, in-flight or delayed message.
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Crash recovery, measured: ``python -m bench.recovery --runs 100``.
 
-On the embedded stack (moto on loopback, provisioned from ``template.yaml``), with the
-template's heartbeat settings (``WORKFLOW_HEARTBEAT_SECONDS``, the queues' visibility
-timeout, BatchSize 1 and the workflow queue's MaximumConcurrency), per round:
-
-1. a consumer process (this module with ``--consume``: the AWS World, the runtime and
-   the local event source, as a Lambda container would run them) is started;
-2. ``--per-round`` runs of ``crashy`` are started, spread over one heartbeat period so
-   the kills land at every phase of the heartbeat; each runs its first step inline, and
-   in the consumer process that step's body never returns (it marks a file and sleeps);
-3. once every body is running, the consumer is killed with SIGKILL;
-4. a fresh consumer (in this process) is started, and each run's time from the kill to
-   its completion is taken (the run item read every 20 ms).
-
-The recovery is the heartbeat's: the killed invocation's messages are hidden for at
-most 1.5 periods after its last beat, then the owner's redelivered message takes the
-inline step over at once (``worker/inline.py``) and the run completes. The target is
-p99 within 2 periods. ``--doc docs/benchmarks.md`` writes the table into the
-benchmark page between its ``bench.recovery`` markers.
+On the embedded stack with the template's heartbeat settings, per round: a consumer process
+(this module with ``--consume``, as a Lambda container runs it) starts; ``--per-round`` runs
+are started over one heartbeat period, each with a first inline step whose body never returns
+there; once every body runs, the consumer gets SIGKILL; a fresh consumer here finishes the
+runs, and each run's time from the kill to its completion is taken. The heartbeat bounds it:
+the killed invocation's messages reappear within 1.5 periods of its last beat and the
+redelivered message takes the inline step over. Target: p99 within 2 periods. ``--doc``
+writes the table between the page's ``bench.recovery`` markers.
 """
 
 from __future__ import annotations
