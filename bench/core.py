@@ -36,7 +36,7 @@ from world_aws.aws.infra.provision import provision
 from world_aws.aws.local_clients import local_kms_key
 from world_aws.aws.world import AwsWorld, create_aws_world
 from world_aws.contract.clock import ManualClock, SystemClock
-from world_aws.contract.world import MessageHandler, QueueName
+from world_aws.contract.world import MessageHandler
 from world_aws.local.embedded import EmbeddedAws, delete_provisioned
 from world_aws.testing.aws_factory import aws_world
 
@@ -211,9 +211,6 @@ class FanoutBench:
             aws.queue_urls(),
             handler,
             aws.clock,
-            workers={QueueName.STEP: step_workers, QueueName.WORKFLOW: self.shape.workflow_workers},
-            pollers={
-                QueueName.STEP: self.shape.step_pollers,
-                QueueName.WORKFLOW: self.shape.workflow_pollers,
-            },
+            workers=self.shape.workers(step_workers),
+            pollers=self.shape.pollers(),
         )

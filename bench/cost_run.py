@@ -241,14 +241,8 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
                 aws.queue_urls(),
                 runtime.handle,
                 aws.clock,
-                workers={
-                    QueueName.STEP: meters.shape.step_workers,
-                    QueueName.WORKFLOW: meters.shape.workflow_workers,
-                },
-                pollers={
-                    QueueName.STEP: meters.shape.step_pollers,
-                    QueueName.WORKFLOW: meters.shape.workflow_pollers,
-                },
+                workers=meters.shape.workers(),
+                pollers=meters.shape.pollers(),
                 batch_sizes={queue: f.batch_size for queue, f in functions.items()},
                 on_invoke=lambda queue, records: meters.invocations.invocation(
                     functions[queue].name, records

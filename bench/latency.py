@@ -146,8 +146,8 @@ def model_run(
         runtime.handle,
         recorder,
         latency,
-        workers={QueueName.STEP: shape.step_workers, QueueName.WORKFLOW: shape.workflow_workers},
-        pollers={QueueName.STEP: shape.step_pollers, QueueName.WORKFLOW: shape.workflow_pollers},
+        workers=shape.workers(),
+        pollers=shape.pollers(),
     )
     try:
         began = time.perf_counter()

@@ -26,7 +26,7 @@ from world_aws import FatalError, Runtime, RuntimeConfig, Workflows
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import ResolveData, StepStatus
 from world_aws.contract.transport import decode_payload
-from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, World
+from world_aws.contract.world import Delivery, HandlerResult, MessageHandler, QueueName, World
 from world_aws.errors import BadInput
 
 WORKFLOW = "bench.fanout"
@@ -128,6 +128,14 @@ class PumpShape:
     step_pollers: int = 2
     workflow_workers: int = 4
     workflow_pollers: int = 1
+
+    def workers(self, step_workers: int | None = None) -> dict[QueueName, int]:
+        """Invocations per queue (``step_workers`` overrides the step queue's: held mode)."""
+        step = self.step_workers if step_workers is None else step_workers
+        return {QueueName.STEP: step, QueueName.WORKFLOW: self.workflow_workers}
+
+    def pollers(self) -> dict[QueueName, int]:
+        return {QueueName.STEP: self.step_pollers, QueueName.WORKFLOW: self.workflow_pollers}
 
 
 class Pump(Protocol):

@@ -166,10 +166,7 @@ class ModelBench:
             handler,
             self.recorder,
             self.latency,
-            workers={QueueName.STEP: step_workers, QueueName.WORKFLOW: self.shape.workflow_workers},
-            pollers={
-                QueueName.STEP: self.shape.step_pollers,
-                QueueName.WORKFLOW: self.shape.workflow_pollers,
-            },
+            workers=self.shape.workers(step_workers),
+            pollers=self.shape.pollers(),
             sleep=self._sleep,
         )
