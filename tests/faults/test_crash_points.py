@@ -1,6 +1,6 @@
 """Every crash point of the reference run: a crash before, a crash after, a transient error, at every call.
 
-``bench/crash_points.py`` records the World and queue calls of the fault-free reference run
+``harness/chaos/crash_points.py`` records the World and queue calls of the fault-free reference run
 (the chaos workload at one fixed spec: sequential steps, a fan-out wider than the inline
 width, retries, a sleep, a hook resumed from outside, two children). Each case here fires its
 one fault at the call its id names (``crash-before-37``: the 38th recorded call) and checks

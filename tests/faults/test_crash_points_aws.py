@@ -1,6 +1,6 @@
 """A crash point of every kind of call, on the AWS World (moto).
 
-``bench/crash_points_aws.py`` records the botocore calls of the reference run's fault-free run
+``harness/chaos/crash_points_aws.py`` records the botocore calls of the reference run's fault-free run
 on moto and names each by its operation and side; one case per kind of call made inside a
 delivery fires one fault (crash before, crash after, transient error, in turn) at its middle
 call. Each run must end with the fault-free result, keep the chaos suite's invariants and need
