@@ -18,18 +18,7 @@ from functools import partial
 from typing import cast
 
 from bench.instrument import CallRecorder, Latency
-from bench.measure import (
-    DISPATCH_MODES,
-    PROLOGUES,
-    WORKFLOW,
-    Backend,
-    PumpShape,
-    RunSample,
-    Variant,
-    all_variants,
-    fanout_app,
-    measure,
-)
+from bench.measure import Backend, PumpShape, RunSample, Variant, measure
 from bench.pump import QueuePump
 from world_aws.aws.config import AwsConfig
 from world_aws.aws.infra.provision import provision
@@ -39,22 +28,6 @@ from world_aws.contract.clock import ManualClock, SystemClock
 from world_aws.contract.world import MessageHandler
 from world_aws.local.embedded import EmbeddedAws, delete_provisioned
 from world_aws.testing.aws_factory import aws_world
-
-__all__ = [
-    "DISPATCH_MODES",
-    "NO_LATENCY",
-    "PROLOGUES",
-    "WORKFLOW",
-    "EmbeddedWorlds",
-    "FanoutBench",
-    "MotoWorlds",
-    "PumpShape",
-    "RunSample",
-    "Variant",
-    "all_variants",
-    "fanout_app",
-]
-
 
 NO_LATENCY = Latency(dynamodb=0.0, sqs=0.0, s3=0.0)
 

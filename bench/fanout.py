@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.core import FanoutBench, PumpShape, RunSample, Variant
+from bench.core import FanoutBench
 from bench.instrument import Latency
-from bench.measure import Bench, all_variants
+from bench.measure import Bench, PumpShape, RunSample, Variant, all_variants
 from bench.model import ModelBench
 from bench.opcosts import OpCosts
 from bench.report import (

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.core import DISPATCH_MODES, FanoutBench, Variant
+from bench.core import FanoutBench
 from bench.instrument import Latency
+from bench.measure import DISPATCH_MODES, Variant
 
 BRANCHES = 4
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.core import RunSample, Variant
 from bench.fanout import main
 from bench.instrument import CallRecorder, Latency
+from bench.measure import RunSample, Variant
 from bench.model import ModelBench
 from bench.opcosts import LatencyCharge, OpCost, OpCosts
 from bench.report import model_table, samples_from_json, summarise

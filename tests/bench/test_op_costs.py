@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.core import FanoutBench, RunSample, Variant
+from bench.core import FanoutBench
 from bench.instrument import EVENT_SOURCE, Latency
+from bench.measure import RunSample, Variant
 from bench.opcosts import OpCosts
 
 BRANCHES = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.core import RunSample, Variant
+from bench.measure import RunSample, Variant
 from bench.report import paired_prologues, paired_table
 
 
