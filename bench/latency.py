@@ -94,10 +94,6 @@ class LatencySample:
     overheads: list[float]
     wall_seconds: float
 
-    def quantile(self, q: float) -> float:
-        ordered = sorted(self.overheads)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
 
 def op_costs(steps: int, latency: Latency, *, fan_outs: bool = False) -> OpCosts:
     """Round trips per op, from metered runs on moto: ``steps`` sequential steps, and W3 both ways.
