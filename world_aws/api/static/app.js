@@ -14,6 +14,7 @@
   const MAX_GANTT_ROWS = 400; // redrawn 4 times a second while the run runs: a long run shows its first ones
   const main = document.getElementById("main");
   let current = null; // the page shown: {stop()}
+  let notice = null; // a line the next list page shows once (what a deletion erased)
 
   // --- small helpers ------------------------------------------------------------------------
 
@@ -138,8 +139,10 @@
     const newer = h("button", { text: "‹ Newer", disabled: true, onclick: () => { index -= 1; refresh(); } });
     const older = h("button", { text: "Older ›", disabled: true, onclick: () => { cursors[index + 1] = next; index += 1; refresh(); } });
     const body = h("tbody", { "data-testid": "runs" });
+    const shown = notice ? h("p", { class: "notice", role: "status", "data-testid": "notice", text: notice }) : null;
+    notice = null;
     main.replaceChildren(
-      h("h1", { text: "Runs" }),
+      h("h1", { text: "Runs" }), shown,
       h("form", { class: "toolbar", "data-testid": "search-form", onsubmit: find },
         h("label", {}, "find a run", search), h("button", { type: "submit", text: "Open" })),
       h("div", { class: "toolbar" },
@@ -319,7 +322,8 @@
         try { await api("POST", `${path}/cancel`, { reason: reason.value || undefined }); }
         catch (e) { problem(e); }
       };
-      actions.replaceChildren(...(live ? [reason, h("button", { class: "danger", "data-testid": "cancel", text: "Cancel run", onclick: cancel })] : forkForm(run, timeline)));
+      actions.replaceChildren(...(live ? [reason, h("button", { class: "danger", "data-testid": "cancel", text: "Cancel run", onclick: cancel })]
+        : [...forkForm(run, timeline), deleteControl()]));
       hooks.replaceChildren(...open.map((span) => resumeForm(span.name)));
     }
 
@@ -345,6 +349,40 @@
       if (!defaults.length && !calls.length) return [];
       return [h("label", {}, "fork from ", from),
         h("button", { class: "primary", "data-testid": "fork", text: "Fork run", title: "start a new run on the current code, reusing the steps before this point", onclick: fork })];
+    }
+
+    // An ended run is erased (POST /runs/{id}/delete, README "Retention and erasure") on a second,
+    // explicit click: "Delete run…" shows "Confirm delete" (focused) and "Keep"; Escape or Keep backs
+    // out. The API's answer (what it erased) is shown on the list, where the run no longer is.
+    function deleteControl() {
+      const ask = h("button", { class: "danger", "data-testid": "delete", text: "Delete run…", "aria-expanded": "false" });
+      const yes = h("button", { class: "danger", "data-testid": "delete-confirm", text: "Confirm delete" });
+      const no = h("button", { "data-testid": "delete-keep", text: "Keep" });
+      const group = h("span", { class: "confirm", role: "group", "aria-label": "confirm deletion", "data-testid": "delete-ask", hidden: true },
+        h("span", { text: "Erase this run and all its data? This cannot be undone." }), yes, no);
+      const show = (asking) => {
+        group.hidden = !asking;
+        ask.hidden = asking;
+        ask.setAttribute("aria-expanded", String(asking));
+        (asking ? yes : ask).focus();
+      };
+      ask.addEventListener("click", () => show(true));
+      no.addEventListener("click", () => show(false));
+      group.addEventListener("keydown", (e) => { if (e.key === "Escape") show(false); });
+      yes.addEventListener("click", async () => {
+        yes.disabled = no.disabled = true;
+        try {
+          const erased = await api("POST", `${path}/delete`, {});
+          notice = `Deleted run ${erased.run_id}: ${erased.records} records, ` +
+            `${erased.blobs_deleted} stored objects deleted, ${erased.blobs_kept} kept (other runs refer to them).`;
+          location.hash = "#/";
+        } catch (e) {
+          problem(e); // the API's refusal, as it said it
+          yes.disabled = no.disabled = false;
+          show(false);
+        }
+      });
+      return h("span", { class: "delete" }, ask, group);
     }
 
     function resumeForm(token) {
