@@ -11,6 +11,8 @@ import pytest
 
 from harness.harness import Harness
 from world_aws import Batch, Conflict, Debounce, Singleton, Workflows
+from world_aws.client.coalesce import CLAIM_GRACE_SECONDS
+from world_aws.contract.coalesce import claim
 from world_aws.contract.records import RunStatus
 from world_aws.errors import BadInput, NotFound, WorkflowFailedError
 from world_aws.worker.gates import BATCH_ITEMS_ATTRIBUTE, GATE_ATTRIBUTE
@@ -172,3 +174,23 @@ def test_gated_starts_refuse_what_they_cannot_honour_by_name(harness: Harness) -
         @app.workflow(debounce=Debounce("1s"), singleton=True)
         async def both() -> None:
             return None
+
+
+def test_a_singleton_claim_whose_run_never_came_frees_after_its_grace(harness: Harness) -> None:
+    runtime = harness.runtime_for(gated_app())
+    # GIVEN a starter that claimed the key and died before creating its run
+    harness.world.gates.change(
+        "singleton:rebuild:*", lambda gate, now: claim(gate, run_id="wrun_ghost", dead="", now=now)
+    )
+    # THEN within the claim's grace a start returns that run (its start may still be on its way)
+    assert runtime.start("rebuild", False).run_id == "wrun_ghost"
+    # WHEN the grace has passed THEN the key goes to a new run, which runs
+    harness.advance(CLAIM_GRACE_SECONDS + 1)
+    fresh = runtime.start("rebuild", False)
+    assert fresh.run_id != "wrun_ghost"
+    assert harness.settle(fresh) is RunStatus.COMPLETED
+    # AND an erased holder (reads cannot tell it from one not created yet) frees the key once its
+    # claim is past the grace
+    runtime.client.delete_run(fresh.run_id)
+    harness.advance(CLAIM_GRACE_SECONDS + 1)
+    assert runtime.start("rebuild", False).run_id not in (fresh.run_id, "wrun_ghost")

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from world_aws.api import timeline, views
 from world_aws.api.flow_waits import flow_waits, may_wait
+from world_aws.api.gate_route import get_gate
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
 from world_aws.api.log_route import read_log
@@ -301,6 +302,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs", "{run_id}", "timeline"), get_timeline),
     Route("GET", ("runs", "{run_id}", "log"), read_log),
     Route("GET", ("workflows",), list_workflows),
+    Route("GET", ("workflows", "{workflow}", "gates", "{key}"), get_gate),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
     Route("POST", ("runs", "{run_id}", "fork"), fork_run),
     Route("POST", ("runs", "{run_id}", "delete"), delete_run),
