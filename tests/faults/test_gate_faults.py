@@ -127,7 +127,7 @@ def _runs(world: World, workflow: str) -> list[Run]:
 
 @pytest.mark.parametrize("group_name", GROUPS)
 def test_batched_starts_under_faults_each_land_in_exactly_one_batch(group_name: str) -> None:
-    plan = FaultPlan(11, rates_for([group_name], 1.0))
+    plan = FaultPlan(11, rates_for([group_name], 3.0))
     with memory_setup(plan, VISIBILITY) as setup:
         harness, faulty = setup.harness, setup.faulty
         runtime = harness.runtime_for(gated_app(), RuntimeConfig(), world=faulty)

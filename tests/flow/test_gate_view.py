@@ -65,3 +65,24 @@ def test_the_api_and_the_cli_show_a_window_a_batch_and_a_singleton_key(harness: 
     harness.drain()
     assert harness.settle(batch.run_id) is RunStatus.COMPLETED
     assert harness.world.runs.get(batch.run_id).attributes[BATCH_ITEMS_ATTRIBUTE] == "2"
+
+
+def test_a_batched_start_through_the_api_converts_its_item_and_joins_the_batch(harness: Harness) -> None:
+    runtime = harness.runtime_for(gated_app())
+    with serve_api(runtime, port=0) as server:
+        answers = []
+        for n in (1, 2, 3):
+            request = urllib.request.Request(
+                f"{server.url}/runs",
+                data=json.dumps({"workflow": "ingest", "args": [{"shard": 9, "n": n}]}).encode(),
+                headers={"content-type": "application/json"},
+                method="POST",
+            )
+            with urllib.request.urlopen(request) as answer:
+                answers.append(json.load(answer))
+    # THEN the three items joined one batch, which started when full, with the list of them
+    assert len({a["run_id"] for a in answers}) == 1
+    run_id = answers[0]["run_id"]
+    harness.drain()
+    assert harness.settle(run_id) is RunStatus.COMPLETED
+    assert runtime.get_run(run_id).result() == [1, 2, 3]

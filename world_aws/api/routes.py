@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -67,7 +68,13 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
         if name in body.kwargs:
             raise BadInput(f"kwargs.{name}: this name cannot pass through the API (Runtime.start uses it)")
     try:  # JSON arguments converted to the annotated types (a dict to its dataclass, ...)
-        args, kwargs = runtime.app.get_workflow(body.workflow).convert(tuple(body.args), body.kwargs)
+        wf = runtime.app.get_workflow(body.workflow)
+        if wf.gate is not None and wf.gate.batch is not None and len(body.args) == 1 and not body.kwargs:
+            # A batched start's one argument is an item of the list the run takes.
+            args = (wf.convert(([body.args[0]],), {})[0][0][0],)
+            kwargs: dict[str, Any] = {}
+        else:
+            args, kwargs = wf.convert(tuple(body.args), body.kwargs)
     except UnknownWorkflow as exc:
         raise BadInput(f"workflow: {exc}") from None
     except BadInput as exc:

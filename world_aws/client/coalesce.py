@@ -19,6 +19,7 @@ a lost answer land once.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -115,7 +116,7 @@ class GatedStarts:
             )
         scope = gate_scope(gate.kind, wf.name, key_of(gate.key, args, kwargs))
         # The item's id: a retry under the caller's idempotency key joins once (contract.coalesce).
-        item_id = f"key_{idempotency_key}" if idempotency_key else f"item_{ids.new_ulid()}"
+        item_id = f"key_{_digest(idempotency_key)}" if idempotency_key else f"item_{ids.new_ulid()}"
         return self._gather(scope, gate, Item(item_id, data))
 
     def _gather(self, scope: str, gate: StartGate, item: Item) -> RunHandle:
@@ -217,3 +218,8 @@ class GatedStarts:
 
     def _retry(self, call: Callable[[], Any]) -> Any:
         return retry_in_process(call, attempts=GATE_ATTEMPTS, clock=self.world.clock, max_pause=1.0)
+
+
+def _digest(key: str) -> str:
+    """A caller's idempotency key as a short item id (the record keeps hundreds of them)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:32]

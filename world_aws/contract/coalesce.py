@@ -26,12 +26,19 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Protocol, TypeVar
 
-# The items of started batches remembered per scope (to answer an append repeated after a lost answer).
-RECENT_ITEMS = 1000
-# A batch closes once its inputs reach this many bytes (a DynamoDB item holds 400 KB), and
-# one input may not be larger than ``MAX_ITEM_BYTES``: a larger value goes by reference.
-MAX_BATCH_BYTES = 256 * 1024
+from world_aws.errors import Throttled
+
+# The items of started batches remembered per scope (to answer an append repeated after a lost
+# answer); an item id is at most ~40 bytes (``client/coalesce.py`` digests a caller's key).
+RECENT_ITEMS = 500
+# A DynamoDB item holds 400 KB: a batch closes once its inputs reach ``MAX_BATCH_BYTES``, one
+# input is at most ``MAX_ITEM_BYTES`` (a larger value goes by reference), and a record whose
+# windows and batches hold ``MAX_GATE_BYTES`` refuses more (``Throttled``) until they start.
+MAX_BATCH_BYTES = 128 * 1024
 MAX_ITEM_BYTES = 64 * 1024
+MAX_GATE_BYTES = 300 * 1024
+# How long a caller refused for a full record waits before trying again.
+FULL_RETRY_SECONDS = 1.0
 
 A = TypeVar("A")
 
@@ -102,6 +109,7 @@ def debounce(gate: Gate, *, run_id: str, item: Item, window: timedelta, now: dat
     seen = gate.run_of(item.id)
     if seen is not None:
         return gate, seen
+    _check_room(gate, item)
     if gate.open is not None:
         moved = replace(gate.open, due=now + window, items=(item,))
         return replace(gate, open=moved), gate.open.run_id
@@ -119,11 +127,22 @@ def append(
     seen = gate.run_of(item.id)
     if seen is not None:
         return gate, seen, False
+    _check_room(gate, item)
     batch = gate.open or Pending(run_id, now, now + max_wait)
     batch = replace(batch, items=(*batch.items, item))
     if len(batch.items) >= max_size or batch.size >= MAX_BATCH_BYTES:
         return replace(gate, open=None, closed=(*gate.closed, batch)), batch.run_id, True
     return replace(gate, open=batch), batch.run_id, False
+
+
+def _check_room(gate: Gate, item: Item) -> None:
+    """Raises Throttled when the record's windows and batches cannot take ``item`` (they must start first)."""
+    held = sum(p.size for p in (*((gate.open,) if gate.open else ()), *gate.closed))
+    if held + len(item.data) > MAX_GATE_BYTES:
+        raise Throttled(
+            f"gate {gate.scope!r} holds {held} bytes of inputs still to start; try again",
+            retry_after=FULL_RETRY_SECONDS,
+        )
 
 
 def close_due(gate: Gate, *, run_id: str, now: datetime) -> tuple[Gate, Decision]:

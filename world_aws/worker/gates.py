@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from world_aws.client.coalesce import publish_due
 from world_aws.client.starting import start_run
 from world_aws.contract.coalesce import Decision, Due, Gate, Pending, close_due, confirm
+from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import RunCreation
 from world_aws.contract.world import SPEC_VERSION_CURRENT, Ack, HandlerResult, Redeliver, World
@@ -107,7 +108,8 @@ class GateFlushes:
         except UnknownWorkflow:
             gate = None
         sent = payload.requested_at or now
-        wait = gate.seconds if gate is not None else 0.0
+        # It came after the delay it was sent with, at most SQS's; the start's write came right after.
+        wait = min(gate.seconds, SQS_MAX_DELAY_SECONDS) if gate is not None else 0.0
         if now < sent + timedelta(seconds=wait + UNKNOWN_GRACE_SECONDS):
             return Redeliver(UNKNOWN_RETRY_SECONDS)
         LOG.info("gate %s: no window of run %s; its due message is dropped", payload.flush, payload.run_id)

@@ -19,6 +19,7 @@ from world_aws.contract.coalesce import (
     free,
 )
 from world_aws.contract.world import World
+from world_aws.errors import Throttled
 from world_aws.testing.conformance.support import new_id
 
 WINDOW = timedelta(seconds=30)
@@ -119,3 +120,30 @@ def test_a_singleton_key_has_one_holder_until_freed_or_found_dead(world: World) 
     world.gates.change(scope, lambda g, _: free(g, run_id="late"))
     assert world.gates.get(scope).live == ""
     assert take("next") == "next"
+
+
+def test_a_gate_full_of_inputs_still_to_start_refuses_more_until_they_start(world: World) -> None:
+    scope = new_id("batch")
+
+    def add(n: int) -> tuple[str, bool]:
+        def rule(gate: Gate, now: datetime) -> tuple[Gate, tuple[str, bool]]:
+            item = Item(f"big-{n}", bytes(60_000))
+            new, run, full = append(gate, run_id=f"r{n}", item=item, max_size=1000, max_wait=WINDOW, now=now)
+            return new, (run, full)
+
+        result: tuple[str, bool] = world.gates.change(scope, rule)
+        return result
+
+    # GIVEN five inputs of 60 KB: the first three close a batch at 128 KiB, two wait in the next
+    answers = [add(n) for n in range(5)]
+    assert [full for _, full in answers] == [False, False, True, False, False]
+    # WHEN a sixth comes before the closed batch started THEN it is refused, to try again
+    try:
+        add(5)
+    except Throttled as exc:
+        assert "try again" in str(exc)
+    else:
+        raise AssertionError("a gate past its size took another input")
+    # AND once the closed batch started it is taken
+    world.gates.change(scope, lambda g, _: confirm(g, run_id="r0"))
+    assert add(5) == ("r3", True)  # and closes its batch
