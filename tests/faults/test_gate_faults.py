@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bench.chaos import memory_setup
+from harness.chaos.run import memory_setup
 from harness.fault_plan import Crash, Fault, FaultPlan, rates_for
 from harness.faulty_world import FaultyWorld
 from harness.harness import Harness, memory_harness
