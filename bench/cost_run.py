@@ -28,13 +28,15 @@ from bench.meter import BillingMeter
 from bench.pump import QueuePump
 from bench.usage import ItemWrites, Usage, difference
 from bench.world import BenchWorld, RunTimeline
-from world_aws import Concurrency, Runtime, RuntimeConfig, Workflows, patched
+from world_aws import Batch, Concurrency, Runtime, RuntimeConfig, Workflows, patched
 from world_aws.aws.codec import keys
 from world_aws.aws.infra.template import load_template, resources
 from world_aws.contract.records import ResolveData, RunStatus, StepStatus
 from world_aws.contract.world import QueueName
 
 SEQUENTIAL = "bench.cost.sequential"
+BATCHED = "bench.cost.batched"
+BATCH_SIZE = 10
 GATHER = "bench.cost.gather"
 KB = 1024
 
@@ -55,6 +57,7 @@ class Workload:
     patched: bool = False  # the workflow calls ``patched()`` before its second step (its marker's cost)
     limited: bool = False  # its steps under ``Concurrency(limit=3)``: each attempt admitted (issue 41)
     encrypted: bool = False  # payloads sealed under a KMS key (PayloadKmsKeyArn; README "Security")
+    batched: int = 0  # started by this many ``start()`` calls of a batched workflow (issue 41)
 
 
 WORKLOADS: dict[str, Workload] = {
@@ -64,6 +67,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W1", "3 sequential steps", 3),
         Workload("W1-patched", "W1, patched() before step 2", 3, patched=True),
         Workload("W1-limited", "W1, steps under Concurrency(limit=3)", 3, limited=True),
+        Workload("W1-batched", "W1, its run the batch of 10 start() calls", 3, batched=BATCH_SIZE),
         Workload("W2", "100 sequential steps", 100),
         Workload("W2-kms", "W2, payloads sealed under a KMS key", 100, encrypted=True),
         Workload("W3", "64-way gather", 64, gather=True),
@@ -128,6 +132,12 @@ def cost_app() -> Workflows:
             step = limited_leaf if limited else leaf
             await step(i, padding(step_pad, i, noisy))
         return steps
+
+    @app.workflow(name=BATCHED, batch=Batch(max_size=BATCH_SIZE, max_wait="5s"))
+    async def batched(items: list[int]) -> int:
+        for i in range(3):
+            await leaf(i, b"")
+        return len(items)
 
     @app.workflow(name=GATHER)
     async def gather(steps: int, step_pad: int, pad: bytes, noisy: bool = False) -> int:
@@ -259,9 +269,12 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
             extra = {"patch": True} if workload.patched else {}
             if workload.limited:
                 extra["limited"] = True
-            handle = runtime.start(
-                name, workload.steps, workload.step_input_bytes, pad, workload.incompressible, **extra
-            )
+            if workload.batched:  # the batch fills at its size: its last start sends it off
+                handle = [runtime.start(BATCHED, i) for i in range(workload.batched)][-1]
+            else:
+                handle = runtime.start(
+                    name, workload.steps, workload.step_input_bytes, pad, workload.incompressible, **extra
+                )
             if not timeline.wait_ended(handle.run_id, timeout):
                 raise RuntimeError(f"{workload.name}: run {handle.run_id} did not end within {timeout} s")
             wait_idle(recorder, pump, timeout)

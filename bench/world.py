@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from bench.instrument import CallRecorder
+from world_aws.contract.coalesce import GateStore
 from world_aws.contract.payload import InvokePayload
 from world_aws.contract.records import Event, EventRequest, EventResult, EventType, ResolveData, RunLog
 from world_aws.contract.sealing import PayloadSeal
@@ -281,6 +282,8 @@ class BenchWorld(ForwardingWorld):
         # A sealing World's KMS calls: a new run's key (payloads.creation) and, in a store
         # op, a key unwrapped for a run this process had not met.
         self.payloads = cast(PayloadSeal, OpProxy("payloads", inner.payloads, self._op))
+        # Debounce windows, batches and singleton keys (issue 41): a gated start's reads and writes.
+        self.gates = cast(GateStore, OpProxy("gates", inner.gates, self._op))
 
     def start_consumers(self, handler: MessageHandler) -> Consumers:
         raise NotImplementedError("the benchmark drives the queues with its own pump (bench.pump)")

@@ -33,6 +33,7 @@ from typing import Any, cast
 
 from harness.fault_plan import Crash, Fault, FaultPlan
 from world_aws.contract.admission import AdmissionStore
+from world_aws.contract.coalesce import GateStore
 from world_aws.contract.records import EventRequest
 from world_aws.contract.streams import StreamChunk, StreamStore
 from world_aws.contract.world import (
@@ -61,6 +62,7 @@ WRITES = frozenset(
         "admission.release",
         "admission.take",
         "admission.settle",
+        "gates.change",
     }
 )
 # Real seconds a copy may take before the original goes on without it (a deadlock guard).
@@ -91,6 +93,7 @@ class FaultyWorld(ForwardingWorld):
         self.queue = cast(Queue, _FaultyStore(self, "queue", inner.queue))
         self.streams = cast(StreamStore, _FaultyStore(self, "streams", inner.streams))
         self.admission = cast(AdmissionStore, _FaultyStore(self, "admission", inner.admission))
+        self.gates = cast(GateStore, _FaultyStore(self, "gates", inner.gates))
 
     def close(self) -> None:
         """The inner World belongs to whoever built it: nothing to close here."""
@@ -192,6 +195,8 @@ def _part(value: Any) -> str:
         return f"{value.type}:{value.correlation_id}"
     if isinstance(value, bytes):
         return _digest(value)
+    if callable(value):  # a gate's rule: by its name, not its address
+        return str(getattr(value, "__qualname__", type(value).__name__))
     if isinstance(value, StreamChunk):  # not its created_at: a copy's timing must not move the faults
         return f"chunk:{value.writer}:{value.attempt}:{value.seq}:{value.position}:{value.closed}"
     return str(value)

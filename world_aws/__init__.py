@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from world_aws.serde.limits import PayloadLimits
     from world_aws.worker.config import RuntimeConfig
     from world_aws.workflow.chain import ContinuedAsNew, continue_as_new
+    from world_aws.workflow.coalesce import Batch, Debounce, Singleton
     from world_aws.workflow.context import (
         StepMetadata,
         WorkflowMetadata,
@@ -81,6 +82,9 @@ _EXPORTS: dict[str, str] = {
     "Overlap": "world_aws.workflow.schedules",
     "Concurrency": "world_aws.workflow.flow",
     "RateLimit": "world_aws.workflow.flow",
+    "Batch": "world_aws.workflow.coalesce",
+    "Debounce": "world_aws.workflow.coalesce",
+    "Singleton": "world_aws.workflow.coalesce",
     "PayloadLimits": "world_aws.serde.limits",
     "RetryableError": "world_aws.errors",
     "RunCancelledError": "world_aws.errors",
@@ -128,9 +132,11 @@ def __dir__() -> list[str]:
 __all__ = [
     "Backoff",
     "BadInput",
+    "Batch",
     "Concurrency",
     "Conflict",
     "ContinuedAsNew",
+    "Debounce",
     "FatalError",
     "Hook",
     "HookConflictError",
@@ -148,6 +154,7 @@ __all__ = [
     "Runtime",
     "RuntimeConfig",
     "SerializationError",
+    "Singleton",
     "StepFailedError",
     "StepMetadata",
     "StepTimeoutError",

@@ -118,8 +118,8 @@ def test_api_before_a_command_that_does_not_use_it_is_a_one_line_error(argv: lis
     assert main(["--api", "http://127.0.0.1:9", *argv], out=out, err=err) == 2
     assert err.getvalue() == (
         "world-aws: error: --api and --sign are options of "
-        "start, ls, inspect, cancel, fork, resume, schedules, stream, deployments, runs, workflows, result, "
-        "watch, export, replay, ui\n"
+        "start, ls, inspect, cancel, fork, resume, schedules, gate, stream, deployments, runs, workflows, "
+        "result, watch, export, replay, ui\n"
     )
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from pydantic import BaseModel
 
 from world_aws.api import timeline, views
 from world_aws.api.flow_waits import flow_waits, may_wait
+from world_aws.api.gate_route import get_gate
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
 from world_aws.api.log_route import read_log
@@ -66,7 +68,13 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
         if name in body.kwargs:
             raise BadInput(f"kwargs.{name}: this name cannot pass through the API (Runtime.start uses it)")
     try:  # JSON arguments converted to the annotated types (a dict to its dataclass, ...)
-        args, kwargs = runtime.app.get_workflow(body.workflow).convert(tuple(body.args), body.kwargs)
+        wf = runtime.app.get_workflow(body.workflow)
+        if wf.gate is not None and wf.gate.batch is not None and len(body.args) == 1 and not body.kwargs:
+            # A batched start's one argument is an item of the list the run takes.
+            args = (wf.convert(([body.args[0]],), {})[0][0][0],)
+            kwargs: dict[str, Any] = {}
+        else:
+            args, kwargs = wf.convert(tuple(body.args), body.kwargs)
     except UnknownWorkflow as exc:
         raise BadInput(f"workflow: {exc}") from None
     except BadInput as exc:
@@ -301,6 +309,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", ("runs", "{run_id}", "timeline"), get_timeline),
     Route("GET", ("runs", "{run_id}", "log"), read_log),
     Route("GET", ("workflows",), list_workflows),
+    Route("GET", ("workflows", "{workflow}", "gates", "{key}"), get_gate),
     Route("POST", ("runs", "{run_id}", "cancel"), cancel_run),
     Route("POST", ("runs", "{run_id}", "fork"), fork_run),
     Route("POST", ("runs", "{run_id}", "delete"), delete_run),

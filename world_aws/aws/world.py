@@ -22,9 +22,11 @@ from world_aws.aws.read.schedule_store import DynamoScheduleStore
 from world_aws.aws.read.stream_store import DynamoStreamStore
 from world_aws.aws.s3 import S3BlobStore
 from world_aws.aws.write.admission import DynamoAdmissionStore
+from world_aws.aws.write.gates import DynamoGateStore
 from world_aws.aws.write.sequencer import Sequencer
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.coalesce import GateStore
 from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.sealing import PayloadSeal
@@ -81,6 +83,7 @@ class AwsWorld:
         self.schedules: ScheduleStore = DynamoScheduleStore(self.table, clock)
         self.streams: StreamStore = DynamoStreamStore(self.table, self.blobs)
         self.admission: AdmissionStore = DynamoAdmissionStore(self.table, clock)
+        self.gates: GateStore = DynamoGateStore(self.table, clock)
         # Payload encryption (README "Security"): always on the read side, so that any
         # process with kms:Decrypt opens runs sealed elsewhere; new runs get a key only
         # when a customer key is configured.

@@ -37,6 +37,7 @@ COMMANDS = (
     "fork",
     "resume",
     "schedules",
+    "gate",
     "stream",
     "deployments",
     "runs",
@@ -125,6 +126,14 @@ def add_commands(sub: Any) -> None:
         "--resume-id", metavar="ID", help="a key of yours: repeating the command with it delivers once"
     )
     resume.set_defaults(func=_operate(_resume))
+
+    gate = sub.add_parser(
+        "gate", parents=[common], help="a debounced, batched or singleton workflow's key: what it holds now"
+    )
+    gate.add_argument("workflow", help="the workflow's name")
+    gate.add_argument("key", nargs="?", default="*", help="the key (default '*': a workflow without a key)")
+    gate.add_argument("--json", action="store_true", help="print the API's answer as JSON")
+    gate.set_defaults(func=_operate(_gate))
 
     schedules = sub.add_parser("schedules", parents=[common], help="the schedules, with their next tick")
     schedules.add_argument(
@@ -216,6 +225,15 @@ def _ls(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
     render.print_runs(listed["runs"], out)
     if listed.get("cursor"):
         out.write(f"(more: --cursor {listed['cursor']})\n")
+    return 0
+
+
+def _gate(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
+    shown = client.call("GET", f"/workflows/{quote(ns.workflow, safe='')}/gates/{quote(ns.key, safe='')}")
+    if ns.json:
+        out.write(json.dumps(shown, indent=2) + "\n")
+        return 0
+    out.write(f"{shown['kind']} {shown['workflow']} key {shown['key']}: {shown['waiting']}\n")
     return 0
 
 

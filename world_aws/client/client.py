@@ -13,6 +13,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 from world_aws.client.audit import LOCAL_ACTOR, check_actor
+from world_aws.client.coalesce import GatedStarts
 from world_aws.client.forks import Forks
 from world_aws.client.handle import RunHandle
 from world_aws.client.lineage import Lineage
@@ -47,6 +48,8 @@ class Client:
         self._pool = pool
         self.forks = forks or Forks(world, app, pool)
         self.lineage = Lineage(world, app.serializer, pool)
+        # Debounced, batched and singleton workflows start through their gate (client/coalesce.py).
+        self.gated = GatedStarts(world, app, self._gated_start)
 
     def start(
         self,
@@ -62,8 +65,24 @@ class Client:
             BadInput: unknown workflow, arguments that do not bind or do not serialize, an
                 attribute whose name starts with ``$`` (reserved).
             WorldAwsError: the first message could not be published.
+            Conflict: a singleton workflow refusing a second live run (README "Flow control").
         """
+        wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
+        if wf.gate is not None:
+            return self.gated.start(wf, args, kwargs, idempotency_key=idempotency_key, attributes=attributes)
         return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=True)
+
+    def _gated_start(
+        self,
+        run_id: str,
+        wf: WorkflowFunction[Any, Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        idempotency_key: str | None,
+        attributes: dict[str, str] | None,
+    ) -> RunHandle:
+        """A gate's own start of the run it claimed (a singleton's)."""
+        return self._keyed_start(wf, args, kwargs, idempotency_key, attributes, compare=True, run_id=run_id)
 
     def start_again(
         self,

@@ -142,6 +142,9 @@ class InvokePayload(_Model):
     # publishes the rest under a key of this message's own, not the wait's, whose
     # retention would absorb it.
     wakes: NonEmptyStr | None = None
+    # A start gate's due message (client/coalesce.py, worker/gates.py): the gate's scope;
+    # ``run_id`` names the debounce window or batch whose run it starts once due.
+    flush: NonEmptyStr | None = None
 
     @model_validator(mode="after")
     def _step_fields_together(self) -> InvokePayload:
@@ -153,6 +156,8 @@ class InvokePayload(_Model):
             raise ValueError("succeeds is only allowed on a workflow message (without step_id)")
         if self.wakes is not None and self.step_id is not None:
             raise ValueError("wakes is only allowed on a workflow message (without step_id)")
+        if self.flush is not None and (self.step_id is not None or self.run_input is not None):
+            raise ValueError("flush is only allowed on a gate's due message (without step_id or run_input)")
         return self
 
     @property

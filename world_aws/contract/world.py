@@ -22,6 +22,7 @@ from typing import Protocol
 
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock
+from world_aws.contract.coalesce import GateStore
 from world_aws.contract.erasure import Erasure
 from world_aws.contract.payload import HealthCheck, InvokePayload
 from world_aws.contract.records import (
@@ -538,6 +539,7 @@ class World(Protocol):
     schedules: ScheduleStore
     streams: StreamStore
     admission: AdmissionStore
+    gates: GateStore
     # How the runtime seals what it sends outside the stores (contract.sealing).
     payloads: PayloadSeal
     erasure: Erasure
@@ -577,6 +579,7 @@ class ForwardingWorld:
         self.schedules: ScheduleStore = inner.schedules
         self.streams: StreamStore = inner.streams
         self.admission: AdmissionStore = inner.admission
+        self.gates: GateStore = inner.gates
         self.payloads: PayloadSeal = inner.payloads
         self.erasure: Erasure = inner.erasure
         self.ends: RunEnds = inner.ends

@@ -17,6 +17,7 @@ import threading
 
 from world_aws.contract.admission import AdmissionStore
 from world_aws.contract.clock import Clock, SystemClock
+from world_aws.contract.coalesce import GateStore
 from world_aws.contract.erasure import Erasure
 from world_aws.contract.schedules import ScheduleStore
 from world_aws.contract.sealing import PLAIN_PAYLOADS, PayloadSeal
@@ -38,6 +39,7 @@ from world_aws.local.memory_blobs import MemoryBlobStore
 from world_aws.local.memory_consumers import DEFAULT_WORKERS_PER_QUEUE, MemoryConsumers
 from world_aws.local.memory_erasure import MemoryErasure
 from world_aws.local.memory_events import MemoryEventStore
+from world_aws.local.memory_gates import MemoryGateStore
 from world_aws.local.memory_queue import DEFAULT_MAX_RECEIVE_COUNT, MemoryQueue
 from world_aws.local.memory_reads import MemoryHookStore, MemoryRunStore, MemoryStepStore, MemoryWaitStore
 from world_aws.local.memory_schedules import MemoryScheduleStore
@@ -60,6 +62,7 @@ class MemoryWorld:
     schedules: ScheduleStore
     streams: StreamStore
     admission: AdmissionStore
+    gates: GateStore
     erasure: Erasure
     ends: RunEnds
 
@@ -88,6 +91,7 @@ class MemoryWorld:
         self.schedules = MemoryScheduleStore(clock)
         self.streams = MemoryStreamStore()
         self.admission = MemoryAdmissionStore(clock)
+        self.gates = MemoryGateStore(clock)
         # A memory World does not encrypt (README "Security": the AWS World does).
         self.payloads: PayloadSeal = PLAIN_PAYLOADS
         self.streams = streams

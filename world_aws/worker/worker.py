@@ -33,6 +33,7 @@ from world_aws.worker.config import RuntimeConfig
 from world_aws.worker.deployments import Handover, hand_over_or_none, pinned_elsewhere
 from world_aws.worker.dispatch import StepDispatcher
 from world_aws.worker.executor import StepExecutor
+from world_aws.worker.gates import GateFlushes
 from world_aws.worker.inline import InlineSteps, Owner
 from world_aws.worker.orchestrator import Orchestrator
 from world_aws.workflow.registry import Workflows
@@ -84,6 +85,9 @@ class Worker:
             handover=handover,
         )
 
+        # The due messages of debounce windows and batches (worker/gates.py).
+        self.gates = GateFlushes(world, app, pool)
+
     def close(self) -> None:
         self.orchestrator.close()
 
@@ -97,6 +101,8 @@ class Worker:
         payload = delivery.parsed()
         if isinstance(payload, HealthCheck):
             return Ack()
+        if payload.flush is not None:
+            return self.gates.handle(payload)
         if delivery.attempt > self.config.max_queue_deliveries:
             error = BadInput(
                 f"message {delivery.message_id} was delivered {delivery.attempt} times "

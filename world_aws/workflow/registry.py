@@ -18,6 +18,7 @@ from world_aws.serde.codec import Serializer
 from world_aws.serde.limits import PayloadLimits
 from world_aws.workflow import context
 from world_aws.workflow.chain import CONTINUED_AS_NEW_TYPE, ContinuedAsNew
+from world_aws.workflow.coalesce import Batch, Debounce, Singleton, StartGate
 from world_aws.workflow.flow import Concurrency, RateLimit
 from world_aws.workflow.retention import FOREVER, Retention, retention_attributes, retention_seconds
 from world_aws.workflow.retry import DEFAULT_BACKOFF, Backoff
@@ -97,6 +98,8 @@ class WorkflowFunction(Generic[P, R]):
         self.retention_seconds = retention_seconds(retention, where=f"workflow {name!r} retention")
         self.signature = inspect.signature(fn)
         self.hints = parameter_types(fn)
+        # Flow control of its starts (workflow/coalesce.py): debounce, batch or singleton.
+        self.gate: StartGate | None = None
         functools.update_wrapper(self, fn)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -172,6 +175,9 @@ class Workflows:
         schedule: str | None = None,
         overlap: Overlap | str = Overlap.SKIP,
         retention: Retention = None,
+        debounce: Debounce | None = None,
+        batch: Batch | None = None,
+        singleton: Singleton | bool | None = None,
     ) -> Callable[[Callable[P, Awaitable[R]]], WorkflowFunction[P, R]]: ...
 
     def workflow(  # type: ignore[misc]
@@ -183,6 +189,9 @@ class Workflows:
         schedule: str | None = None,
         overlap: Overlap | str = Overlap.SKIP,
         retention: Retention = None,
+        debounce: Debounce | None = None,
+        batch: Batch | None = None,
+        singleton: Singleton | bool | None = None,
     ) -> Any:
         """Declare a workflow: ``@app.workflow`` or ``@app.workflow(name=..., schedule=...)``.
 
@@ -194,6 +203,10 @@ class Workflows:
             overlap: ``"skip"`` or ``"allow"`` a tick while the previous tick's run goes on.
             retention: how long this workflow's ended runs are kept (``"7d"``; ``"forever"``;
                 None: the app's ``retention``).
+            debounce: collapse a key's starts within a window into one run with the last
+                arguments (``Debounce``; README "Flow control").
+            batch: gather starts into one run of the list of their items (``Batch``).
+            singleton: at most one live run per key (``True`` or ``Singleton``).
         """
 
         def register(f: Callable[P, Awaitable[R]]) -> WorkflowFunction[P, R]:
@@ -201,6 +214,7 @@ class Workflows:
             if wf_name in self._workflows:
                 raise BadInput(f"a workflow named {wf_name!r} is already registered")
             wf = WorkflowFunction(f, wf_name, self, retention)
+            wf.gate = StartGate.of(wf_name, debounce, batch, singleton)
             self._register_types(wf.hints)
             for hook_type in hook_types_in(f):
                 self.register_type(hook_type)

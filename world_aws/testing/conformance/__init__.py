@@ -33,6 +33,7 @@ AREAS = (
     "schedules",
     "streams",
     "admission",
+    "gates",
     "shapes",
     "erasure",
 )
