@@ -63,6 +63,7 @@ WRITES = frozenset(
         "admission.take",
         "admission.settle",
         "gates.change",
+        "admission.renew",
     }
 )
 # Real seconds a copy may take before the original goes on without it (a deadlock guard).

@@ -17,9 +17,10 @@ from world_aws.client.coalesce import GatedStarts
 from world_aws.client.forks import Forks
 from world_aws.client.handle import RunHandle
 from world_aws.client.lineage import Lineage
+from world_aws.client.run_slots import release_run_slot
 from world_aws.client.starting import publish_wake, start_run
 from world_aws.contract.erasure import ErasedRun
-from world_aws.contract.records import EventRequest, EventType, HookReceivedData, RunCreation
+from world_aws.contract.records import EventRequest, EventType, HookReceivedData, Run, RunCreation
 from world_aws.contract.rules import RESERVED_ATTRIBUTE_PREFIX
 from world_aws.contract.world import SPEC_VERSION_CURRENT, World
 from world_aws.engine import ids
@@ -30,6 +31,7 @@ from world_aws.serde.limits import Payload
 from world_aws.workflow.hooks import check_token
 from world_aws.workflow.registry import WorkflowFunction, Workflows
 from world_aws.workflow.retry import retry_in_process
+from world_aws.workflow.run_flow import PRIORITY_ATTRIBUTE, check_priority
 from world_aws.workflow.typed_hooks import Hook as TypedHookBase
 from world_aws.workflow.typed_hooks import checked_payload, declared_type
 
@@ -47,7 +49,7 @@ class Client:
         self.app = app
         self._pool = pool
         self.forks = forks or Forks(world, app, pool)
-        self.lineage = Lineage(world, app.serializer, pool)
+        self.lineage = Lineage(world, app.serializer, pool, ended=self._ended)
         # Debounced, batched and singleton workflows start through their gate (client/coalesce.py).
         self.gated = GatedStarts(world, app, self._gated_start)
 
@@ -57,9 +59,13 @@ class Client:
         *args: Any,
         idempotency_key: str | None = None,
         attributes: dict[str, str] | None = None,
+        priority: int | None = None,
         **kwargs: Any,
     ) -> RunHandle:
         """Start a run of ``workflow``; the same ``idempotency_key`` returns the same run.
+
+        ``priority``: among runs waiting for a slot of the workflow's ``concurrency``, higher
+        goes first (default: the workflow's ``priority``); recorded as the attribute ``$priority``.
 
         Raises:
             BadInput: unknown workflow, arguments that do not bind or do not serialize, an
@@ -70,7 +76,13 @@ class Client:
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         if wf.gate is not None:
             return self.gated.start(wf, args, kwargs, idempotency_key=idempotency_key, attributes=attributes)
-        return self._keyed_start(workflow, args, kwargs, idempotency_key, attributes, compare=True)
+        return self._keyed_start(
+            workflow, args, kwargs, idempotency_key, attributes, compare=True, priority=priority
+        )
+
+    def _ended(self, run: Run) -> None:
+        """A run this client cancelled: give its concurrency slot back (``client/run_slots.py``)."""
+        release_run_slot(self.world, self.app, run)
 
     def _gated_start(
         self,
@@ -139,6 +151,7 @@ class Client:
         *,
         compare: bool,
         run_id: str | None = None,
+        priority: int | None = None,
     ) -> RunHandle:
         reserved = sorted(k for k in attributes or {} if k.startswith(RESERVED_ATTRIBUTE_PREFIX))
         if reserved:
@@ -148,6 +161,8 @@ class Client:
                 f"attributes: {', '.join(reserved)}: names starting with "
                 f"{RESERVED_ATTRIBUTE_PREFIX!r} are reserved (contract §2.1)"
             )
+        if priority is not None:
+            attributes = {**(attributes or {}), PRIORITY_ATTRIBUTE: str(check_priority(priority))}
         wf = self.app.get_workflow(workflow if isinstance(workflow, str) else workflow.name)
         wf.bind(args, kwargs)
         data = self.app.serializer.dumps(
@@ -188,7 +203,7 @@ class Client:
         created = start_run(self.world, self._pool, run_id, creation, carrier, keyed=bool(idempotency_key))
         if isinstance(created, Conflict) and idempotency_key and compare:
             self._check_same_start(run_id, idempotency_key, creation)
-        return RunHandle(self.world, self.app.serializer, run_id, started=True)
+        return RunHandle(self.world, self.app.serializer, run_id, started=True, ended=self._ended)
 
     def _check_same_start(self, run_id: str, idempotency_key: str, creation: RunCreation) -> None:
         """A start whose key names an existing run must ask for the same workflow and input.
@@ -252,7 +267,7 @@ class Client:
     def get_run(self, run_id: str) -> RunHandle:
         """A handle on an existing run. Raises NotFound."""
         self.world.runs.get(run_id)
-        return RunHandle(self.world, self.app.serializer, run_id)
+        return RunHandle(self.world, self.app.serializer, run_id, ended=self._ended)
 
     def delete_run(self, run_id: str) -> ErasedRun:
         """Erase an ended run and all its data: an erasure request (README "Retention and erasure").

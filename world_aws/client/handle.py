@@ -21,14 +21,24 @@ POLL_MAX_SECONDS = 0.5
 
 
 class RunHandle:
-    def __init__(self, world: World, serializer: Serializer, run_id: str, *, started: bool = False) -> None:
+    def __init__(
+        self,
+        world: World,
+        serializer: Serializer,
+        run_id: str,
+        *,
+        started: bool = False,
+        ended: Callable[[Run], None] | None = None,
+    ) -> None:
         """``started``: the run was started (by ``start()``, or as a chain's next run), so a
         read that does not find it finds it still to come: its ``run_created`` may have failed,
-        and its first message creates it (resilient start, contract §6.1)."""
+        and its first message creates it (resilient start, contract §6.1). ``ended``: called
+        with each run a ``cancel`` ends (the client's: it gives the run's slot back)."""
         self._world = world
         self._serializer = serializer
         self.run_id = run_id
         self._started = started
+        self._ended = ended
 
     def __repr__(self) -> str:
         return f"RunHandle({self.run_id!r})"
@@ -85,7 +95,10 @@ class RunHandle:
         if run.status is RunStatus.COMPLETED:
             value = self._serializer.loads(run.output or b"")
             if isinstance(value, ContinuedAsNew):  # follow the chain to its last run
-                return RunHandle(self._world, self._serializer, value.run_id, started=True).result(timeout)
+                chained = RunHandle(
+                    self._world, self._serializer, value.run_id, started=True, ended=self._ended
+                )
+                return chained.result(timeout)
             return value
         if run.status is RunStatus.CANCELLED:
             raise RunCancelledError(self.run_id)
@@ -101,7 +114,8 @@ class RunHandle:
         Raises:
             WorldAwsError: a write failed; call again (a retry finishes what is left).
         """
-        return Lineage(self._world, self._serializer).cancel(self.run_id, reason, actor=check_actor(actor))
+        lineage = Lineage(self._world, self._serializer, ended=self._ended)
+        return lineage.cancel(self.run_id, reason, actor=check_actor(actor))
 
     def readable(
         self,

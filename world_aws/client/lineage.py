@@ -72,12 +72,15 @@ class Lineage:
         pool: Executor | None = None,
         *,
         retention: Callable[[str], dict[str, str]] | None = None,
+        ended: Callable[[Run], None] | None = None,
     ) -> None:
         self._world = world
         self._serializer = serializer
         self._pool = pool
         # A new child's retention attributes by workflow name (Workflows.retention_attributes).
         self._retention = retention or (lambda _name: {})
+        # Called with a run this cancels, after its run_cancelled (client/run_slots.py).
+        self._ended = ended or (lambda _run: None)
 
     # --- the parent's suspension pass ------------------------------------------------
 
@@ -312,6 +315,7 @@ class Lineage:
         except Conflict:
             run = self._world.runs.get(run_id, resolve_data=ResolveData.NONE)
             if run.status is RunStatus.CANCELLED:  # a cancel that may have died half-way: finish it
+                self._ended(run)
                 self.after_end(run)
                 self._cancel_children(run_id)
                 self._cancel_successor(run_id, reason)
@@ -321,6 +325,8 @@ class Lineage:
                 if last is not None and last.run_id != run_id and not last.status.terminal:
                     return self.cancel(last.run_id, reason, actor=actor)
             return False
+        if result.run is not None:
+            self._ended(result.run)
         self.after_end(result.run)
         self._cancel_children(run_id)
         self._cancel_successor(run_id, reason)

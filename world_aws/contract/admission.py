@@ -3,8 +3,11 @@
 Two records, one per key (a *scope*: ``step:<name>:<key>``):
 
 - ``SlotState``: who holds one of the key's ``limit`` slots (each holder under a lease,
-  so a crashed holder's slot frees itself) and who waits for one, first come first
-  served. A waiter keeps the message that wakes it (``Waiter.wake``): a holder that
+  so a crashed holder's slot frees itself) and who waits for one, higher priority
+  first, first come first served within a priority. An *audited* scope (a workflow's
+  runs) never drops a holder on time alone: a lapsed lease is reported to the next
+  arrival, which checks the holder's run and releases or renews it (``renew_slot``).
+  A waiter keeps the message that wakes it (``Waiter.wake``): a holder that
   releases hands the woken waiters' messages back, and its caller publishes them.
 - ``RateWindow``: the key's recent starts. A token is taken before the claim and
   settled after it with the time the attempt started (``settle_token``); until then it
@@ -51,6 +54,7 @@ class Waiter:
     since: datetime
     seen_at: datetime
     wake: bytes = b""
+    priority: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,7 @@ class SlotState:
     holders: tuple[Holder, ...] = ()
     waiters: tuple[Waiter, ...] = ()
     version: int = 0
+    audited: bool = False  # holders leave by release (or an audit), never on time alone
 
     def holder(self, holder: str) -> Holder | None:
         return next((h for h in self.holders if h.holder == holder), None)
@@ -84,6 +89,7 @@ class Admission:
     verdict: Verdict
     position: int | None = None
     holders: int = 0
+    lapsed: tuple[str, ...] = ()  # an audited scope's holders whose lease passed: check them
 
 
 # A token taken and never settled (its taker died) stops counting this long after it was taken;
@@ -157,11 +163,11 @@ def _reserve_at(live: list[Start], limit: int, period: timedelta, now: datetime)
 
 
 def _live(state: SlotState, now: datetime) -> SlotState:
-    """``state`` without expired holders and stale waiters."""
+    """``state`` without expired holders (kept in an audited scope) and stale waiters."""
     stale = now - timedelta(seconds=WAITER_STALE_SECONDS)
     return replace(
         state,
-        holders=tuple(h for h in state.holders if h.expires_at > now),
+        holders=tuple(h for h in state.holders if state.audited or h.expires_at > now),
         waiters=tuple(w for w in state.waiters if w.seen_at > stale),
     )
 
@@ -175,8 +181,14 @@ def acquire_slot(
     lease: timedelta,
     now: datetime,
     wake: bytes,
+    priority: int = 0,
+    audit: bool = False,
 ) -> tuple[SlotState, Admission]:
     """Admit ``holder`` to a slot if it is free for it, else put it (or keep it) in line.
+
+    A newcomer joins the line behind every waiter of its ``priority`` or higher, ahead
+    of the lower ones. ``audit`` makes the scope audited (see the module's docstring):
+    a refusal then names the holders whose lease has passed (``Admission.lapsed``).
 
     A holder already holding under this ``ticket`` (a redelivery of the delivery that
     holds it, after its handler died) renews its lease. Under another ticket the slot is
@@ -184,7 +196,7 @@ def acquire_slot(
     holder is admitted if fewer than ``free`` wait ahead of it: nobody ahead loses a slot
     it was woken for (first come, first served).
     """
-    state = replace(_live(state, now), limit=limit)
+    state = replace(_live(replace(state, audited=state.audited or audit), now), limit=limit)
     held = state.holder(holder)
     expires = now + lease
     if held is not None:
@@ -196,8 +208,8 @@ def acquire_slot(
     position = state.position(holder)
     waiters = list(state.waiters)
     if position is None:
-        waiters.append(Waiter(holder, since=now, seen_at=now, wake=wake))
-        position = len(waiters) - 1
+        position = next((i for i, w in enumerate(waiters) if w.priority < priority), len(waiters))
+        waiters.insert(position, Waiter(holder, since=now, seen_at=now, wake=wake, priority=priority))
     if position < free:
         del waiters[position]
         holders = (*state.holders, Holder(holder, ticket, expires))
@@ -205,9 +217,17 @@ def acquire_slot(
             Verdict.GRANTED, holders=len(holders)
         )
     waiters[position] = replace(waiters[position], seen_at=now, wake=wake)
+    lapsed = tuple(h.holder for h in state.holders if h.expires_at <= now) if state.audited else ()
     return replace(state, waiters=tuple(waiters)), Admission(
-        Verdict.WAITING, position=position - free, holders=len(state.holders)
+        Verdict.WAITING, position=position - free, holders=len(state.holders), lapsed=lapsed
     )
+
+
+def renew_slot(state: SlotState, *, holder: str, lease: timedelta, now: datetime) -> SlotState:
+    """``holder``'s lease, if it holds a slot, renewed to ``lease`` from ``now`` (else nothing changes)."""
+    state = _live(state, now)
+    holders = tuple(h if h.holder != holder else replace(h, expires_at=now + lease) for h in state.holders)
+    return replace(state, holders=holders)
 
 
 def release_slot(
@@ -296,6 +316,8 @@ class AdmissionStore(Protocol):
         limit: int,
         lease_seconds: float,
         wake: bytes = b"",
+        priority: int = 0,
+        audit: bool = False,
     ) -> Admission:
         """Admit ``holder`` to a slot of ``scope`` or keep it in line (``acquire_slot``), linearizably.
 
@@ -307,6 +329,10 @@ class AdmissionStore(Protocol):
 
     def release(self, scope: str, *, holder: str, ticket: str | None = None) -> list[bytes]:
         """Free ``holder``'s slot and leave the line (``release_slot``); the woken waiters' messages."""
+        ...
+
+    def renew(self, scope: str, *, holder: str, lease_seconds: float) -> None:
+        """Renew ``holder``'s lease if it holds a slot of ``scope`` (``renew_slot``)."""
         ...
 
     def slots(self, scope: str) -> SlotState:

@@ -17,6 +17,7 @@ from world_aws.contract.admission import (
     check_rate_request,
     check_slot_request,
     release_slot,
+    renew_slot,
     settle_token,
     take_token,
 )
@@ -41,6 +42,8 @@ class MemoryAdmissionStore:
         limit: int,
         lease_seconds: float,
         wake: bytes = b"",
+        priority: int = 0,
+        audit: bool = False,
     ) -> Admission:
         check_slot_request(limit, lease_seconds)
         with self._lock:
@@ -53,9 +56,18 @@ class MemoryAdmissionStore:
                 lease=timedelta(seconds=lease_seconds),
                 now=self._clock.now(),
                 wake=wake,
+                priority=priority,
+                audit=audit,
             )
             self._slots[scope] = new
             return admission
+
+    def renew(self, scope: str, *, holder: str, lease_seconds: float) -> None:
+        with self._lock:
+            state = self._slots.get(scope)
+            if state is not None:
+                lease = timedelta(seconds=lease_seconds)
+                self._slots[scope] = renew_slot(state, holder=holder, lease=lease, now=self._clock.now())
 
     def release(self, scope: str, *, holder: str, ticket: str | None = None) -> list[bytes]:
         with self._lock:

@@ -94,11 +94,18 @@ class Runtime:
         *args: Any,
         idempotency_key: str | None = None,
         attributes: dict[str, str] | None = None,
+        priority: int | None = None,
         **kwargs: Any,
     ) -> RunHandle:
-        """``Client.start``: start a run of ``workflow`` (the same ``idempotency_key``: the same run)."""
+        """``Client.start``: start a run of ``workflow`` (the same ``idempotency_key``: the same run;
+        ``priority``: among the runs waiting for the workflow's slots, higher first)."""
         return self.client.start(
-            workflow, *args, idempotency_key=idempotency_key, attributes=attributes, **kwargs
+            workflow,
+            *args,
+            idempotency_key=idempotency_key,
+            attributes=attributes,
+            priority=priority,
+            **kwargs,
         )
 
     def start_again(

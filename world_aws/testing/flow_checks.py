@@ -93,3 +93,29 @@ def max_starts_in_window(found: Iterable[Attempt], window: timedelta) -> int:
             left += 1
         most = max(most, right - left + 1)
     return most
+
+
+_RUN_ENDS = {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED}
+
+
+def run_intervals(world: World, run_ids: Iterable[str]) -> list[Attempt]:
+    """Each run's life as its log records it: from ``run_started`` to its end (None: still live).
+
+    A run that never started (cancelled while it waited for a slot) has no interval.
+    """
+    found: list[Attempt] = []
+    for run_id in run_ids:
+        events = world.events.list(run_id, resolve_data=ResolveData.NONE)
+        start = next((e.created_at for e in events if e.type is EventType.RUN_STARTED), None)
+        if start is None:
+            continue
+        end = next((e.created_at for e in events if e.type in _RUN_ENDS), None)
+        found.append(Attempt(run_id, "", "", start, end))
+    return found
+
+
+def max_run_overlap(intervals: Iterable[Attempt], *, until: datetime | None = None) -> int:
+    """The most runs live at one instant (``max_overlap``; a live run is open until ``until``)."""
+    found = list(intervals)
+    last = max([a.start for a in found] + [a.end for a in found if a.end is not None], default=None)
+    return max_overlap(found, until=until or last or datetime.max)

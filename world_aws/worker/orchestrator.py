@@ -18,6 +18,7 @@ from functools import partial
 
 from world_aws.client.lineage import Lineage
 from world_aws.client.parallel import run_parallel
+from world_aws.client.run_slots import release_run_slot
 from world_aws.client.starting import publish_wake
 from world_aws.contract.clock import epoch_ms
 from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS
@@ -385,9 +386,11 @@ class Orchestrator:
         if tell_parent:  # a child tells its parent first: a crash after this redoes both (client/lineage.py)
             self.lineage.before_end(run_id, request, run)
         try:
-            self._world.events.create(run_id, request)
+            ended = self._world.events.create(run_id, request)
         except (Conflict, NotFound):
             pass  # already terminal (a concurrent continuation or a cancellation won)
+        else:
+            release_run_slot(self._world, self._app, ended.run or run)  # client/run_slots.py
         self._forget(run_id)
 
     def _forget(self, run_id: str) -> None:

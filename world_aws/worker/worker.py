@@ -36,6 +36,7 @@ from world_aws.worker.executor import StepExecutor
 from world_aws.worker.gates import GateFlushes
 from world_aws.worker.inline import InlineSteps, Owner
 from world_aws.worker.orchestrator import Orchestrator
+from world_aws.worker.run_admission import HeldRun, RunGate, RunRefused
 from world_aws.workflow.registry import Workflows
 from world_aws.workflow.retry import retry_in_process
 
@@ -84,6 +85,7 @@ class Worker:
             config.max_deployment_reroutes,
             handover=handover,
         )
+        self.runs_gate = RunGate(world, app)
 
         # The due messages of debounce windows and batches (worker/gates.py).
         self.gates = GateFlushes(world, app, pool)
@@ -130,9 +132,31 @@ class Worker:
         if payload.run_input is not None and FORKED_FROM in payload.run_input.attributes:
             # A fork's first message: its copied prefix is written before it starts.
             self.forks.prepare(payload.run_id, self._creation(payload.run_input))
-        start = None
         logged = self._reads_log_first(payload)
         seen = self._seen(payload, with_log=logged)
+        held = None
+        if seen is None or seen.status is RunStatus.PENDING:
+            # A run under its workflow's flow control starts once admitted (worker/run_admission.py).
+            admitted = self.runs_gate.admit(payload, seen, delivery)
+            if isinstance(admitted, RunRefused):
+                return admitted.result
+            held = admitted
+        try:
+            return self._continue(payload, delivery, seen, logged, asked, held)
+        except BaseException:
+            self.runs_gate.started(held, ran=True)  # it may have started: its token counts, its slot stays
+            raise
+
+    def _continue(
+        self,
+        payload: InvokePayload,
+        delivery: Delivery,
+        seen: Run | None,
+        logged: bool,
+        asked: str | None,
+        held: HeldRun | None,
+    ) -> HandlerResult:
+        start = None
         if seen is not None:
             # Running: no run_started to write. Pending: its run_started goes with the
             # first pass's first write (one append with the first inline creates).
@@ -142,6 +166,7 @@ class Worker:
             logged = False  # what happens next writes: the replay reads after it
             started = self._started(payload, delivery)
             if not isinstance(started, Run):
+                self.runs_gate.started(held, ran=False)  # it had ended (or is not there yet)
                 return started
             run = started
         routed = self._pinned(run.deployment_id, delivery) if run.deployment_id != asked else None
@@ -151,15 +176,18 @@ class Worker:
         # missing and started it here (a reconciler's wake of a run whose first message was lost).
         first = payload.run_input is not None or seen is None or seen.status is RunStatus.PENDING
         if first and not self.orchestrator.lineage.on_child_start(run):
+            self.runs_gate.started(held, ran=False)
             return Ack()  # a child whose parent was cancelled: cancelled with it
         with tracing.workflow_span(run, payload.trace_carrier):
-            return self.orchestrator.continue_run(
+            answer = self.orchestrator.continue_run(
                 run,
                 redispatch_tag=payload.reconcile_tag,
                 owner=Owner.of(delivery, payload.succeeds, payload.wakes),
                 start=start,
                 logged=logged,
             )
+        self.runs_gate.started(held, ran=True)
+        return answer
 
     def _pinned(self, deployment_id: str, delivery: Delivery) -> HandlerResult | None:
         """The answer of the run's own deployment if it is another one (None: handle it here)."""

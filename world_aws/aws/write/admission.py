@@ -29,6 +29,7 @@ from world_aws.contract.admission import (
     check_rate_request,
     check_slot_request,
     release_slot,
+    renew_slot,
     settle_token,
     take_token,
 )
@@ -59,6 +60,8 @@ class DynamoAdmissionStore:
         limit: int,
         lease_seconds: float,
         wake: bytes = b"",
+        priority: int = 0,
+        audit: bool = False,
     ) -> Admission:
         check_slot_request(limit, lease_seconds)
         lease = timedelta(seconds=lease_seconds)
@@ -68,8 +71,26 @@ class DynamoAdmissionStore:
             _slots_from,
             _slots_item,
             lambda state, now: acquire_slot(
-                state, holder=holder, ticket=ticket, limit=limit, lease=lease, now=now, wake=wake
+                state,
+                holder=holder,
+                ticket=ticket,
+                limit=limit,
+                lease=lease,
+                now=now,
+                wake=wake,
+                priority=priority,
+                audit=audit,
             ),
+        )
+
+    def renew(self, scope: str, *, holder: str, lease_seconds: float) -> None:
+        lease = timedelta(seconds=lease_seconds)
+        self._change(
+            scope,
+            "slots",
+            _slots_from,
+            _slots_item,
+            lambda state, now: (renew_slot(state, holder=holder, lease=lease, now=now), None),
         )
 
     def release(self, scope: str, *, holder: str, ticket: str | None = None) -> list[bytes]:
@@ -158,9 +179,11 @@ def _at(us: object) -> datetime:
 def _slots_item(state: SlotState) -> dict[str, object]:
     return {
         "limit": state.limit,
+        "audited": state.audited,
         "holders": [{"h": h.holder, "t": h.ticket, "x": _us(h.expires_at)} for h in state.holders],
         "waiters": [
-            {"h": w.holder, "s": _us(w.since), "n": _us(w.seen_at), "w": w.wake} for w in state.waiters
+            {"h": w.holder, "s": _us(w.since), "n": _us(w.seen_at), "w": w.wake, "p": w.priority}
+            for w in state.waiters
         ],
     }
 
@@ -170,11 +193,22 @@ def _slots_from(scope: str, item: Item | None) -> SlotState:
         return SlotState(scope)
     holders = tuple(Holder(str(h["h"]), str(h["t"]), _at(h["x"])) for h in item.get("holders", []))
     waiters = tuple(
-        Waiter(str(w["h"]), since=_at(w["s"]), seen_at=_at(w["n"]), wake=bytes(w.get("w", b"")))
+        Waiter(
+            str(w["h"]),
+            since=_at(w["s"]),
+            seen_at=_at(w["n"]),
+            wake=bytes(w.get("w", b"")),
+            priority=int(w.get("p", 0)),
+        )
         for w in item.get("waiters", [])
     )
     return SlotState(
-        scope, limit=int(item.get("limit", 0)), holders=holders, waiters=waiters, version=int(item["version"])
+        scope,
+        limit=int(item.get("limit", 0)),
+        holders=holders,
+        waiters=waiters,
+        version=int(item["version"]),
+        audited=bool(item.get("audited", False)),
     )
 
 
