@@ -187,6 +187,10 @@ class RunDetail(RunSummary):
     links: RunLinks | None = None
     audit: list[AuditView] = Field(default_factory=list)
     expires_at: datetime | None = Field(default=None, description="when retention erases it (ended runs)")
+    waiting: str | None = Field(
+        default=None, description="what the pending run waits for under its workflow's flow control"
+    )
+    priority: int | None = Field(default=None, description="its priority (workflows with flow control)")
 
 
 class RunList(BaseModel):

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from world_aws.api import timeline, views
-from world_aws.api.flow_waits import flow_waits, may_wait
+from world_aws.api.flow_waits import flow_waits, may_wait, run_flow_view
 from world_aws.api.gate_route import get_gate
 from world_aws.api.http import Request, Response, json_response, parse_body, parse_query
 from world_aws.api.lineage_view import run_links
@@ -122,6 +122,7 @@ def get_run(_request: Request, params: Params, runtime: Runtime) -> Response:
     detail.links = run_links(run, events, runtime.app.serializer)
     detail.audit = [AuditView.model_validate(asdict(entry)) for entry in audit_trail(run, events)]
     detail.expires_at = expires_at(run)
+    detail.waiting, detail.priority = run_flow_view(runtime.world, runtime.app, run)
     return json_response(200, _dump(detail))
 
 

@@ -290,6 +290,10 @@ def _inspect(client: ApiClient, ns: argparse.Namespace, out: TextIO) -> int:
             out.write(f"{label:<9} {run[f'{label}_at']}\n")
     if run.get("expires_at"):
         out.write(f"expires   {run['expires_at']}\n")
+    if run.get("priority") is not None:
+        out.write(f"priority  {run['priority']}\n")
+    if run.get("waiting"):
+        out.write(f"waiting   {run['waiting']}\n")
     for entry in run.get("audit") or []:
         out.write(f"{'audit':<9} {render.audit_line(entry)}\n")
     if listed.get("summary"):

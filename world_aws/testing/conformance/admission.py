@@ -170,3 +170,54 @@ def test_bad_limits_are_refused_by_name(world: World) -> None:
             assert "limit" in str(exc) or "lease" in str(exc)
         else:
             raise AssertionError("a bad limit was accepted")
+
+
+def _run_acquire(world: World, scope: str, run_id: str, priority: int = 0, lease: float = 60.0):  # type: ignore[no-untyped-def]
+    """A run's acquire (``worker/run_admission.py``): holder and ticket its id, the scope audited."""
+    return world.admission.acquire(
+        scope,
+        holder=run_id,
+        ticket=run_id,
+        limit=1,
+        lease_seconds=lease,
+        wake=run_id.encode(),
+        priority=priority,
+        audit=True,
+    )
+
+
+def test_the_line_goes_by_priority_then_arrival(world: World) -> None:
+    scope = new_id("flow")
+    assert _run_acquire(world, scope, "holder").verdict is Verdict.GRANTED
+    # WHEN runs join the line with priorities 0, 5, 0, 9, 5
+    for run_id, priority in [("a", 0), ("b", 5), ("c", 0), ("d", 9), ("e", 5)]:
+        assert _run_acquire(world, scope, run_id, priority).verdict is Verdict.WAITING
+    # THEN the line is the highest first, first come first served within a priority
+    state = world.admission.slots(scope)
+    assert [w.holder for w in state.waiters] == ["d", "b", "e", "a", "c"]
+    assert [w.priority for w in state.waiters] == [9, 5, 5, 0, 0]
+    assert _run_acquire(world, scope, "b", 5).position == 1
+    # AND a release wakes the first of the highest priority
+    assert world.admission.release(scope, holder="holder") == [b"d"]
+
+
+def test_an_audited_scope_keeps_a_lapsed_holder_and_names_it_until_renewed_or_released(
+    world: World, clock: ManualClock
+) -> None:
+    scope = new_id("flow")
+    assert _run_acquire(world, scope, "r1", lease=10).verdict is Verdict.GRANTED
+    # WHEN its lease passes
+    clock.advance(11)
+    # THEN it still holds (an audited scope drops no holder on time alone), and a newcomer is told to check it
+    assert [h.holder for h in world.admission.slots(scope).holders] == ["r1"]
+    refused = _run_acquire(world, scope, "r2")
+    assert (refused.verdict, refused.lapsed) == (Verdict.WAITING, ("r1",))
+    # WHEN it is renewed THEN it is no longer named
+    world.admission.renew(scope, holder="r1", lease_seconds=10)
+    assert _run_acquire(world, scope, "r2").lapsed == ()
+    assert world.admission.slots(scope).holders[0].expires_at > clock.now()
+    # AND renewing one that holds nothing adds nothing; a release frees the slot for the line
+    world.admission.renew(scope, holder="ghost", lease_seconds=10)
+    assert [h.holder for h in world.admission.slots(scope).holders] == ["r1"]
+    assert world.admission.release(scope, holder="r1") == [b"r2"]
+    assert _run_acquire(world, scope, "r2").verdict is Verdict.GRANTED
