@@ -37,11 +37,16 @@ def run_slot_scope(world: World, app: Workflows, run: Run) -> str | None:
     return run_scope(run.workflow_name, key)
 
 
-def release_run_slot(world: World, app: Workflows, run: Run | None) -> None:
-    """Give ``run``'s slot back (and its place in line) and publish the wakes of the runs it frees."""
-    if run is None:
-        return
+def release_run_slot(world: World, app: Workflows, run: Run | None, run_id: str | None = None) -> None:
+    """Give ``run``'s slot back (and its place in line) and publish the wakes of the runs it frees.
+
+    ``run_id``: the run to read if ``run`` is None (a path that ended it without reading it).
+    """
     try:
+        if run is None and run_id is not None:
+            run = world.runs.get(run_id, resolve_data=ResolveData.NONE)
+        if run is None:
+            return
         scope = run_slot_scope(world, app, run)
         if scope is not None:
             release_scope(world, scope, run.run_id)
@@ -49,7 +54,7 @@ def release_run_slot(world: World, app: Workflows, run: Run | None) -> None:
         telemetry.LOG.warning(
             "could not release a run's concurrency slot; the next arrival's audit frees it",
             exc_info=True,
-            extra={"run_id": run.run_id},
+            extra={"run_id": run.run_id if run is not None else run_id},
         )
 
 

@@ -188,7 +188,7 @@ def acquire_slot(
 
     A newcomer joins the line behind every waiter of its ``priority`` or higher, ahead
     of the lower ones. ``audit`` makes the scope audited (see the module's docstring):
-    a refusal then names the holders whose lease has passed (``Admission.lapsed``).
+    an answer then names the holders whose lease has passed (``Admission.lapsed``).
 
     A holder already holding under this ``ticket`` (a redelivery of the delivery that
     holds it, after its handler died) renews its lease. Under another ticket the slot is
@@ -210,14 +210,14 @@ def acquire_slot(
     if position is None:
         position = next((i for i, w in enumerate(waiters) if w.priority < priority), len(waiters))
         waiters.insert(position, Waiter(holder, since=now, seen_at=now, wake=wake, priority=priority))
+    lapsed = tuple(h.holder for h in state.holders if h.expires_at <= now) if state.audited else ()
     if position < free:
         del waiters[position]
         holders = (*state.holders, Holder(holder, ticket, expires))
         return replace(state, holders=holders, waiters=tuple(waiters)), Admission(
-            Verdict.GRANTED, holders=len(holders)
+            Verdict.GRANTED, holders=len(holders), lapsed=lapsed
         )
     waiters[position] = replace(waiters[position], seen_at=now, wake=wake)
-    lapsed = tuple(h.holder for h in state.holders if h.expires_at <= now) if state.audited else ()
     return replace(state, waiters=tuple(waiters)), Admission(
         Verdict.WAITING, position=position - free, holders=len(state.holders), lapsed=lapsed
     )

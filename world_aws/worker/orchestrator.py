@@ -174,7 +174,7 @@ class Orchestrator:
                         self._dispose(run.run_id, hook_id)
                     output = self.lineage.continue_as_new(run, outcome.input)
                     completed = EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=output))
-                    self._end(run.run_id, completed, tell_parent=False)  # the chain's last run tells it
+                    self._end(run.run_id, completed, run, tell_parent=False)  # the chain's last run tells it
                     return Ack()
                 if isinstance(outcome, Completed | Failed):
                     self._end(run.run_id, run_end(outcome), run)
@@ -387,10 +387,14 @@ class Orchestrator:
             self.lineage.before_end(run_id, request, run)
         try:
             ended = self._world.events.create(run_id, request)
-        except (Conflict, NotFound):
-            pass  # already terminal (a concurrent continuation or a cancellation won)
+        except NotFound:
+            pass  # erased
+        except Conflict:
+            # Already terminal: a concurrent continuation or a cancellation won (it releases the
+            # slot), or this is the redo of our own end whose answer was lost (release it here).
+            release_run_slot(self._world, self._app, run, run_id)
         else:
-            release_run_slot(self._world, self._app, ended.run or run)  # client/run_slots.py
+            release_run_slot(self._world, self._app, ended.run or run, run_id)  # client/run_slots.py
         self._forget(run_id)
 
     def _forget(self, run_id: str) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Set as AbstractSet
 from functools import partial
 from typing import Any
 
+from world_aws.client.run_slots import release_run_slot
 from world_aws.contract import rules
 from world_aws.contract.records import (
     Event,
@@ -148,6 +149,7 @@ class OutcomePipeline:
             return Replay(run, workflow, self._app.serializer), InlineRound(), False
         replay.patches.recorded([m.data_as(PatchAppliedData).change_id for m in markers])
         if closing is not None:
+            release_run_slot(self._world, self._app, run)  # its end landed (client/run_slots.py)
             return replay, InlineRound(ended=True), False
         fed = self._logs.feed(run.run_id, [r.event for r in results if r.event is not None])
         created = results[1 + len(markers) :]

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from world_aws.client.run_slots import release_scope
+from world_aws.client.run_slots import release_run_slot, release_scope
 from world_aws.contract.admission import ADMISSION_RECHECK_SECONDS, Admission, Verdict
 from world_aws.contract.limits import SQS_MAX_DELAY_SECONDS
 from world_aws.contract.payload import InvokePayload
@@ -80,9 +80,8 @@ class RunGate:
         concurrency = flow.concurrency
         if concurrency is not None:
             admission = self._acquire(scope, run_id, flow, attributes, delivery)
-            if admission.verdict is Verdict.WAITING and self._audit(
-                scope, admission, concurrency.lease_seconds
-            ):
+            freed = self._audit(scope, admission, concurrency.lease_seconds)
+            if admission.verdict is Verdict.WAITING and freed:
                 admission = self._acquire(scope, run_id, flow, attributes, delivery)
             if admission.verdict is Verdict.WAITING:
                 return self._wait_for_slot(payload, scope, delivery)
@@ -132,10 +131,12 @@ class RunGate:
         self, payload: InvokePayload, seen: Run | None
     ) -> tuple[RunFlow, str, bytes, dict[str, str]] | None:
         """The pending run's flow control, workflow, input and attributes (None: nothing to admit)."""
+        if not any(self._app.get_workflow(n).flow.controlled for n in self._app.workflow_names):
+            return None  # no workflow of the app has flow control: no read, nothing to admit
         first = payload.run_input
         name = first.workflow_name if first is not None else seen.workflow_name if seen is not None else None
-        if name is None:  # a wake of a run not read yet (inline execution off)
-            seen = self._read(payload.run_id)
+        if name is None:  # a wake of a run not read yet (inline execution off), or of an ended run
+            seen = self._read_status(payload.run_id)
             if seen is None:
                 return None
             name = seen.workflow_name
@@ -146,6 +147,13 @@ class RunGate:
         if not flow.controlled:
             return None
         if first is not None:
+            if seen is None:
+                # Not seen: missing (its first message creates it), pending, or ended. A copy of
+                # an ended run's message must not take a slot: nothing would start to give it back.
+                status = self._read_status(payload.run_id)
+                if status is not None and status.status is not RunStatus.PENDING:
+                    self._fence(status)
+                    return None
             data = first.input
             if data is None and first.input_ref is not None:
                 ref = first.input_ref
@@ -154,8 +162,16 @@ class RunGate:
         if seen is not None and seen.input is None:
             seen = self._read(payload.run_id)
         if seen is None or seen.status is not RunStatus.PENDING:
+            self._fence(seen)
             return None  # running (admitted before) or ended: the usual path answers
         return flow, name, seen.input or b"", dict(seen.attributes)
+
+    def _fence(self, run: Run | None) -> None:
+        """A message of an ended run (the terminal fence refuses it): its slot, if still held, is
+        given back. Its end's release may have been lost with the end's answer (a redo then
+        finds the run ended and never ends it again)."""
+        if run is not None and run.status.terminal:
+            release_run_slot(self._world, self._app, run)
 
     def _read(self, run_id: str) -> Run | None:
         try:
@@ -179,15 +195,21 @@ class RunGate:
         )
 
     def _audit(self, scope: str, admission: Admission, lease_seconds: float) -> bool:
-        """Check the holders whose lease passed: release the ended ones (True if any), renew the live."""
+        """Check the holders whose lease passed: release the ended ones (True if any), renew the live.
+
+        Best effort: a check that fails is made again by the next arrival.
+        """
         freed = False
         for holder in admission.lapsed:
-            run = self._read_status(holder)
-            if run is None or run.status.terminal:
-                release_scope(self._world, scope, holder)
-                freed = True
-            else:
-                self._world.admission.renew(scope, holder=holder, lease_seconds=lease_seconds)
+            try:
+                run = self._read_status(holder)
+                if run is None or run.status.terminal:
+                    release_scope(self._world, scope, holder)
+                    freed = True
+                else:
+                    self._world.admission.renew(scope, holder=holder, lease_seconds=lease_seconds)
+            except Exception:
+                telemetry.LOG.warning("could not audit a run's slot", exc_info=True, extra={"run_id": holder})
         return freed
 
     def _read_status(self, run_id: str) -> Run | None:
