@@ -38,6 +38,7 @@ SEQUENTIAL = "bench.cost.sequential"
 BATCHED = "bench.cost.batched"
 BATCH_SIZE = 10
 GATHER = "bench.cost.gather"
+SEQUENTIAL_LIMITED = "bench.cost.sequential_limited"
 KB = 1024
 
 
@@ -56,6 +57,7 @@ class Workload:
     incompressible: bool = False  # inputs of pseudo-random bytes (else one byte repeated: zlib's best case)
     patched: bool = False  # the workflow calls ``patched()`` before its second step (its marker's cost)
     limited: bool = False  # its steps under ``Concurrency(limit=3)``: each attempt admitted (issue 41)
+    run_limited: bool = False  # the workflow under ``Concurrency(limit=3)``: the run admitted (issue 41)
     encrypted: bool = False  # payloads sealed under a KMS key (PayloadKmsKeyArn; README "Security")
     batched: int = 0  # started by this many ``start()`` calls of a batched workflow (issue 41)
 
@@ -68,6 +70,7 @@ WORKLOADS: dict[str, Workload] = {
         Workload("W1-patched", "W1, patched() before step 2", 3, patched=True),
         Workload("W1-limited", "W1, steps under Concurrency(limit=3)", 3, limited=True),
         Workload("W1-batched", "W1, its run the batch of 10 start() calls", 3, batched=BATCH_SIZE),
+        Workload("W1-wf-limited", "W1, the workflow under Concurrency(limit=3)", 3, run_limited=True),
         Workload("W2", "100 sequential steps", 100),
         Workload("W2-kms", "W2, payloads sealed under a KMS key", 100, encrypted=True),
         Workload("W3", "64-way gather", 64, gather=True),
@@ -138,6 +141,12 @@ def cost_app() -> Workflows:
         for i in range(3):
             await leaf(i, b"")
         return len(items)
+
+    @app.workflow(name=SEQUENTIAL_LIMITED, concurrency=Concurrency(limit=3))
+    async def sequential_limited(steps: int, step_pad: int, pad: bytes, noisy: bool = False) -> int:
+        for i in range(steps):
+            await leaf(i, padding(step_pad, i, noisy))
+        return steps
 
     @app.workflow(name=GATHER)
     async def gather(steps: int, step_pad: int, pad: bytes, noisy: bool = False) -> int:
@@ -263,7 +272,7 @@ def run_workload(meters: Meters, workload: Workload, *, timeout: float = 900) ->
             bill_before, lambdas_before = meters.billing.snapshot(), meters.invocations.snapshot()
             items_before = meters.billing.item_writes()
             began = time.perf_counter()
-            name = GATHER if workload.gather else SEQUENTIAL
+            name = GATHER if workload.gather else SEQUENTIAL_LIMITED if workload.run_limited else SEQUENTIAL
             size = workload.workflow_input_bytes
             pad = padding(size, -1, noisy=True) if workload.incompressible else b"w" * size
             extra = {"patch": True} if workload.patched else {}
