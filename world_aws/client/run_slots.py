@@ -19,15 +19,18 @@ from world_aws.workflow.registry import Workflows
 from world_aws.workflow.run_flow import run_scope
 
 
-def run_slot_scope(world: World, app: Workflows, run: Run) -> str | None:
-    """The scope of ``run``'s concurrency slot (None: its workflow has no run concurrency)."""
+def run_slot_scope(world: World, app: Workflows, run: Run, data: bytes | None = None) -> str | None:
+    """The scope of ``run``'s concurrency slot (None: its workflow has no run concurrency).
+
+    ``data``: the run's input if the caller has it (else the run's, read if it came without).
+    """
     try:
         flow = app.get_workflow(run.workflow_name).flow
     except UnknownWorkflow:
         return None
     if flow.concurrency is None:
         return None
-    data = run.input
+    data = data if data is not None else run.input
     if data is None:
         try:
             data = world.runs.get(run.run_id, resolve_data=ResolveData.ALL).input
@@ -37,7 +40,9 @@ def run_slot_scope(world: World, app: Workflows, run: Run) -> str | None:
     return run_scope(run.workflow_name, key)
 
 
-def release_run_slot(world: World, app: Workflows, run: Run | None, run_id: str | None = None) -> None:
+def release_run_slot(
+    world: World, app: Workflows, run: Run | None, run_id: str | None = None, *, data: bytes | None = None
+) -> None:
     """Give ``run``'s slot back (and its place in line) and publish the wakes of the runs it frees.
 
     ``run_id``: the run to read if ``run`` is None (a path that ended it without reading it).
@@ -47,7 +52,7 @@ def release_run_slot(world: World, app: Workflows, run: Run | None, run_id: str 
             run = world.runs.get(run_id, resolve_data=ResolveData.NONE)
         if run is None:
             return
-        scope = run_slot_scope(world, app, run)
+        scope = run_slot_scope(world, app, run, data)
         if scope is not None:
             release_scope(world, scope, run.run_id)
     except Exception:

@@ -360,6 +360,11 @@ class Replay:
         for cid, child in self._children.items():
             yield cid, child.request.workflow_name, child.future
 
+    @property
+    def run_input(self) -> bytes | None:
+        """The run's serialized input, once known (from the run read or its log's ``run_created``)."""
+        return self._input
+
     def live_hooks(self) -> list[str]:
         """The ids of this run's hooks whose create the log holds and whose disposal it does not."""
         index = self._index

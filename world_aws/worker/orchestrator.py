@@ -174,10 +174,11 @@ class Orchestrator:
                         self._dispose(run.run_id, hook_id)
                     output = self.lineage.continue_as_new(run, outcome.input)
                     completed = EventRequest(EventType.RUN_COMPLETED, data=RunCompletedData(output=output))
-                    self._end(run.run_id, completed, run, tell_parent=False)  # the chain's last run tells it
+                    # The chain's last run tells the parent.
+                    self._end(run.run_id, completed, run, tell_parent=False, data=replay.run_input)
                     return Ack()
                 if isinstance(outcome, Completed | Failed):
-                    self._end(run.run_id, run_end(outcome), run)
+                    self._end(run.run_id, run_end(outcome), run, data=replay.run_input)
                     return Ack()
                 # Not copied: a long run has run many.
                 plan = self._plan(run.run_id, outcome, owner, ran, width=width, published=published)
@@ -381,8 +382,15 @@ class Orchestrator:
         return True
 
     def _end(
-        self, run_id: str, request: EventRequest, run: Run | None = None, *, tell_parent: bool = True
+        self,
+        run_id: str,
+        request: EventRequest,
+        run: Run | None = None,
+        *,
+        tell_parent: bool = True,
+        data: bytes | None = None,
     ) -> None:
+        """Record the run's end, then give its slot back (``data``: its input, if known: no read)."""
         if tell_parent:  # a child tells its parent first: a crash after this redoes both (client/lineage.py)
             self.lineage.before_end(run_id, request, run)
         try:
@@ -392,9 +400,9 @@ class Orchestrator:
         except Conflict:
             # Already terminal: a concurrent continuation or a cancellation won (it releases the
             # slot), or this is the redo of our own end whose answer was lost (release it here).
-            release_run_slot(self._world, self._app, run, run_id)
+            release_run_slot(self._world, self._app, run, run_id, data=data)
         else:
-            release_run_slot(self._world, self._app, ended.run or run, run_id)  # client/run_slots.py
+            release_run_slot(self._world, self._app, ended.run or run, run_id, data=data)
         self._forget(run_id)
 
     def _forget(self, run_id: str) -> None:

@@ -149,7 +149,9 @@ class OutcomePipeline:
             return Replay(run, workflow, self._app.serializer), InlineRound(), False
         replay.patches.recorded([m.data_as(PatchAppliedData).change_id for m in markers])
         if closing is not None:
-            release_run_slot(self._world, self._app, run)  # its end landed (client/run_slots.py)
+            release_run_slot(
+                self._world, self._app, run, data=replay.run_input
+            )  # its end landed (client/run_slots.py)
             return replay, InlineRound(ended=True), False
         fed = self._logs.feed(run.run_id, [r.event for r in results if r.event is not None])
         created = results[1 + len(markers) :]
