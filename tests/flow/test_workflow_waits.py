@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.error
 import urllib.request
 from datetime import timedelta
 from typing import Any
@@ -74,3 +75,30 @@ def test_a_run_waiting_for_a_slot_or_a_token_says_so_in_the_api_and_inspect(harn
     # AND the holder, running, waits for nothing
     run, _ = _view(runtime, holder)
     assert run["status"] == "running" and run["waiting"] is None
+
+
+def test_post_runs_takes_a_priority_and_refuses_one_that_is_not_an_int(harness: Harness) -> None:
+    runtime = harness.runtime_for(waiting_app())
+    with serve_api(runtime, port=0) as server:
+
+        def post(body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+            request = urllib.request.Request(
+                f"{server.url}/runs",
+                data=json.dumps(body).encode(),
+                headers={"content-type": "application/json"},
+                method="POST",
+            )
+            try:
+                with urllib.request.urlopen(request) as answer:
+                    return answer.status, json.load(answer)
+            except urllib.error.HTTPError as refused:
+                return refused.code, json.load(refused)
+
+        # WHEN a run is started over HTTP with a priority
+        status, started = post({"workflow": "order", "args": ["c9"], "priority": 7})
+        # THEN it is recorded on the run
+        assert status == 201
+        assert runtime.get_run(started["run_id"]).run().attributes["$priority"] == "7"
+        # AND a priority that is not an int is refused, naming it
+        status, refused = post({"workflow": "order", "args": ["c9"], "priority": "high"})
+        assert status == 400 and "priority" in json.dumps(refused)

@@ -34,6 +34,9 @@ class StartRunRequest(_Strict):
     idempotency_key: str | None = Field(
         default=None, min_length=1, max_length=256, description="the same key starts the same run"
     )
+    priority: int | None = Field(
+        default=None, description="among runs waiting for the workflow's slots, higher first"
+    )
 
 
 class CancelRunRequest(_Strict):

@@ -55,7 +55,7 @@ from world_aws.runtime.runtime import Runtime
 
 # Keyword names Runtime.start() takes for itself: a workflow argument of that name cannot pass.
 LOG = logging.getLogger("world_aws.api")
-RESERVED_KWARGS = ("workflow", "idempotency_key", "attributes")
+RESERVED_KWARGS = ("workflow", "idempotency_key", "attributes", "priority")
 
 Params = dict[str, str]
 RouteFn = Callable[[Request, Params, Runtime], Response]
@@ -79,7 +79,9 @@ def start_run(request: Request, _params: Params, runtime: Runtime) -> Response:
         raise BadInput(f"workflow: {exc}") from None
     except BadInput as exc:
         raise BadInput(f"args: {exc}") from None
-    handle = runtime.start(body.workflow, *args, idempotency_key=body.idempotency_key, **kwargs)
+    handle = runtime.start(
+        body.workflow, *args, idempotency_key=body.idempotency_key, priority=body.priority, **kwargs
+    )
     try:
         status = handle.status()
     except NotFound:

@@ -80,7 +80,13 @@ class Orchestrator:
         self._pool = pool
         self._replays = replays if replays is not None else ReplayCache(0)
         self._inline = inline
-        self.lineage = lineage or Lineage(world, app.serializer, pool, retention=app.retention_attributes)
+        self.lineage = lineage or Lineage(
+            world,
+            app.serializer,
+            pool,
+            retention=app.retention_attributes,
+            ended=partial(release_run_slot, world, app),  # a run it cancels gives its slot back
+        )
         self._max_events = max_events_per_run
         self._pipeline = OutcomePipeline(world, app, logs, self._replays, inline, max_events_per_run)
 
