@@ -177,15 +177,12 @@ class Workflows:
         schedule: str | None = None,
         overlap: Overlap | str = Overlap.SKIP,
         retention: Retention = None,
-<<<<<<< HEAD
         debounce: Debounce | None = None,
         batch: Batch | None = None,
         singleton: Singleton | bool | None = None,
-=======
         concurrency: Concurrency | None = None,
         rate_limit: RateLimit | None = None,
         priority: int = 0,
->>>>>>> f465825 (Workflow concurrency and priority: runs beyond a workflow's Concurrency stay pending in the key's line (higher priority first, FIFO within), admitted by the workflow consumer before run_started; the slot is released on every end (workflow end, fail_run, client cancel) and audited scopes free a lapsed holder only once its run is read ended)
     ) -> Callable[[Callable[P, Awaitable[R]]], WorkflowFunction[P, R]]: ...
 
     def workflow(  # type: ignore[misc]
@@ -197,15 +194,12 @@ class Workflows:
         schedule: str | None = None,
         overlap: Overlap | str = Overlap.SKIP,
         retention: Retention = None,
-<<<<<<< HEAD
         debounce: Debounce | None = None,
         batch: Batch | None = None,
         singleton: Singleton | bool | None = None,
-=======
         concurrency: Concurrency | None = None,
         rate_limit: RateLimit | None = None,
         priority: int = 0,
->>>>>>> f465825 (Workflow concurrency and priority: runs beyond a workflow's Concurrency stay pending in the key's line (higher priority first, FIFO within), admitted by the workflow consumer before run_started; the slot is released on every end (workflow end, fail_run, client cancel) and audited scopes free a lapsed holder only once its run is read ended)
     ) -> Any:
         """Declare a workflow: ``@app.workflow`` or ``@app.workflow(name=..., schedule=...)``.
 
@@ -217,16 +211,13 @@ class Workflows:
             overlap: ``"skip"`` or ``"allow"`` a tick while the previous tick's run goes on.
             retention: how long this workflow's ended runs are kept (``"7d"``; ``"forever"``;
                 None: the app's ``retention``).
-<<<<<<< HEAD
             debounce: collapse a key's starts within a window into one run with the last
                 arguments (``Debounce``; README "Flow control").
             batch: gather starts into one run of the list of their items (``Batch``).
             singleton: at most one live run per key (``True`` or ``Singleton``).
-=======
             concurrency, rate_limit, priority: flow control of the runs (``workflow/run_flow.py``):
                 live runs at once per key (the others stay pending), starts per period per
                 key, the default priority among runs waiting for a slot.
->>>>>>> f465825 (Workflow concurrency and priority: runs beyond a workflow's Concurrency stay pending in the key's line (higher priority first, FIFO within), admitted by the workflow consumer before run_started; the slot is released on every end (workflow end, fail_run, client cancel) and audited scopes free a lapsed holder only once its run is read ended)
         """
         flow = RunFlow(concurrency, rate_limit, priority)
 
@@ -235,11 +226,8 @@ class Workflows:
             if wf_name in self._workflows:
                 raise BadInput(f"a workflow named {wf_name!r} is already registered")
             wf = WorkflowFunction(f, wf_name, self, retention)
-<<<<<<< HEAD
             wf.gate = StartGate.of(wf_name, debounce, batch, singleton)
-=======
             wf.flow = flow
->>>>>>> f465825 (Workflow concurrency and priority: runs beyond a workflow's Concurrency stay pending in the key's line (higher priority first, FIFO within), admitted by the workflow consumer before run_started; the slot is released on every end (workflow end, fail_run, client cancel) and audited scopes free a lapsed holder only once its run is read ended)
             self._register_types(wf.hints)
             for hook_type in hook_types_in(f):
                 self.register_type(hook_type)
