@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bench.chaos import memory_setup
+from harness.chaos.run import memory_setup
 from harness.fault_plan import Crash, FaultPlan, rates_for
 from harness.harness import Harness
 from tests.faults.test_flow_control_faults import VISIBILITY, _faulty_delivery
