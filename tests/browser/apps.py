@@ -68,6 +68,12 @@ async def in_line(key: str) -> list[str]:
     return list(await asyncio.gather(one_at_a_time(f"{key}:a"), one_at_a_time(f"{key}:b")))
 
 
+@app.workflow(concurrency=Concurrency(limit=1, key=lambda key, *_: key))
+async def one_run_at_a_time(key: str) -> str:
+    """At most one run per key at once: a second run of the key stays pending until the first ends."""
+    return await gated(f"{key}:run")
+
+
 @app.workflow
 async def three_gates(key: str) -> list[str]:
     return [await gated(f"{key}:{i}") for i in range(3)]

@@ -1,4 +1,4 @@
-"""The run page says what a step under flow control waits for (README "Flow control")."""
+"""The run page says what a step or a run under flow control waits for (README "Flow control")."""
 
 from __future__ import annotations
 
@@ -29,3 +29,25 @@ def test_a_step_in_line_for_a_concurrency_slot_says_so_until_the_slot_frees(page
     expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
     expect(waits).to_have_count(0)
     expect(page.get_by_test_id("result")).to_contain_text(f"passed {key}:b")
+
+
+def test_a_run_in_line_for_its_workflows_slot_shows_its_wait_and_priority(page: Any, dev: DevStack) -> None:
+    key = uuid.uuid4().hex[:8]
+    runtime = dev.stack.runtime
+    # GIVEN a run holding its key's only slot (its step blocked), and a second run of the key
+    first = runtime.start("one_run_at_a_time", key).run_id
+    second = runtime.start("one_run_at_a_time", key, priority=5).run_id
+    page.goto(f"{dev.url}/ui/#/runs/{second}")
+    # THEN the second's page shows it pending, in line for the slot, with its priority
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("pending")
+    waiting = page.get_by_test_id("run-waiting")
+    expect(waiting).to_contain_text(
+        f"waiting for a concurrency slot of workflow `one_run_at_a_time` key `{key}`"
+    )
+    expect(page.get_by_test_id("run-priority")).to_have_text("5")
+    # WHEN the first run's step is let through (both runs' steps wait on one gate)
+    release(f"{key}:run")
+    # THEN the second runs and completes, and its wait is gone
+    expect(page.get_by_test_id("run-meta").get_by_test_id("status")).to_have_text("completed")
+    expect(waiting).to_have_count(0)
+    assert runtime.get_run(first).result(timeout=30) == f"passed {key}:run"

@@ -276,6 +276,9 @@
         rows.push(["attributes", h("span", { "data-testid": "run-attributes", text: Object.entries(run.attributes).map(([k, v]) => `${k}=${v}`).join(", ") })]);
       }
       if (run.blocked) rows.push(["blocked", h("span", { "data-testid": "blocked", text: blockedText(run.blocked) })]);
+      // a pending run under its workflow's flow control: the slot or token it waits for (README "Flow control")
+      if (run.waiting) rows.push(["waiting", h("span", { "data-testid": "run-waiting", text: run.waiting })]);
+      if (run.priority !== null && run.priority !== undefined) rows.push(["priority", h("span", { "data-testid": "run-priority", text: String(run.priority) })]);
       if (run.forked_from) {
         rows.push(["forked from", h("a", { class: "mono", "data-testid": "forked-from",
           href: `#/runs/${encodeURIComponent(run.forked_from)}`, text: run.forked_from })]);
