@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from world_aws.aws.codec import items, keys
 from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
@@ -141,39 +141,74 @@ class DynamoAdmissionStore:
         encode: Callable[[S], dict[str, object]],
         change: Callable[[S, datetime], tuple[S, A]],
     ) -> A:
-        """Read the record, apply ``change``, put it if its version is still the one read."""
-        key = keys.flow_key(scope, kind)
-        item = self._table.get(key)
-        for _ in range(WRITE_ATTEMPTS):
-            state = decode(scope, item)
-            new, answer = change(state, self._clock.now())
-            if new == state:
-                return answer  # nothing to write (a refusal that changed nothing)
-            # Timeline: two consumers read version v and both decide; the first put moves the
-            # version to v + 1, the second's condition fails and it decides again on what it got.
-            if state.version == 0:
-                condition, values = f"attribute_not_exists({keys.PK})", None
-            else:
-                condition, values = "version = :v", {":v": state.version}
-            try:
-                self._table.put(
-                    {**key, **encode(new), "version": state.version + 1}, condition=condition, values=values
-                )
-            except ConditionFailed as lost:
-                item = lost.item if lost.item is not None else self._table.get(key)
-                continue
-            return answer
-        raise Transient(f"flow-control record {scope!r} ({kind}) kept changing under {WRITE_ATTEMPTS} writes")
+        return change_versioned(
+            self._table,
+            self._clock,
+            keys.flow_key(scope, kind),
+            lambda item: decode(scope, item),
+            encode,
+            change,
+        )
+
+
+class Versioned(Protocol):
+    """A record kept in one item whose ``version`` conditions every put."""
+
+    @property
+    def version(self) -> int: ...
+
+
+V = TypeVar("V", bound=Versioned)
+
+
+def change_versioned(
+    table: Table,
+    clock: Clock,
+    key: keys.Key,
+    decode: Callable[[Item | None], V],
+    encode: Callable[[V], dict[str, object]],
+    change: Callable[[V, datetime], tuple[V, A]],
+) -> A:
+    """Read the record at ``key``, apply ``change``, put it if its version is still the one read.
+
+    The flow-control records (slots, rate windows, gates) all change this way.
+
+    Raises:
+        Transient: ``WRITE_ATTEMPTS`` puts each lost to a concurrent writer.
+    """
+    item = table.get(key)
+    for _ in range(WRITE_ATTEMPTS):
+        state = decode(item)
+        new, answer = change(state, clock.now())
+        if new == state:
+            return answer  # nothing to write (a refusal that changed nothing)
+        # Timeline: two consumers read version v and both decide; the first put moves the
+        # version to v + 1, the second's condition fails and it decides again on what it got.
+        if state.version == 0:
+            condition, values = f"attribute_not_exists({keys.PK})", None
+        else:
+            condition, values = "version = :v", {":v": state.version}
+        try:
+            table.put(
+                {**key, **encode(new), "version": state.version + 1}, condition=condition, values=values
+            )
+        except ConditionFailed as lost:
+            item = lost.item if lost.item is not None else table.get(key)
+            continue
+        return answer
+    record = f"{key[keys.PK]}/{key[keys.SK]}"
+    raise Transient(f"flow-control record {record!r} kept changing under {WRITE_ATTEMPTS} writes")
+
+
+def at_us(us: object) -> datetime:
+    """A time this module's records stored as epoch microseconds."""
+    moment = items.from_epoch_us(us)
+    assert moment is not None  # written by these stores, always a number
+    return moment
 
 
 def _us(moment: datetime) -> int:
     return items.epoch_us(moment)
-
-
-def _at(us: object) -> datetime:
-    moment = items.from_epoch_us(us)
-    assert moment is not None  # written by this module, always a number
-    return moment
 
 
 def _slots_item(state: SlotState) -> dict[str, object]:
@@ -191,12 +226,12 @@ def _slots_item(state: SlotState) -> dict[str, object]:
 def _slots_from(scope: str, item: Item | None) -> SlotState:
     if item is None:
         return SlotState(scope)
-    holders = tuple(Holder(str(h["h"]), str(h["t"]), _at(h["x"])) for h in item.get("holders", []))
+    holders = tuple(Holder(str(h["h"]), str(h["t"]), at_us(h["x"])) for h in item.get("holders", []))
     waiters = tuple(
         Waiter(
             str(w["h"]),
-            since=_at(w["s"]),
-            seen_at=_at(w["n"]),
+            since=at_us(w["s"]),
+            seen_at=at_us(w["n"]),
             wake=bytes(w.get("w", b"")),
             priority=int(w.get("p", 0)),
         )
@@ -219,5 +254,5 @@ def _window_item(window: RateWindow) -> dict[str, object]:
 def _window_from(scope: str, item: Item | None) -> RateWindow:
     if item is None:
         return RateWindow(scope)
-    starts = tuple(Start(str(s["h"]), _at(s["t"]), TokenState(str(s["s"]))) for s in item.get("starts", []))
+    starts = tuple(Start(str(s["h"]), at_us(s["t"]), TokenState(str(s["s"]))) for s in item.get("starts", []))
     return RateWindow(scope, starts=starts, version=int(item["version"]))

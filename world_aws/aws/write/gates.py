@@ -16,14 +16,11 @@ from datetime import datetime
 from typing import TypeVar
 
 from world_aws.aws.codec import items, keys
-from world_aws.aws.codec.dynamo import ConditionFailed, Item, Table
+from world_aws.aws.codec.dynamo import Item, Table
+from world_aws.aws.write.admission import at_us, change_versioned
 from world_aws.contract.clock import Clock
 from world_aws.contract.coalesce import Gate, Pending
 from world_aws.contract.coalesce import Item as Input
-from world_aws.errors import Transient
-
-# Conditional puts lost to a concurrent writer before giving up (Transient: the caller retries).
-WRITE_ATTEMPTS = 32
 
 A = TypeVar("A")
 
@@ -40,33 +37,9 @@ class DynamoGateStore:
 
     def change(self, scope: str, rule: Callable[[Gate, datetime], tuple[Gate, A]]) -> A:
         key = keys.flow_key(scope, "gate")
-        item = self._table.get(key)
-        for _ in range(WRITE_ATTEMPTS):
-            gate = _gate_from(scope, item)
-            new, answer = rule(gate, self._clock.now())
-            if new == gate:
-                return answer
-            if gate.version == 0:
-                condition, values = f"attribute_not_exists({keys.PK})", None
-            else:
-                condition, values = "version = :v", {":v": gate.version}
-            try:
-                self._table.put(
-                    {**key, **_gate_item(new), "version": gate.version + 1},
-                    condition=condition,
-                    values=values,
-                )
-            except ConditionFailed as lost:
-                item = lost.item if lost.item is not None else self._table.get(key)
-                continue
-            return answer
-        raise Transient(f"flow-control gate {scope!r} kept changing under {WRITE_ATTEMPTS} writes")
-
-
-def _at(us: object) -> datetime:
-    moment = items.from_epoch_us(us)
-    assert moment is not None  # written by this module, always a number
-    return moment
+        return change_versioned(
+            self._table, self._clock, key, lambda item: _gate_from(scope, item), _gate_item, rule
+        )
 
 
 def _pending_item(pending: Pending) -> dict[str, object]:
@@ -83,8 +56,8 @@ def _pending_from(value: dict[str, object]) -> Pending:
     assert isinstance(inputs, list)
     return Pending(
         str(value["r"]),
-        _at(value["o"]),
-        _at(value["d"]),
+        at_us(value["o"]),
+        at_us(value["d"]),
         tuple(Input(str(i["k"]), bytes(i["v"])) for i in inputs),
     )
 
@@ -112,6 +85,6 @@ def _gate_from(scope: str, item: Item | None) -> Gate:
         closed=tuple(_pending_from(p) for p in item.get("closed", [])),
         recent=tuple((str(i), str(r)) for i, r in item.get("recent", [])),
         live=str(item.get("live", "")),
-        live_since=_at(since) if since is not None else None,
+        live_since=at_us(since) if since is not None else None,
         version=int(item["version"]),
     )
